@@ -1,0 +1,30 @@
+// Entry point of the api deployable: parse the environment once, boot, listen.
+
+import { hostname } from 'node:os';
+import { Logger } from '@nestjs/common';
+import { ConfigError, loadConfig, type CanopyConfig } from '@canopy/common';
+import { createApiApp } from './app.factory';
+
+async function main(): Promise<void> {
+  let config: CanopyConfig;
+  try {
+    config = loadConfig(process.env, { defaultInstanceId: `${hostname()}:${process.pid}` });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`canopy: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const app = await createApiApp(config);
+  await app.listen(config.http.port, config.http.host);
+  const url = await app.getUrl();
+  new Logger('Canopy').log(
+    `api listening on ${url.replace('[::1]', 'localhost')} (database: ${config.database.url ? 'external' : 'embedded'}, docs: /docs)`,
+  );
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`canopy: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,52 @@
+// Three depths of tests (STYLE.md §9): unit tests beside the code (*.spec.ts, pure logic, no I/O), integration
+// tests against the machine's real Postgres and Redis (*.int-spec.ts, each file in its own database), and
+// end-to-end tests that boot the app and speak HTTP/SSE/WebSocket (*.e2e-spec.ts).
+
+/** @type {import('@swc/jest').Options} */
+const swc = {
+  jsc: {
+    parser: { syntax: 'typescript', decorators: true },
+    transform: { legacyDecorator: true, decoratorMetadata: true, useDefineForClassFields: false },
+    target: 'es2022',
+    keepClassNames: true,
+  },
+  module: { type: 'commonjs' },
+  sourceMaps: 'inline',
+};
+
+/** @type {import('jest').Config} */
+const base = {
+  rootDir: __dirname,
+  roots: ['<rootDir>/apps', '<rootDir>/libs'],
+  testEnvironment: 'node',
+  transform: { '^.+\\.(t|j)s$': ['@swc/jest', swc] },
+  // Prisma's WASM schema engine ships as ES modules only; jest runs CommonJS, so it is transformed too.
+  transformIgnorePatterns: ['/node_modules/(?!@prisma/schema-engine-wasm/)'],
+  moduleNameMapper: {
+    '^@canopy/([^/]+)$': '<rootDir>/libs/$1/src',
+    '^@canopy/([^/]+)/(.*)$': '<rootDir>/libs/$1/src/$2',
+  },
+  moduleFileExtensions: ['ts', 'js', 'json'],
+};
+
+/** @type {import('jest').Config} */
+module.exports = {
+  // Per-test deadline (a global option: jest ignores it inside projects). Booting an app with its own database
+  // takes seconds; a hung test still fails instead of stalling the run.
+  testTimeout: 60_000,
+  projects: [
+    { ...base, displayName: 'unit', testMatch: ['**/*.spec.ts'] },
+    {
+      ...base,
+      displayName: 'integration',
+      testMatch: ['**/*.int-spec.ts'],
+      globalSetup: '<rootDir>/libs/testing/src/global-setup.ts',
+    },
+    {
+      ...base,
+      displayName: 'e2e',
+      testMatch: ['**/*.e2e-spec.ts'],
+      globalSetup: '<rootDir>/libs/testing/src/global-setup.ts',
+    },
+  ],
+};

@@ -1,0 +1,108 @@
+// The one schema of Canopy's environment. Parsed once at boot (main.ts hands it process.env); everything else
+// receives the typed CanopyConfig by injection and never reads process.env.
+
+import { z } from 'zod';
+
+const bool = z.stringbool({ truthy: ['true', '1', 'yes', 'on'], falsy: ['false', '0', 'no', 'off'] });
+const port = z.coerce.number().int().min(0).max(65535);
+
+export const envSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  PORT: port.default(3000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Unset: the embedded PGlite database under CANOPY_DATA_DIR. */
+  DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// or postgresql:// URL' }).optional(),
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /** Interactive transactions: longest wait for a connection, and longest life. */
+  DATABASE_TX_MAX_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  DATABASE_TX_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
+  CANOPY_DATA_DIR: z.string().min(1).default('.canopy'),
+  CANOPY_MIGRATIONS_DIR: z.string().min(1).default('prisma/migrations'),
+  CANOPY_MIGRATE_ON_BOOT: bool.default(true),
+  /** Unset: the in-process bus, registry and queue (embedded runtime). */
+  REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' }).optional(),
+  CANOPY_ADMIN_KEY: z.string().min(24, 'must be at least 24 characters').optional(),
+  CANOPY_INSTANCE_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'letters, digits and _ . : - only')
+    .optional(),
+  HTTP_BODY_LIMIT: z
+    .string()
+    .regex(/^\d+(b|kb|mb)$/i, 'a size such as 512kb or 1mb')
+    .default('1mb'),
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+});
+
+export type Env = z.infer<typeof envSchema>;
+
+export interface CanopyConfig {
+  readonly env: Env['NODE_ENV'];
+  readonly instanceId: string;
+  readonly http: { readonly host: string; readonly port: number; readonly bodyLimit: string };
+  readonly log: { readonly level: Env['LOG_LEVEL'] };
+  readonly database: {
+    /** null: embedded PGlite in `dataDir`. */
+    readonly url: string | null;
+    readonly poolMax: number;
+    readonly txMaxWaitMs: number;
+    readonly txTimeoutMs: number;
+    readonly dataDir: string;
+    readonly migrationsDir: string;
+    readonly migrateOnBoot: boolean;
+  };
+  readonly redis: { readonly url: string | null };
+  readonly adminKey: string | null;
+  readonly shutdownGraceMs: number;
+}
+
+/** The configuration is invalid; the message names every offending variable. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export interface LoadConfigOptions {
+  /** Default for CANOPY_INSTANCE_ID (main.ts passes hostname and pid). */
+  defaultInstanceId?: string;
+}
+
+/**
+ * Parses an environment into CanopyConfig. Empty values count as unset (as `FOO=` in a compose file means).
+ * Throws ConfigError naming each bad variable; values are never echoed, since some are secrets.
+ */
+export function loadConfig(
+  source: Record<string, string | undefined>,
+  options: LoadConfigOptions = {},
+): CanopyConfig {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(envSchema.shape)) {
+    const value = source[key];
+    if (value !== undefined && value.trim() !== '') input[key] = value.trim();
+  }
+  const parsed = envSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`));
+  }
+  const e = parsed.data;
+  return {
+    env: e.NODE_ENV,
+    instanceId: e.CANOPY_INSTANCE_ID ?? options.defaultInstanceId ?? 'canopy',
+    http: { host: e.HOST, port: e.PORT, bodyLimit: e.HTTP_BODY_LIMIT },
+    log: { level: e.LOG_LEVEL },
+    database: {
+      url: e.DATABASE_URL ?? null,
+      poolMax: e.DATABASE_POOL_MAX,
+      txMaxWaitMs: e.DATABASE_TX_MAX_WAIT_MS,
+      txTimeoutMs: e.DATABASE_TX_TIMEOUT_MS,
+      dataDir: e.CANOPY_DATA_DIR,
+      migrationsDir: e.CANOPY_MIGRATIONS_DIR,
+      migrateOnBoot: e.CANOPY_MIGRATE_ON_BOOT,
+    },
+    redis: { url: e.REDIS_URL ?? null },
+    adminKey: e.CANOPY_ADMIN_KEY ?? null,
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+  };
+}

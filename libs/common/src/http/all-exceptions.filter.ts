@@ -1,0 +1,83 @@
+// The single place HTTP errors are shaped: every failure answers API.md's error body with a code and the
+// request id; a 5xx never shows a stack or an internal message, and only 5xx are logged as errors.
+
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { CanopyException, type ErrorBody } from '../errors/canopy.exception';
+import { codeForStatus, statusOf, type ErrorCode } from '../errors/error-code';
+
+interface Described {
+  status: number;
+  code: ErrorCode;
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+@Catch()
+export class AllExceptionsFilter implements ExceptionFilter {
+  private readonly logger = new Logger('HttpError');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    if (host.getType() !== 'http') throw exception;
+    const http = host.switchToHttp();
+    const req = http.getRequest<Request & { id?: unknown }>();
+    const res = http.getResponse<Response>();
+    const requestId = typeof req.id === 'string' || typeof req.id === 'number' ? String(req.id) : 'unknown';
+    const d = describe(exception);
+
+    if (d.status >= 500) {
+      this.logger.error({ err: exception, requestId, method: req.method, url: req.originalUrl }, d.message);
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    const body: ErrorBody = {
+      error: { code: d.code, message: d.message, ...(d.details ? { details: d.details } : {}) },
+      requestId,
+    };
+    res.status(d.status).json(body);
+  }
+}
+
+export function describe(exception: unknown): Described {
+  if (exception instanceof CanopyException) {
+    return {
+      status: statusOf(exception.code),
+      code: exception.code,
+      message: exception.code === 'internal' ? 'internal error' : exception.message,
+      details: exception.details,
+    };
+  }
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    const code = codeForStatus(status);
+    return { status, code, message: status >= 500 ? 'internal error' : httpMessage(exception) };
+  }
+  // Errors raised by Express middleware (body-parser) carry a status and a type.
+  const e = exception as { status?: unknown; statusCode?: unknown; type?: unknown } | null;
+  const status = typeof e?.status === 'number' ? e.status : typeof e?.statusCode === 'number' ? e.statusCode : 500;
+  if (status >= 400 && status < 500) {
+    switch (e?.type) {
+      case 'entity.parse.failed':
+        return { status: 400, code: 'bad_request', message: 'the request body is not valid JSON' };
+      case 'entity.too.large':
+        return { status: 413, code: 'payload_too_large', message: 'the request body is too large' };
+      case 'encoding.unsupported':
+      case 'charset.unsupported':
+        return { status: 415, code: 'unsupported_media_type', message: 'unsupported body encoding' };
+      default:
+        return { status, code: codeForStatus(status), message: 'the request could not be processed' };
+    }
+  }
+  return { status: 500, code: 'internal', message: 'internal error' };
+}
+
+function httpMessage(exception: HttpException): string {
+  const response = exception.getResponse();
+  if (typeof response === 'string') return response;
+  const message = (response as { message?: unknown }).message;
+  if (typeof message === 'string') return message;
+  if (Array.isArray(message)) return message.join('; ');
+  return exception.message;
+}

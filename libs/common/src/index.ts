@@ -1,0 +1,9 @@
+// @canopy/common: what every deployable shares: validated configuration, the error model and its HTTP filter,
+// structured logging.
+
+export * from './config/config.schema';
+export * from './config/config.module';
+export * from './errors/error-code';
+export * from './errors/canopy.exception';
+export * from './http/all-exceptions.filter';
+export * from './logging/logging.module';

@@ -1,0 +1,9 @@
+// @canopy/core: the pure, isomorphic conversation core shared by the service and its clients. No Node APIs, no
+// I/O: messages and usage, the branching tree, the UI turn projection and its streaming reducers, run results.
+
+export * from './usage';
+export * from './message';
+export * from './tree';
+export * from './turn';
+export * from './turn-result';
+export * from './scope';

@@ -1,0 +1,8 @@
+// @canopy/store: persistence. The tenant-scoped Database, the embedded PGlite runtime, migrations, and (with
+// the session engine) the SessionStore port and its Prisma adapter. Prisma types never leave this library.
+
+export * from './database';
+export * from './database.module';
+export * from './embedded-postgres';
+export * from './migrator';
+export * from './prisma-errors';

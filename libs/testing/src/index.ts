@@ -1,0 +1,4 @@
+// @canopy/testing: helpers for integration and end-to-end tests (real Postgres and Redis, no mocks).
+
+export * from './test-postgres';
+export * from './eventually';

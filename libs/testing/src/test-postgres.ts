@@ -1,0 +1,107 @@
+// Test databases on the machine's real Postgres. A template database is migrated once per run (again only when
+// the migrations change); every test file then gets its own copy (CREATE DATABASE ... TEMPLATE, ~100 ms), owned
+// by a role that is neither superuser nor BYPASSRLS, so row-level security is enforced in tests as in production.
+
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { Client } from 'pg';
+// Relative, not @canopy/store: jest's global setup runs outside its module mapper.
+import { applyMigrations } from '../../store/src/migrator';
+
+export const TEST_ROLE = 'canopy_test';
+export const TEMPLATE_DB = 'canopy_test_template';
+const DB_PREFIX = 'canopy_test_';
+const MIGRATIONS_DIR = resolve(__dirname, '../../../prisma/migrations');
+
+/** A superuser connection to the machine's Postgres (trust auth on 127.0.0.1 here; override for elsewhere). */
+export function adminUrl(): string {
+  return process.env.CANOPY_TEST_PG_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+}
+
+/** URL of a database as the test role. */
+export function roleUrl(database: string): string {
+  const u = new URL(adminUrl());
+  u.username = TEST_ROLE;
+  u.password = process.env.CANOPY_TEST_PG_ROLE_PASSWORD ?? '';
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+export function migrationsHash(): string {
+  const h = createHash('sha256');
+  for (const dir of readdirSync(MIGRATIONS_DIR, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort()) {
+    h.update(dir).update(readFileSync(join(MIGRATIONS_DIR, dir, 'migration.sql')));
+  }
+  return h.digest('hex').slice(0, 32);
+}
+
+async function withAdmin<T>(fn: (c: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: adminUrl() });
+  try {
+    await client.connect();
+  } catch (err) {
+    throw new Error(
+      `cannot reach the test Postgres at ${new URL(adminUrl()).host} (set CANOPY_TEST_PG_ADMIN_URL): ${(err as Error).message}`,
+    );
+  }
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Ensures the test role and an up-to-date migrated template; drops databases left by earlier runs. */
+export async function prepareTemplate(): Promise<void> {
+  const hash = migrationsHash();
+  const stale = await withAdmin(async (c) => {
+    const role = await c.query<{ rolsuper: boolean; rolbypassrls: boolean }>(
+      'SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = $1',
+      [TEST_ROLE],
+    );
+    if (role.rowCount === 0) {
+      await c.query(`CREATE ROLE ${TEST_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS CREATEDB`);
+    } else if (role.rows[0]!.rolsuper || role.rows[0]!.rolbypassrls) {
+      await c.query(`ALTER ROLE ${TEST_ROLE} NOSUPERUSER NOBYPASSRLS`);
+    }
+    const leftovers = await c.query<{ datname: string }>(
+      `SELECT datname FROM pg_database d
+        WHERE datname LIKE '${DB_PREFIX}%' AND datname <> $1
+          AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = d.datname)`,
+      [TEMPLATE_DB],
+    );
+    for (const { datname } of leftovers.rows) {
+      await c.query(`DROP DATABASE IF EXISTS "${datname}"`).catch(() => undefined);
+    }
+    const current = await c.query<{ comment: string | null }>(
+      'SELECT shobj_description(oid, $2) AS comment FROM pg_database WHERE datname = $1',
+      [TEMPLATE_DB, 'pg_database'],
+    );
+    if (current.rows[0]?.comment === `migrations:${hash}`) return false;
+    await c.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DB} WITH (FORCE)`);
+    await c.query(`CREATE DATABASE ${TEMPLATE_DB} OWNER ${TEST_ROLE}`);
+    return true;
+  });
+  if (!stale) return;
+  await applyMigrations({ url: roleUrl(TEMPLATE_DB), migrationsDir: MIGRATIONS_DIR });
+  await withAdmin((c) => c.query(`COMMENT ON DATABASE ${TEMPLATE_DB} IS 'migrations:${hash}'`));
+}
+
+export interface TestDatabase {
+  readonly name: string;
+  /** URL as the test role (no superuser, RLS enforced). */
+  readonly url: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh, migrated database of its own for one test file. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const name = `${DB_PREFIX}${process.pid}_${randomBytes(4).toString('hex')}`;
+  await withAdmin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DB} OWNER ${TEST_ROLE}`));
+  return {
+    name,
+    url: roleUrl(name),
+    drop: () => withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+  };
+}

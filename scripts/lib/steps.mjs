@@ -1,0 +1,120 @@
+// Preparation steps shared by the README's commands (npm start, npm test, npm run bench). Plain Node with no
+// dependencies, because the first of them installs the dependencies. Each step is skipped when its inputs have
+// not changed since it last ran (a hash stamp), so repeated runs start fast.
+
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const bin = (name) => join(root, 'node_modules', '.bin', name);
+
+export function log(message) {
+  process.stderr.write(`\x1b[2m[canopy]\x1b[0m ${message}\n`);
+}
+
+export function run(command, args, options = {}) {
+  const result = spawnSync(command, args, { cwd: root, stdio: 'inherit', ...options });
+  if (result.error) throw result.error;
+  if (result.status !== 0) {
+    const err = new Error(`${relative(root, command) || command} ${args.join(' ')} exited with ${result.status ?? result.signal}`);
+    err.exitCode = result.status ?? 1;
+    throw err;
+  }
+}
+
+function hashOf(parts) {
+  const h = createHash('sha256');
+  for (const p of parts) h.update(String(p)).update('\0');
+  return h.digest('hex');
+}
+
+function stamped(stampFile, hash, action) {
+  if (existsSync(stampFile) && readFileSync(stampFile, 'utf8') === hash) return false;
+  action();
+  mkdirSync(dirname(stampFile), { recursive: true });
+  writeFileSync(stampFile, hash);
+  return true;
+}
+
+/**
+ * npm install (from the lockfile) when package.json or the lockfile changed since the last install. Not `npm ci`:
+ * npm 11 writes lockfiles without the other platforms' optional binaries (@swc/core-darwin-*, ...) and `npm ci`
+ * then refuses them as out of sync.
+ */
+export function ensureDependencies() {
+  const lock = join(root, 'package-lock.json');
+  const fingerprint = () =>
+    hashOf([readFileSync(join(root, 'package.json')), existsSync(lock) ? readFileSync(lock) : '', process.version]);
+  const stamp = join(root, 'node_modules', '.canopy-install-stamp');
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === fingerprint()) return;
+  log('installing dependencies');
+  run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error']);
+  writeFileSync(stamp, fingerprint()); // after install: it may have normalised the lockfile
+}
+
+/** prisma generate when the schema or Prisma's version changed (or the client is missing). */
+export function ensurePrismaClient() {
+  const prismaVersion = JSON.parse(readFileSync(join(root, 'node_modules', 'prisma', 'package.json'), 'utf8')).version;
+  const out = join(root, 'libs', 'store', 'src', 'generated', 'prisma');
+  const stamp = join(out, '.schema-hash');
+  const hash = hashOf([readFileSync(join(root, 'prisma', 'schema.prisma')), readFileSync(join(root, 'prisma.config.ts')), prismaVersion]);
+  if (existsSync(join(out, 'client.ts')) && existsSync(stamp) && readFileSync(stamp, 'utf8') === hash) return;
+  log('generating the Prisma client');
+  run(bin('prisma'), ['generate', '--no-hints'], {
+    env: {
+      ...process.env,
+      // generate never runs the schema engine, but the CLI wants to find one, and this machine cannot download it.
+      PRISMA_SCHEMA_ENGINE_BINARY: process.env.PRISMA_SCHEMA_ENGINE_BINARY ?? process.execPath,
+      CHECKPOINT_DISABLE: '1',
+      PRISMA_HIDE_UPDATE_MESSAGE: '1',
+    },
+  });
+  writeFileSync(stamp, hash);
+}
+
+function sourceFingerprint() {
+  const parts = [];
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (entry.name !== 'node_modules' && entry.name !== 'dist') walk(p);
+      } else if (/\.(ts|json)$/.test(entry.name) && !/\.(spec|int-spec|e2e-spec)\.ts$/.test(entry.name)) {
+        const s = statSync(p);
+        parts.push(relative(root, p), s.size, s.mtimeMs);
+      }
+    }
+  };
+  walk(join(root, 'apps'));
+  walk(join(root, 'libs'));
+  for (const f of ['tsconfig.json', 'nest-cli.json', 'package-lock.json']) {
+    if (existsSync(join(root, f))) parts.push(f, statSync(join(root, f)).mtimeMs);
+  }
+  return hashOf(parts);
+}
+
+/** nest build of a deployable when any source changed. Returns the path of its entry file. */
+export function ensureBuilt(project) {
+  const entry = join(root, 'dist', 'apps', project, 'apps', project, 'src', 'main.js');
+  const stamp = join(root, 'dist', '.build-stamps', project);
+  const hash = sourceFingerprint();
+  if (!existsSync(entry) && existsSync(stamp)) writeFileSync(stamp, '');
+  stamped(stamp, hash, () => {
+    log(`building ${project}`);
+    run(bin('nest'), ['build', project]);
+  });
+  return entry;
+}
+
+/** Runs fn, printing a failure as one clear line and exiting with its code. */
+export async function main(fn) {
+  try {
+    await fn();
+  } catch (err) {
+    log(`\x1b[31m${err.message}\x1b[0m`);
+    process.exit(err.exitCode ?? 1);
+  }
+}
