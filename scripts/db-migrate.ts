@@ -12,7 +12,9 @@ async function migrate(): Promise<void> {
       url: config.database.url ?? embedded!.url,
       migrationsDir: config.database.migrationsDir,
     });
-    process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'the database schema is up to date\n');
+    process.stdout.write(
+      applied.length ? `applied: ${applied.join(', ')}\n` : 'the database schema is up to date\n',
+    );
   } finally {
     await embedded?.stop();
   }

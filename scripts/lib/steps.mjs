@@ -19,7 +19,9 @@ export function run(command, args, options = {}) {
   const result = spawnSync(command, args, { cwd: root, stdio: 'inherit', ...options });
   if (result.error) throw result.error;
   if (result.status !== 0) {
-    const err = new Error(`${relative(root, command) || command} ${args.join(' ')} exited with ${result.status ?? result.signal}`);
+    const err = new Error(
+      `${relative(root, command) || command} ${args.join(' ')} exited with ${result.status ?? result.signal}`,
+    );
     err.exitCode = result.status ?? 1;
     throw err;
   }
@@ -47,7 +49,11 @@ function stamped(stampFile, hash, action) {
 export function ensureDependencies() {
   const lock = join(root, 'package-lock.json');
   const fingerprint = () =>
-    hashOf([readFileSync(join(root, 'package.json')), existsSync(lock) ? readFileSync(lock) : '', process.version]);
+    hashOf([
+      readFileSync(join(root, 'package.json')),
+      existsSync(lock) ? readFileSync(lock) : '',
+      process.version,
+    ]);
   const stamp = join(root, 'node_modules', '.canopy-install-stamp');
   if (existsSync(stamp) && readFileSync(stamp, 'utf8') === fingerprint()) return;
   log('installing dependencies');
@@ -57,10 +63,16 @@ export function ensureDependencies() {
 
 /** prisma generate when the schema or Prisma's version changed (or the client is missing). */
 export function ensurePrismaClient() {
-  const prismaVersion = JSON.parse(readFileSync(join(root, 'node_modules', 'prisma', 'package.json'), 'utf8')).version;
+  const prismaVersion = JSON.parse(
+    readFileSync(join(root, 'node_modules', 'prisma', 'package.json'), 'utf8'),
+  ).version;
   const out = join(root, 'libs', 'store', 'src', 'generated', 'prisma');
   const stamp = join(out, '.schema-hash');
-  const hash = hashOf([readFileSync(join(root, 'prisma', 'schema.prisma')), readFileSync(join(root, 'prisma.config.ts')), prismaVersion]);
+  const hash = hashOf([
+    readFileSync(join(root, 'prisma', 'schema.prisma')),
+    readFileSync(join(root, 'prisma.config.ts')),
+    prismaVersion,
+  ]);
   if (existsSync(join(out, 'client.ts')) && existsSync(stamp) && readFileSync(stamp, 'utf8') === hash) return;
   log('generating the Prisma client');
   run(bin('prisma'), ['generate', '--no-hints'], {

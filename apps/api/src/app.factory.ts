@@ -16,10 +16,16 @@ export async function createApiApp(config: CanopyConfig): Promise<NestExpressApp
     abortOnError: false,
   });
   app.useLogger(app.get(Logger));
-  app.use((req: Parameters<typeof assignRequestId>[0], res: Parameters<typeof assignRequestId>[1], next: () => void) => {
-    assignRequestId(req, res);
-    next();
-  });
+  app.use(
+    (
+      req: Parameters<typeof assignRequestId>[0],
+      res: Parameters<typeof assignRequestId>[1],
+      next: () => void,
+    ) => {
+      assignRequestId(req, res);
+      next();
+    },
+  );
   app.useBodyParser('json', { limit: config.http.bodyLimit });
   app.disable('x-powered-by');
   app.enableShutdownHooks();
@@ -28,11 +34,16 @@ export async function createApiApp(config: CanopyConfig): Promise<NestExpressApp
     app,
     new DocumentBuilder()
       .setTitle('Canopy')
-      .setDescription('Multi-tenant session manager for LLM chat products: branching conversation trees, agent runs, live sessions.')
+      .setDescription(
+        'Multi-tenant session manager for LLM chat products: branching conversation trees, agent runs, live sessions.',
+      )
       .setVersion('1')
       .addBearerAuth()
       .build(),
   );
-  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json', yamlDocumentUrl: 'docs/openapi.yaml' });
+  SwaggerModule.setup('docs', app, document, {
+    jsonDocumentUrl: 'docs/openapi.json',
+    yamlDocumentUrl: 'docs/openapi.yaml',
+  });
   return app;
 }

@@ -35,7 +35,9 @@ describe('the embedded database', () => {
     const second = await startTestApp({ embeddedDataDir: dataDir });
     try {
       const db = second.app.get(Database);
-      const tenant = await db.withTenant({ tenantId }, (tx) => tx.tenant.findUnique({ where: { id: tenantId } }));
+      const tenant = await db.withTenant({ tenantId }, (tx) =>
+        tx.tenant.findUnique({ where: { id: tenantId } }),
+      );
       expect(tenant?.name).toBe('kept');
       // Row-level security holds in the embedded database too: another tenant sees nothing.
       const other = await db.withTenant({ tenantId: '00000000-0000-4000-8000-000000000000' }, (tx) =>

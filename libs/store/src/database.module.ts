@@ -24,7 +24,9 @@ export async function openDatabase(config: CanopyConfig, logger: Logger): Promis
         migrationsDir: config.database.migrationsDir,
         log: (m) => logger.debug(m),
       });
-      logger.log(applied.length ? `applied migrations: ${applied.join(', ')}` : 'database schema is up to date');
+      logger.log(
+        applied.length ? `applied migrations: ${applied.join(', ')}` : 'database schema is up to date',
+      );
     }
     const database = new Database({
       url,

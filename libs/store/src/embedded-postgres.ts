@@ -3,7 +3,16 @@
 // engine talk to it like any Postgres. The service connects as a non-superuser role that owns the schema, so
 // row-level security is enforced exactly as on a real server. One process at a time owns a data directory.
 
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync, existsSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+  existsSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';

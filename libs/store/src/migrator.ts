@@ -33,7 +33,10 @@ const { WebAssembly } = globalThis as unknown as { WebAssembly: WasmGlobal };
 
 function loadEngine(): Promise<void> {
   engineReady ??= (async () => {
-    const wasmPath = join(dirname(require.resolve('@prisma/schema-engine-wasm/schema_engine_bg')), 'schema_engine_bg.wasm');
+    const wasmPath = join(
+      dirname(require.resolve('@prisma/schema-engine-wasm/schema_engine_bg')),
+      'schema_engine_bg.wasm',
+    );
     const { instance } = await WebAssembly.instantiate(await readFile(wasmPath), {
       './schema_engine_bg.js': withUnrefTimers(engineJs),
     });

@@ -4,15 +4,29 @@
 import { CanopyException } from '@canopy/common';
 
 const UNAVAILABLE_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2028']);
-const NETWORK_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
+const NETWORK_ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'EPIPE',
+]);
 
 export function mapPrismaError(err: unknown): unknown {
   if (err instanceof CanopyException) return err;
-  const e = err as { code?: unknown; meta?: Record<string, unknown>; message?: string; cause?: unknown } | null;
+  const e = err as {
+    code?: unknown;
+    meta?: Record<string, unknown>;
+    message?: string;
+    cause?: unknown;
+  } | null;
   const code = typeof e?.code === 'string' ? e.code : undefined;
   switch (code) {
     case 'P2002':
-      return new CanopyException('already_exists', 'a record with this id already exists', undefined, { cause: err });
+      return new CanopyException('already_exists', 'a record with this id already exists', undefined, {
+        cause: err,
+      });
     case 'P2025':
     case 'P2003':
       return new CanopyException('not_found', 'record not found', undefined, { cause: err });

@@ -82,7 +82,11 @@ describe('the migrated database', () => {
   });
 
   it('forces row-level security on every tenant table', async () => {
-    const { rows } = await raw.query<{ relname: string; relrowsecurity: boolean; relforcerowsecurity: boolean }>(
+    const { rows } = await raw.query<{
+      relname: string;
+      relrowsecurity: boolean;
+      relforcerowsecurity: boolean;
+    }>(
       `SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class
         WHERE relname IN ('tenants', 'api_keys', 'sessions', 'nodes', 'runs') ORDER BY relname`,
     );
@@ -94,7 +98,11 @@ describe('the migrated database', () => {
 describe('every model through the generated client', () => {
   it('writes and reads back a tenant, an API key, a session with its tree nodes, and a run', async () => {
     const tenantId = await newTenant('Round Trip Inc');
-    const message = { role: 'user', content: [{ type: 'text', text: 'héllo ✓' }], timestamp: 1_700_000_000_000 };
+    const message = {
+      role: 'user',
+      content: [{ type: 'text', text: 'héllo ✓' }],
+      timestamp: 1_700_000_000_000,
+    };
     const usage = { inputTokens: 3, outputTokens: 5, totalTokens: 8, totalCost: 0.0012 };
 
     const read = await db.withTenant({ tenantId }, async (tx) => {
@@ -110,7 +118,9 @@ describe('every model through the generated client', () => {
           model: 'openai:gpt-4o',
           system: 'be brief',
           opts: { temperature: 0.2, serverTools: ['search'] },
-          tools: [{ name: 'ask', description: 'ask the user', inputSchema: { type: 'object' }, approval: true }],
+          tools: [
+            { name: 'ask', description: 'ask the user', inputSchema: { type: 'object' }, approval: true },
+          ],
           metadata: { plan: 'pro', region: 'eu' },
           status: 'paused',
           path: [1, 2],
@@ -156,7 +166,12 @@ describe('every model through the generated client', () => {
 
     expect(read.tenant).toMatchObject({ id: tenantId, name: 'Round Trip Inc' });
     expect(read.tenant.createdAt).toBeInstanceOf(Date);
-    expect(read.key).toMatchObject({ name: 'ci', prefix: 'ck_abcd', keyHash: `hash-${tenantId}`, revokedAt: null });
+    expect(read.key).toMatchObject({
+      name: 'ci',
+      prefix: 'ck_abcd',
+      keyHash: `hash-${tenantId}`,
+      revokedAt: null,
+    });
     expect(read.session).toMatchObject({
       userId: 'user-7',
       title: 'A title',
@@ -199,7 +214,9 @@ describe('every model through the generated client', () => {
     const tenantId = await newTenant();
     const found = await db.withTenant({ tenantId }, async (tx) => {
       await tx.session.create({ data: { tenantId, id: 'a', model: 'mock:echo', metadata: { plan: 'pro' } } });
-      await tx.session.create({ data: { tenantId, id: 'b', model: 'mock:echo', metadata: { plan: 'free' } } });
+      await tx.session.create({
+        data: { tenantId, id: 'b', model: 'mock:echo', metadata: { plan: 'free' } },
+      });
       return tx.session.findMany({ where: { metadata: { path: ['plan'], equals: 'pro' } } });
     });
     expect(found.map((s) => s.id)).toEqual(['a']);
@@ -232,7 +249,9 @@ describe('tree integrity', () => {
       await seedSession(tx, tenantId, 's');
       const message = { role: 'user', content: [], timestamp: 0 };
       await tx.node.create({ data: { tenantId, sessionId: 's', id: 1, role: 'user', message } });
-      await tx.node.create({ data: { tenantId, sessionId: 's', id: 2, parentId: 1, role: 'assistant', message } });
+      await tx.node.create({
+        data: { tenantId, sessionId: 's', id: 2, parentId: 1, role: 'assistant', message },
+      });
       await tx.run.create({ data: { tenantId, sessionId: 's', kind: 'prompt' } });
       await tx.session.delete({ where: { tenantId_id: { tenantId, id: 's' } } });
       return [await tx.node.count(), await tx.run.count()];
@@ -244,10 +263,14 @@ describe('tree integrity', () => {
     const a = await newTenant();
     const b = await newTenant();
     await db.withTenant({ tenantId: a }, (tx) => seedSession(tx, a, 'same-id'));
-    await expect(db.withTenant({ tenantId: a }, (tx) => seedSession(tx, a, 'same-id'))).rejects.toMatchObject({
-      code: 'already_exists',
-    });
-    await expect(db.withTenant({ tenantId: b }, (tx) => seedSession(tx, b, 'same-id'))).resolves.toBeDefined();
+    await expect(db.withTenant({ tenantId: a }, (tx) => seedSession(tx, a, 'same-id'))).rejects.toMatchObject(
+      {
+        code: 'already_exists',
+      },
+    );
+    await expect(
+      db.withTenant({ tenantId: b }, (tx) => seedSession(tx, b, 'same-id')),
+    ).resolves.toBeDefined();
   });
 });
 
@@ -308,7 +331,9 @@ describe('row-level security', () => {
       tx.session.updateMany({ where: { tenantId: b }, data: { title: 'pwned' } }),
     );
     expect(updated.count).toBe(0);
-    const deleted = await db.withTenant({ tenantId: a }, (tx) => tx.node.deleteMany({ where: { tenantId: b } }));
+    const deleted = await db.withTenant({ tenantId: a }, (tx) =>
+      tx.node.deleteMany({ where: { tenantId: b } }),
+    );
     expect(deleted.count).toBe(0);
   });
 
@@ -339,6 +364,8 @@ describe('row-level security', () => {
   });
 
   it('answers not_found for a scope whose tenant id is not a tenant id at all', async () => {
-    await expect(db.withTenant({ tenantId: 'not-a-uuid' }, visible)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(db.withTenant({ tenantId: 'not-a-uuid' }, visible)).rejects.toMatchObject({
+      code: 'not_found',
+    });
   });
 });

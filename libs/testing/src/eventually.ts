@@ -6,7 +6,10 @@ export interface EventuallyOptions {
 }
 
 /** Retries the assertion until it passes or the deadline passes (then rethrows its last failure). */
-export async function eventually<T>(assertion: () => T | Promise<T>, options: EventuallyOptions = {}): Promise<T> {
+export async function eventually<T>(
+  assertion: () => T | Promise<T>,
+  options: EventuallyOptions = {},
+): Promise<T> {
   const deadline = Date.now() + (options.timeoutMs ?? 5_000);
   const interval = options.intervalMs ?? 25;
   for (;;) {

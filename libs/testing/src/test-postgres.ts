@@ -30,7 +30,10 @@ export function roleUrl(database: string): string {
 
 export function migrationsHash(): string {
   const h = createHash('sha256');
-  for (const dir of readdirSync(MIGRATIONS_DIR, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort()) {
+  for (const dir of readdirSync(MIGRATIONS_DIR, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name)
+    .sort()) {
     h.update(dir).update(readFileSync(join(MIGRATIONS_DIR, dir, 'migration.sql')));
   }
   return h.digest('hex').slice(0, 32);
@@ -43,6 +46,7 @@ async function withAdmin<T>(fn: (c: Client) => Promise<T>): Promise<T> {
   } catch (err) {
     throw new Error(
       `cannot reach the test Postgres at ${new URL(adminUrl()).host} (set CANOPY_TEST_PG_ADMIN_URL): ${(err as Error).message}`,
+      { cause: err },
     );
   }
   try {
@@ -102,6 +106,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   return {
     name,
     url: roleUrl(name),
-    drop: () => withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+    drop: () =>
+      withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
   };
 }

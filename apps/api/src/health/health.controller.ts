@@ -26,7 +26,12 @@ export class HealthController {
     try {
       await this.database.ping();
     } catch (err) {
-      throw new CanopyException('unavailable', 'the database is unreachable', { check: 'database' }, { cause: err });
+      throw new CanopyException(
+        'unavailable',
+        'the database is unreachable',
+        { check: 'database' },
+        { cause: err },
+      );
     }
     return { status: 'ok', checks: { database: 'ok' } };
   }

@@ -12,7 +12,9 @@ export const envSchema = z.object({
   PORT: port.default(3000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Unset: the embedded PGlite database under CANOPY_DATA_DIR. */
-  DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// or postgresql:// URL' }).optional(),
+  DATABASE_URL: z
+    .url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// or postgresql:// URL' })
+    .optional(),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
   /** Interactive transactions: longest wait for a connection, and longest life. */
   DATABASE_TX_MAX_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),

@@ -56,7 +56,8 @@ export function describe(exception: unknown): Described {
   }
   // Errors raised by Express middleware (body-parser) carry a status and a type.
   const e = exception as { status?: unknown; statusCode?: unknown; type?: unknown } | null;
-  const status = typeof e?.status === 'number' ? e.status : typeof e?.statusCode === 'number' ? e.statusCode : 500;
+  const status =
+    typeof e?.status === 'number' ? e.status : typeof e?.statusCode === 'number' ? e.statusCode : 500;
   if (status >= 400 && status < 500) {
     switch (e?.type) {
       case 'entity.parse.failed':

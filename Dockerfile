@@ -1,0 +1,18 @@
+# One image, two roles: the api (default) and the worker (`node dist/apps/worker/apps/worker/src/main.js`).
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm install --no-audit --no-fund
+COPY . .
+RUN npm run prisma:generate && npx nest build api && npx nest build worker && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/prisma ./prisma
+COPY --from=build /app/package.json ./package.json
+USER node
+EXPOSE 3000
+CMD ["node", "--enable-source-maps", "dist/apps/api/apps/api/src/main.js"]

@@ -1,0 +1,83 @@
+// Lint rules that guard Canopy's architecture as well as its code: the core stays pure and isomorphic, and only
+// entry points and test tooling read process.env (everything else gets the validated config).
+
+import eslint from '@eslint/js';
+import prettier from 'eslint-config-prettier';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  {
+    ignores: [
+      'dist/**',
+      'coverage/**',
+      'node_modules/**',
+      '.canopy/**',
+      '.scratch/**',
+      'libs/store/src/generated/**',
+    ],
+  },
+  eslint.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-restricted-properties': [
+        'error',
+        {
+          object: 'process',
+          property: 'env',
+          message: 'Read configuration through the injected CanopyConfig.',
+        },
+      ],
+    },
+  },
+  {
+    // The core is shipped to browsers too: no Node, no framework, no I/O.
+    files: ['libs/core/src/**/*.ts'],
+    ignores: ['**/*.spec.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['node:*'], message: 'libs/core is isomorphic: no Node APIs.' },
+            {
+              group: ['@nestjs/*', '@prisma/*', 'pg', 'ioredis', 'bullmq', '@canopy/*'],
+              message: 'libs/core depends on nothing.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['apps/*/src/main.ts', 'libs/testing/**', 'scripts/**', 'prisma.config.ts', 'bench/**'],
+    rules: { 'no-restricted-properties': 'off' },
+  },
+  {
+    files: ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.e2e-spec.ts', 'apps/*/test/**'],
+    rules: {
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-non-null-assertion': 'off',
+    },
+  },
+  {
+    files: ['**/*.{js,mjs,cjs}'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        __dirname: 'readonly',
+        module: 'writable',
+        require: 'readonly',
+      },
+    },
+  },
+  prettier,
+);

@@ -1,0 +1,78 @@
+import { ConfigError, loadConfig } from './config.schema';
+
+describe('loadConfig', () => {
+  it('runs with no configuration at all: embedded database, in-process runtime, port 3000', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      env: 'development',
+      http: { host: '0.0.0.0', port: 3000, bodyLimit: '1mb' },
+      log: { level: 'info' },
+      database: { url: null, dataDir: '.canopy', migrationsDir: 'prisma/migrations', migrateOnBoot: true, poolMax: 10 },
+      redis: { url: null },
+      adminKey: null,
+    });
+  });
+
+  it('reads and coerces every variable', () => {
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      PORT: '8080',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'debug',
+      DATABASE_URL: 'postgresql://u:p@db:5432/canopy',
+      DATABASE_POOL_MAX: '25',
+      CANOPY_MIGRATE_ON_BOOT: 'false',
+      REDIS_URL: 'redis://cache:6379',
+      CANOPY_ADMIN_KEY: 'a'.repeat(32),
+      CANOPY_INSTANCE_ID: 'api-1',
+      HTTP_BODY_LIMIT: '512kb',
+    });
+    expect(config).toMatchObject({
+      env: 'production',
+      instanceId: 'api-1',
+      http: { host: '127.0.0.1', port: 8080, bodyLimit: '512kb' },
+      log: { level: 'debug' },
+      database: { url: 'postgresql://u:p@db:5432/canopy', poolMax: 25, migrateOnBoot: false },
+      redis: { url: 'redis://cache:6379' },
+      adminKey: 'a'.repeat(32),
+    });
+  });
+
+  it('treats empty values as unset, as `FOO=` in a compose file means', () => {
+    expect(loadConfig({ PORT: '', DATABASE_URL: '  ' })).toMatchObject({ http: { port: 3000 }, database: { url: null } });
+  });
+
+  it('uses the caller default instance id when none is configured', () => {
+    expect(loadConfig({}, { defaultInstanceId: 'host:42' }).instanceId).toBe('host:42');
+  });
+
+  it.each([
+    ['PORT', '99999'],
+    ['PORT', 'eighty'],
+    ['DATABASE_URL', 'mysql://db/x'],
+    ['REDIS_URL', 'http://cache'],
+    ['LOG_LEVEL', 'loud'],
+    ['CANOPY_MIGRATE_ON_BOOT', 'maybe'],
+    ['CANOPY_ADMIN_KEY', 'short'],
+    ['HTTP_BODY_LIMIT', 'lots'],
+    ['DATABASE_POOL_MAX', '0'],
+  ])('stops with a message naming %s when it is %p, without echoing the value', (name, value) => {
+    let error: unknown;
+    try {
+      loadConfig({ [name]: value });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).message).toMatch(new RegExp(`^Invalid configuration:\\n  - ${name}: `));
+    expect((error as ConfigError).message).not.toContain(value);
+  });
+
+  it('lists every bad variable at once', () => {
+    expect(() => loadConfig({ PORT: '-1', LOG_LEVEL: 'loud' })).toThrow(/PORT[\s\S]*LOG_LEVEL|LOG_LEVEL[\s\S]*PORT/);
+  });
+
+  it('ignores variables it does not know', () => {
+    expect(() => loadConfig({ PATH: '/usr/bin', HOME: '/root' })).not.toThrow();
+  });
+});
