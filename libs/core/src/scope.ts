@@ -10,7 +10,10 @@ export interface Scope {
   readonly system: boolean;
 }
 
-export function tenantScope(tenantId: string, opts: { userId?: string; roles?: readonly string[] } = {}): Scope {
+export function tenantScope(
+  tenantId: string,
+  opts: { userId?: string; roles?: readonly string[] } = {},
+): Scope {
   if (!tenantId) throw new Error('a scope needs a tenant id');
   return Object.freeze({
     tenantId,

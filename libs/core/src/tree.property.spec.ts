@@ -2,7 +2,7 @@ import fc from 'fast-check';
 
 import { assistantMessage, userMessage } from './message';
 import { InvalidTreeError, Tree, UnknownNodeError, type NodeId, type TreeData, type TreeNode } from './tree';
-import { makeUsage, sumUsage, type Usage } from './usage';
+import { makeUsage, sumUsage, USAGE_FIELDS, type Usage } from './usage';
 
 type Op =
   | { kind: 'push'; usage: Usage | null }
@@ -30,17 +30,28 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.constant<Op>({ kind: 'extend' }) },
 );
 
+// size 'max': sequences up to the full 60 operations, deep enough for branches under branches.
 const opsArb = fc.array(opArb, { maxLength: 60, size: 'max' });
+
+/** The id an op picks among the existing nodes, or null. */
+function target(tree: Tree, pick: number | null): NodeId | null {
+  return pick === null || tree.size === 0 ? null : (pick % tree.size) + 1;
+}
+
+/** Applies an op with no checks (for the clone and position properties). */
+function apply(tree: Tree, ops: readonly Op[]): void {
+  for (const op of ops) {
+    if (op.kind === 'push') tree.push(userMessage('m', 0), op.usage);
+    else if (op.kind === 'navigate') tree.navigate(target(tree, op.pick));
+    else if (op.kind === 'extend') tree.extend();
+  }
+}
 
 function cursorEntries(tree: Tree): Array<[NodeId, NodeId]> {
   return [...tree.cursors.entries()].sort((a, b) => a[0] - b[0]);
 }
 
-function snapshot(tree: Tree): { json: TreeData; nextId: number } {
-  return { json: tree.toJSON(), nextId: tree.nextId };
-}
-
-/** What toJSON -> hydrate must reproduce. */
+/** Path, cursors, size and next id: what a round trip through toJSON and hydrate must keep. */
 function position(tree: Tree): {
   path: NodeId[];
   cursors: Array<[NodeId, NodeId]>;
@@ -51,53 +62,93 @@ function position(tree: Tree): {
 }
 
 /**
- * Invariants that hold after every operation. Checks are gathered into few `expect` calls: the property runs
- * thousands of steps and per-element expects would dominate its runtime.
+ * The broken expectations of one step, asserted with a single `expect` per step: a run has thousands of steps
+ * and per-element expects would dominate the file's runtime. Values compared are plain JSON data.
  */
-function checkInvariants(tree: Tree, pushed: number, usages: Array<Usage | null>): void {
+class Violations {
+  readonly found: string[] = [];
+
+  check(ok: boolean, what: string): void {
+    if (!ok) this.found.push(what);
+  }
+
+  same(actual: unknown, expected: unknown, what: string): void {
+    const a = JSON.stringify(actual);
+    const e = JSON.stringify(expected);
+    if (a !== e) this.found.push(`${what}: got ${a}, expected ${e}`);
+  }
+}
+
+/** Invariants that hold after every operation. */
+function checkInvariants(v: Violations, tree: Tree, pushed: number, usages: Array<Usage | null>): void {
   const path = tree.path;
   const nodes = tree.allNodes();
 
   // The path is a parent chain from a root to the head, and iteration walks it.
-  expect(path.map((id) => tree.getNode(id)?.parentId)).toEqual(
-    [null, ...path.slice(0, -1)].slice(0, path.length),
+  v.same(
+    path.map((id) => tree.getNode(id)?.parentId ?? (tree.has(id) ? null : 'missing')),
+    [null, ...path].slice(0, path.length),
+    'path parents',
   );
-  expect(tree.head).toBe(path.length === 0 ? null : path[path.length - 1]);
-  if (tree.head !== null) expect(tree.pathTo(tree.head)).toEqual(path);
-  expect([...tree].map((n) => n.id)).toEqual(path);
-  expect(tree.messages().every((m, i) => m === tree.getMessage(path[i]!))).toBe(true);
+  v.same(tree.head, path.length === 0 ? null : path[path.length - 1], 'head');
+  if (tree.head !== null) v.same(tree.pathTo(tree.head), path, 'pathTo(head)');
+  v.same(
+    [...tree].map((n) => n.id),
+    path,
+    'iteration',
+  );
+  v.check(
+    tree.messages().every((m, i) => m === tree.getMessage(path[i]!)),
+    'messages follow the path',
+  );
 
   // Every cursor points at a child of its key.
-  const badCursors = [...tree.cursors].filter(
-    ([parent, child]) => tree.getNode(child)?.parentId !== parent || !tree.children(parent).includes(child),
-  );
-  expect(badCursors).toEqual([]);
+  for (const [parent, child] of tree.cursors) {
+    v.check(tree.getNode(child)?.parentId === parent, `cursor ${parent} -> ${child} is not a child`);
+  }
 
   // Ids are unique and exactly 1..size; size counts every push.
-  expect(tree.size).toBe(pushed);
-  expect(nodes.map((n) => n.id)).toEqual(Array.from({ length: pushed }, (_, i) => i + 1));
-  expect(tree.nextId).toBe(pushed + 1);
+  v.same(tree.size, pushed, 'size');
+  v.same(
+    nodes.map((n) => n.id),
+    Array.from({ length: pushed }, (_, i) => i + 1),
+    'ids',
+  );
+  v.same(tree.nextId, pushed + 1, 'nextId');
 
-  // Children and roots are exactly the nodes' parent pointers, in ascending order.
-  const expectedKids = new Map<NodeId | null, NodeId[]>();
-  for (const n of nodes) expectedKids.set(n.parentId, [...(expectedKids.get(n.parentId) ?? []), n.id]);
-  expect(nodes.map((n) => tree.children(n.id))).toEqual(nodes.map((n) => expectedKids.get(n.id) ?? []));
-  expect(tree.roots()).toEqual(expectedKids.get(null) ?? []);
+  // Children and roots are exactly the parent pointers, ascending.
+  const kids = new Map<NodeId | null, NodeId[]>();
+  for (const n of nodes) kids.set(n.parentId, [...(kids.get(n.parentId) ?? []), n.id]);
+  v.same(
+    nodes.map((n) => tree.children(n.id)),
+    nodes.map((n) => kids.get(n.id) ?? []),
+    'children',
+  );
+  v.same(tree.roots(), kids.get(null) ?? [], 'roots');
 
   // Usage covers every node, abandoned branches included.
-  expect(tree.usage()).toEqual(sumUsage(usages));
+  const usage = tree.usage();
+  const expectedUsage = sumUsage(usages);
+  v.same(
+    USAGE_FIELDS.map((k) => usage[k]),
+    USAGE_FIELDS.map((k) => expectedUsage[k]),
+    'usage',
+  );
 
   // toJSON -> hydrate reproduces path, cursors, size and the next id.
-  expect(position(Tree.hydrate(tree.toJSON()))).toEqual(position(tree));
+  v.same(position(Tree.hydrate(tree.toJSON())), position(tree), 'toJSON -> hydrate');
 }
 
 function run(ops: readonly Op[]): void {
   const tree = new Tree();
   let pushed = 0;
   const usages: Array<Usage | null> = [];
-  checkInvariants(tree, pushed, usages);
+  const initial = new Violations();
+  checkInvariants(initial, tree, pushed, usages);
+  expect(initial.found).toEqual([]);
 
-  for (const op of ops) {
+  ops.forEach((op, step) => {
+    const v = new Violations();
     const beforePath = [...tree.path];
     const beforeCursors = cursorEntries(tree);
     switch (op.kind) {
@@ -108,52 +159,65 @@ function run(ops: readonly Op[]): void {
         const id = tree.pushNode(message, op.usage);
         pushed++;
         usages.push(op.usage);
-        expect(id).toBe(pushed);
-        expect(tree.getNode(id)).toEqual({ id, parentId: parent, message, usage: op.usage });
-        expect(tree.path).toEqual([...beforePath, id]);
-        if (parent === null) expect(tree.roots()).toContain(id);
-        else expect(tree.cursors.get(parent)).toBe(id);
+        const node = tree.getNode(id);
+        v.same(id, pushed, 'new id');
+        v.check(node?.message === message && node.usage === op.usage, 'node keeps message and usage');
+        v.same(node?.parentId, parent, 'new node parent');
+        v.same(tree.path, [...beforePath, id], 'path after push');
+        if (parent !== null) v.same(tree.cursors.get(parent), id, 'cursor of the parent');
         break;
       }
       case 'navigate': {
-        if (op.pick === null || tree.size === 0) {
-          tree.navigate(null);
-          expect(tree.path).toEqual([]);
-          expect(cursorEntries(tree)).toEqual(beforeCursors);
+        const to = target(tree, op.pick);
+        tree.navigate(to);
+        if (to === null) {
+          v.same(tree.path, [], 'path after navigate(null)');
+          v.same(cursorEntries(tree), beforeCursors, 'cursors after navigate(null)');
         } else {
-          const target = (op.pick % tree.size) + 1;
-          tree.navigate(target);
-          expect(tree.head).toBe(target);
-          expect(tree.path).toEqual(tree.pathTo(target));
+          v.same(tree.head, to, 'head after navigate');
+          v.same(tree.path, tree.pathTo(to), 'path after navigate');
           // Every cursor along the new path is pinned to it.
-          expect(tree.path.slice(0, -1).map((id) => tree.cursors.get(id))).toEqual(tree.path.slice(1));
+          v.same(
+            tree.path.slice(0, -1).map((id) => tree.cursors.get(id)),
+            tree.path.slice(1),
+            'cursors along the path',
+          );
         }
         break;
       }
       case 'navigateUnknown': {
-        const before = snapshot(tree);
-        expect(() => tree.navigate(tree.size + 1 + op.beyond)).toThrow(UnknownNodeError);
-        expect(snapshot(tree)).toEqual(before);
+        const before = JSON.stringify([tree.toJSON(), tree.nextId]);
+        let error: unknown;
+        try {
+          tree.navigate(tree.size + 1 + op.beyond);
+        } catch (err) {
+          error = err;
+        }
+        v.check(error instanceof UnknownNodeError, 'navigate to an unknown id throws UnknownNodeError');
+        v.same([tree.toJSON(), tree.nextId], JSON.parse(before), 'tree after a failed navigate');
         break;
       }
       case 'extend': {
         tree.extend();
         const path = tree.path;
-        expect(path.slice(0, beforePath.length)).toEqual(beforePath);
-        if (beforePath.length === 0) expect(path).toEqual([]);
-        else expect(tree.children(tree.head!)).toEqual([]);
+        v.same(path.slice(0, beforePath.length), beforePath, 'extend keeps the path prefix');
+        if (beforePath.length === 0) v.same(path, [], 'extend on an empty path');
+        else v.same(tree.children(tree.head!), [], 'extend ends at a leaf');
         // Each step took the cursor's child, else the newest child.
-        const steps = path.slice(beforePath.length);
-        const parents = path.slice(beforePath.length - 1, -1);
-        expect(steps).toEqual(
-          parents.map((parent) => tree.cursors.get(parent) ?? Math.max(...tree.children(parent))),
+        v.same(
+          path.slice(beforePath.length),
+          path
+            .slice(beforePath.length - 1, -1)
+            .map((parent) => tree.cursors.get(parent) ?? Math.max(...tree.children(parent))),
+          'extend follows cursors, else the newest child',
         );
-        expect(cursorEntries(tree)).toEqual(beforeCursors);
+        v.same(cursorEntries(tree), beforeCursors, 'cursors after extend');
         break;
       }
     }
-    checkInvariants(tree, pushed, usages);
-  }
+    checkInvariants(v, tree, pushed, usages);
+    expect(v.found.map((f) => `step ${step} (${op.kind}): ${f}`)).toEqual([]);
+  });
 
   // The persisted form survives JSON text too, nodes included.
   const copy = Tree.hydrate(JSON.parse(JSON.stringify(tree)) as TreeData);
@@ -168,30 +232,28 @@ describe('Tree properties', () => {
 
   it('hydrates any valid tree, and extend without cursors follows the newest child to a leaf', () => {
     // parents[i] is the parent of node i + 1: null (a root) or any older node.
-    const treeArb = fc
+    const parentsArb = fc
       .array(fc.option(fc.nat(), { freq: 4 }), { minLength: 1, maxLength: 40 })
       .map((raw) => raw.map((p, i) => (p === null || i === 0 ? null : (p % i) + 1)));
     fc.assert(
-      fc.property(treeArb, fc.nat(), (parents, pick) => {
+      fc.property(parentsArb, fc.nat(), (parents, pick) => {
         const nodes: TreeNode[] = parents.map((parentId, i) => ({
           id: i + 1,
           parentId,
           message: userMessage(`m${i + 1}`, i),
           usage: null,
         }));
-        const start = (pick % nodes.length) + 1;
-        const path = Tree.hydrate({ nodes }).pathTo(start);
+        const path = Tree.hydrate({ nodes }).pathTo((pick % nodes.length) + 1);
         const tree = Tree.hydrate({ nodes: [...nodes].reverse(), path });
-        expect(tree.path).toEqual(path);
-        expect(tree.size).toBe(nodes.length);
-        expect(tree.nextId).toBe(nodes.length + 1);
+        expect(position(tree)).toEqual({ path, cursors: [], size: nodes.length, nextId: nodes.length + 1 });
+
         tree.extend();
-        for (let i = path.length; i < tree.path.length; i++) {
-          expect(tree.path[i]).toBe(Math.max(...tree.children(tree.path[i - 1]!)));
-        }
+        const steps = tree.path.slice(path.length);
+        const parentsOfSteps = tree.path.slice(path.length - 1, -1);
+        expect(steps).toEqual(parentsOfSteps.map((p) => Math.max(...tree.children(p))));
         expect(tree.children(tree.head!)).toEqual([]);
 
-        // Pointing any node at itself or a younger (or missing) parent is rejected.
+        // Pointing any node at itself or at a younger (or missing) parent is rejected.
         const victim = pick % nodes.length;
         const broken = nodes.map((n, i) => (i === victim ? { ...n, parentId: n.id + (pick % 2) } : n));
         expect(() => Tree.hydrate({ nodes: broken })).toThrow(InvalidTreeError);
@@ -200,52 +262,39 @@ describe('Tree properties', () => {
     );
   });
 
-  it('clone then the same operations gives the same tree as the original', () => {
+  it('a clone evolves independently and like the original under the same operations', () => {
     fc.assert(
       fc.property(opsArb, opsArb, (prefix, suffix) => {
         const tree = new Tree();
-        const apply = (t: Tree, ops: readonly Op[]): void => {
-          for (const op of ops) {
-            if (op.kind === 'push') t.push(userMessage('m', 0), op.usage);
-            else if (op.kind === 'navigate')
-              t.navigate(op.pick === null || t.size === 0 ? null : (op.pick % t.size) + 1);
-            else if (op.kind === 'extend') t.extend();
-          }
-        };
         apply(tree, prefix);
-        const before = snapshot(tree);
+        const before = tree.toJSON();
         const copy = tree.clone();
         apply(copy, suffix);
-        expect(snapshot(tree)).toEqual(before);
+        expect(tree.toJSON()).toEqual(before);
         apply(tree, suffix);
-        expect(snapshot(copy)).toEqual(snapshot(tree));
+        expect(position(copy)).toEqual(position(tree));
+        expect(copy.toJSON()).toEqual(tree.toJSON());
       }),
       { numRuns: 200 },
     );
   });
 
-  it('savePosition/restorePosition undoes any navigation, keeping nodes pushed since', () => {
+  it('restorePosition undoes any navigation, keeping nodes pushed since', () => {
     fc.assert(
       fc.property(opsArb, opsArb, (prefix, between) => {
         const tree = new Tree();
-        const apply = (ops: readonly Op[]): void => {
-          for (const op of ops) {
-            if (op.kind === 'push') tree.push(userMessage('m', 0));
-            else if (op.kind === 'navigate')
-              tree.navigate(op.pick === null || tree.size === 0 ? null : (op.pick % tree.size) + 1);
-            else if (op.kind === 'extend') tree.extend();
-          }
-        };
-        apply(prefix);
+        apply(tree, prefix);
         const path = [...tree.path];
         const cursors = cursorEntries(tree);
         const saved = tree.savePosition();
-        apply(between);
+        apply(tree, between);
         const size = tree.size;
         tree.restorePosition(saved);
-        expect(tree.path).toEqual(path);
-        expect(cursorEntries(tree)).toEqual(cursors);
-        expect(tree.size).toBe(size);
+        expect({ path: tree.path, cursors: cursorEntries(tree), size: tree.size }).toEqual({
+          path,
+          cursors,
+          size,
+        });
       }),
       { numRuns: 200 },
     );

@@ -517,10 +517,16 @@ describe('Tree', () => {
         nodes: tree.allNodes(),
         path: [1, 2, 5],
         cursors: { '1': 2, '2': 5, '3': 4 },
+        nextId: 6,
       });
-      expect(Object.keys(json).sort()).toEqual(['cursors', 'nodes', 'path']);
+      expect(Object.keys(json).sort()).toEqual(['cursors', 'nextId', 'nodes', 'path']);
       json.path.push(99);
       expect(tree.path).toEqual([1, 2, 5]);
+    });
+
+    it('keeps a reserved nextId through toJSON and hydrate', () => {
+      const tree = Tree.hydrate({ nodes: [node(1, null)], path: [1], nextId: 20 });
+      expect(Tree.hydrate(tree.toJSON()).nextId).toBe(20);
     });
 
     it('round-trips through JSON text and hydrate', () => {

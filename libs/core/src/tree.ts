@@ -22,6 +22,8 @@ export interface TreeData {
   nodes: TreeNode[];
   path: NodeId[];
   cursors: Record<string, NodeId>;
+  /** The id the next push takes (can exceed max(id) + 1 when the store reserved ids). */
+  nextId: NodeId;
 }
 
 export interface TreeInit {
@@ -273,7 +275,7 @@ export class Tree implements Iterable<TreeNode> {
   toJSON(): TreeData {
     const cursors: Record<string, NodeId> = {};
     for (const [k, v] of this.cursorMap) cursors[String(k)] = v;
-    return { nodes: this.allNodes(), path: [...this.activePath], cursors };
+    return { nodes: this.allNodes(), path: [...this.activePath], cursors, nextId: this.next };
   }
 
   clone(): Tree {

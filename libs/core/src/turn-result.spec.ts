@@ -373,4 +373,11 @@ describe('TurnResult.parse and tryParse', () => {
     expect(resultWith('[1,2]').tryParse(schema)).toBeNull();
     expect(resultWith('[1,2]').tryParse(z.array(z.number()))).toEqual([1, 2]);
   });
+
+  it('tryParse trusts only success from any safeParse, not data left on a failure', () => {
+    const lenient = { safeParse: (data: unknown) => ({ success: false, data }) };
+    expect(resultWith('{"a":1}').tryParse(lenient)).toBeNull();
+    const accepting = { safeParse: (data: unknown) => ({ success: true, data }) };
+    expect(resultWith('{"a":1}').tryParse(accepting)).toEqual({ a: 1 });
+  });
 });

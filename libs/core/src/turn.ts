@@ -58,7 +58,9 @@ export function newTurn(id: NodeId | null, messages: readonly Message[], usage: 
   const [user, ...rest] = messages;
   if (!user || user.role !== 'user') {
     throw new TurnProjectionError(
-      user ? 'a turn must start with a user message, not an assistant message' : 'a turn needs at least a user message',
+      user
+        ? 'a turn must start with a user message, not an assistant message'
+        : 'a turn needs at least a user message',
     );
   }
   const turn: Turn = {
