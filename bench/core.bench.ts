@@ -2,16 +2,11 @@
 // projection. Every case runs at two sizes ten times apart, so the ratio of their mean times shows whether the
 // work grows linearly (~x10) or worse (~x100 would be quadratic). Fixtures are built outside the timed calls.
 
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
-
-import { Bench, type Task } from 'tinybench';
-
 import { assistantMessage, toolResultMessage, userMessage, type Message } from '../libs/core/src/message';
 import { Tree, type NodeId } from '../libs/core/src/tree';
 import { allTurns, type Turn } from '../libs/core/src/turn';
 import { makeUsage, type Usage } from '../libs/core/src/usage';
-import { taskReport, type BenchReport } from './report';
+import { runCases, type BenchCase, type BenchReport } from './report';
 
 const PUSH_SIZES = [10_000, 100_000] as const;
 const DEPTHS = [1_000, 10_000] as const;
@@ -20,98 +15,79 @@ const TURN_SIZES = [1_000, 10_000] as const;
 /** Fixed timestamps keep fixtures deterministic and out of Date.now. */
 const T0 = Date.UTC(2025, 0, 1);
 
-/** Results go here so no timed call is dead code to the optimiser. */
-let sink: unknown;
-
 export async function runCoreBench(): Promise<BenchReport[]> {
   return [...(await benchPush()), ...(await benchNavigateExtend()), ...(await benchTurns())];
 }
 
 // 1. push: a fresh tree built from N alternating user/assistant messages per timed call.
 
-async function benchPush(): Promise<BenchReport[]> {
-  const bench = newBench({ time: 1500, iterations: 10, warmupTime: 300, warmupIterations: 3 });
-  const messages = alternatingMessages(PUSH_SIZES[PUSH_SIZES.length - 1]);
-  for (const n of PUSH_SIZES) {
-    bench.add(
-      `push ${n}`,
-      () => {
-        const tree = new Tree();
-        for (let i = 0; i < n; i++) tree.push(messages[i]!.message, messages[i]!.usage);
-        sink = tree;
-      },
-      {
-        beforeAll: collectGarbage,
-        afterAll() {
-          const tree = sink as Tree;
-          check(tree.size === n && tree.path.length === n, `push ${n}: built a tree of ${tree.size} nodes`);
-        },
-      },
-    );
-  }
-  await bench.run();
-  return PUSH_SIZES.map((n) => taskReport(task(bench, `push ${n}`), 'push (build tree)', n, { count: n, name: 'push' }));
+function benchPush(): Promise<BenchReport[]> {
+  const messages = alternatingMessages(Math.max(...PUSH_SIZES));
+  const cases = PUSH_SIZES.map((n): BenchCase<Tree> => ({
+    name: `push ${n}`,
+    case: 'push (build tree)',
+    size: n,
+    unit: { count: n, name: 'push' },
+    fn: () => {
+      const tree = new Tree();
+      for (let i = 0; i < n; i++) tree.push(messages[i]!.message, messages[i]!.usage);
+      return tree;
+    },
+    check: (tree) => {
+      check(tree.size === n && tree.path.length === n, `push ${n}: built a tree of ${tree.size} nodes`);
+    },
+  }));
+  return runCases(cases, { time: 500, iterations: 5, warmupTime: 150, warmupIterations: 2 });
 }
 
 // 2. navigate + extend on a linear tree of depth D: navigate to a node, then extend back down to the leaf. The
 // pair leaves the tree as it found it (full path, same cursors), so every call does the same O(D) work.
 
-async function benchNavigateExtend(): Promise<BenchReport[]> {
-  const bench = newBench({ time: 1000, iterations: 200, warmupTime: 250, warmupIterations: 50 });
+function benchNavigateExtend(): Promise<BenchReport[]> {
   const targets = [
     { label: 'navigate(middle) + extend', pick: (path: readonly NodeId[]) => path[path.length >> 1]! },
     { label: 'navigate(near root) + extend', pick: (path: readonly NodeId[]) => path[1]! },
   ];
-  for (const { label, pick } of targets) {
-    for (const depth of DEPTHS) {
+  const cases = targets.flatMap(({ label, pick }) =>
+    DEPTHS.map((depth): BenchCase => {
       const tree = linearTree(depth);
       const target = pick(tree.path);
       const leaf = tree.head;
-      bench.add(
-        `${label} ${depth}`,
-        () => {
+      return {
+        name: `${label} ${depth}`,
+        case: label,
+        size: depth,
+        fn: () => {
           tree.navigate(target).extend();
         },
-        {
-          beforeAll: collectGarbage,
-          afterAll() {
-            check(tree.head === leaf && tree.path.length === depth, `${label} ${depth}: did not end at the leaf`);
-          },
+        check: () => {
+          const ok = tree.head === leaf && tree.path.length === depth;
+          check(ok, `${label} ${depth}: did not end back at the leaf`);
         },
-      );
-    }
-  }
-  await bench.run();
-  return targets.flatMap(({ label }) =>
-    DEPTHS.map((depth) => taskReport(task(bench, `${label} ${depth}`), label, depth)),
+      };
+    }),
   );
+  return runCases(cases, { time: 400, iterations: 100, warmupTime: 100, warmupIterations: 20 });
 }
 
 // 3. allTurns over an active path of N nodes: prompts and answers (with usage), every fifth turn a tool round
 // (tool use, tool-result user message, final answer) so tool results fold into their turn.
 
-async function benchTurns(): Promise<BenchReport[]> {
-  const bench = newBench({ time: 1000, iterations: 50, warmupTime: 250, warmupIterations: 10 });
-  for (const n of TURN_SIZES) {
+function benchTurns(): Promise<BenchReport[]> {
+  const cases = TURN_SIZES.map((n): BenchCase<Turn[]> => {
     const { tree, turns } = conversationTree(n);
-    bench.add(
-      `allTurns ${n}`,
-      () => {
-        sink = allTurns(tree);
+    return {
+      name: `allTurns ${n}`,
+      case: 'allTurns (UI projection)',
+      size: n,
+      unit: { count: n, name: 'node' },
+      fn: () => allTurns(tree),
+      check: (result) => {
+        check(result.length === turns, `allTurns ${n}: ${result.length} turns, expected ${turns}`);
       },
-      {
-        beforeAll: collectGarbage,
-        afterAll() {
-          const got = (sink as Turn[]).length;
-          check(got === turns, `allTurns ${n}: ${got} turns, expected ${turns}`);
-        },
-      },
-    );
-  }
-  await bench.run();
-  return TURN_SIZES.map((n) =>
-    taskReport(task(bench, `allTurns ${n}`), 'allTurns (UI projection)', n, { count: n, name: 'node' }),
-  );
+    };
+  });
+  return runCases(cases, { time: 500, iterations: 20, warmupTime: 150, warmupIterations: 5 });
 }
 
 // Fixtures
@@ -154,21 +130,17 @@ function conversationTree(n: number): { tree: Tree; turns: number } {
     const round: Entry[] = [{ message: userMessage(`prompt ${t}`, ts), usage: null }];
     if (t % 5 === 4) {
       const toolUseId = `toolu_${t}`;
+      const toolUse = assistantMessage(
+        [
+          { type: 'thinking', text: `thinking about ${t}` },
+          { type: 'tool_use', id: toolUseId, name: 'search', input: { query: `q${t}` } },
+        ],
+        ts + 1,
+      );
+      const result = { type: 'tool_result', toolUseId, content: `result ${t}`, isError: false } as const;
       round.push(
-        {
-          message: assistantMessage(
-            [
-              { type: 'thinking', text: `thinking about ${t}` },
-              { type: 'tool_use', id: toolUseId, name: 'search', input: { query: `q${t}` } },
-            ],
-            ts + 1,
-          ),
-          usage: usageFor(t),
-        },
-        {
-          message: toolResultMessage([{ type: 'tool_result', toolUseId, content: `result ${t}`, isError: false }], ts + 2),
-          usage: null,
-        },
+        { message: toolUse, usage: usageFor(t) },
+        { message: toolResultMessage([result], ts + 2), usage: null },
         { message: assistantMessage(`answer ${t} from the tool`, ts + 3), usage: usageFor(t + 1) },
       );
     } else {
@@ -181,40 +153,6 @@ function conversationTree(n: number): { tree: Tree; turns: number } {
     turns++;
   }
   return { tree, turns };
-}
-
-// Helpers
-
-function newBench(options: { time: number; iterations: number; warmupTime: number; warmupIterations: number }) {
-  return new Bench({ ...options, throws: true });
-}
-
-function task(bench: Bench, name: string): Task {
-  const found = bench.getTask(name);
-  if (!found) throw new Error(`no bench task "${name}"`);
-  return found;
-}
-
-/**
- * Starts each task phase with a clean heap, so garbage left by the previous task (100k-node trees) does not
- * land in the next one's figures. `gc` is global only under --expose-gc; setting the flag at run time and
- * reading `gc` from a fresh context gets it without the flag (a no-op if this V8 refuses).
- */
-const gc: (() => void) | undefined = (() => {
-  const global = globalThis as { gc?: () => void };
-  if (typeof global.gc === 'function') return global.gc;
-  try {
-    setFlagsFromString('--expose-gc');
-    const fn: unknown = runInNewContext('gc');
-    return typeof fn === 'function' ? (fn as () => void) : undefined;
-  } catch {
-    return undefined;
-  }
-})();
-
-function collectGarbage(): void {
-  sink = undefined;
-  gc?.();
 }
 
 function check(ok: boolean, message: string): void {

@@ -19,7 +19,9 @@ async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
   const unknown = wanted.filter((name) => !SECTIONS.some((s) => s.name === name));
   if (unknown.length > 0) {
-    throw new Error(`unknown bench section(s): ${unknown.join(', ')}; known: ${SECTIONS.map((s) => s.name).join(', ')}`);
+    throw new Error(
+      `unknown bench section(s): ${unknown.join(', ')}; known: ${SECTIONS.map((s) => s.name).join(', ')}`,
+    );
   }
   const sections = wanted.length === 0 ? SECTIONS : SECTIONS.filter((s) => wanted.includes(s.name));
 
