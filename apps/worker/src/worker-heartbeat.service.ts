@@ -1,7 +1,10 @@
 // Until the job processors arrive (libs/queue), the worker's standing duty: keep checking that its database
-// answers, and say so in the logs when it stops answering.
+// answers, say so in the logs when it stops answering, and (when configured) touch a heartbeat file that a
+// container health check can read.
 
+import { writeFile } from 'node:fs/promises';
 import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { InjectConfig, type CanopyConfig } from '@canopy/common';
 import { Database } from '@canopy/store';
 
 const INTERVAL_MS = 30_000;
@@ -12,9 +15,13 @@ export class WorkerHeartbeat implements OnModuleInit, OnModuleDestroy {
   private timer: NodeJS.Timeout | undefined;
   private healthy = true;
 
-  constructor(private readonly database: Database) {}
+  constructor(
+    private readonly database: Database,
+    @InjectConfig() private readonly config: CanopyConfig,
+  ) {}
 
-  onModuleInit(): void {
+  async onModuleInit(): Promise<void> {
+    await this.beat();
     this.timer = setInterval(() => void this.beat(), INTERVAL_MS);
   }
 
@@ -27,6 +34,8 @@ export class WorkerHeartbeat implements OnModuleInit, OnModuleDestroy {
       await this.database.ping();
       if (!this.healthy) this.logger.log('database reachable again');
       this.healthy = true;
+      if (this.config.worker.heartbeatFile)
+        await writeFile(this.config.worker.heartbeatFile, String(Date.now()));
     } catch (err) {
       if (this.healthy) this.logger.warn({ err }, 'database unreachable');
       this.healthy = false;

@@ -7,7 +7,13 @@ describe('loadConfig', () => {
       env: 'development',
       http: { host: '0.0.0.0', port: 3000, bodyLimit: '1mb' },
       log: { level: 'info' },
-      database: { url: null, dataDir: '.canopy', migrationsDir: 'prisma/migrations', migrateOnBoot: true, poolMax: 10 },
+      database: {
+        url: null,
+        dataDir: '.canopy',
+        migrationsDir: 'prisma/migrations',
+        migrateOnBoot: true,
+        poolMax: 10,
+      },
       redis: { url: null },
       adminKey: null,
     });
@@ -39,7 +45,10 @@ describe('loadConfig', () => {
   });
 
   it('treats empty values as unset, as `FOO=` in a compose file means', () => {
-    expect(loadConfig({ PORT: '', DATABASE_URL: '  ' })).toMatchObject({ http: { port: 3000 }, database: { url: null } });
+    expect(loadConfig({ PORT: '', DATABASE_URL: '  ' })).toMatchObject({
+      http: { port: 3000 },
+      database: { url: null },
+    });
   });
 
   it('uses the caller default instance id when none is configured', () => {
@@ -69,7 +78,9 @@ describe('loadConfig', () => {
   });
 
   it('lists every bad variable at once', () => {
-    expect(() => loadConfig({ PORT: '-1', LOG_LEVEL: 'loud' })).toThrow(/PORT[\s\S]*LOG_LEVEL|LOG_LEVEL[\s\S]*PORT/);
+    expect(() => loadConfig({ PORT: '-1', LOG_LEVEL: 'loud' })).toThrow(
+      /PORT[\s\S]*LOG_LEVEL|LOG_LEVEL[\s\S]*PORT/,
+    );
   });
 
   it('ignores variables it does not know', () => {

@@ -33,6 +33,8 @@ export const envSchema = z.object({
     .string()
     .regex(/^\d+(b|kb|mb)$/i, 'a size such as 512kb or 1mb')
     .default('1mb'),
+  /** The worker touches this file after every successful heartbeat (container health checks read it). */
+  CANOPY_WORKER_HEARTBEAT_FILE: z.string().min(1).optional(),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
 });
 
@@ -56,6 +58,7 @@ export interface CanopyConfig {
   readonly redis: { readonly url: string | null };
   readonly adminKey: string | null;
   readonly shutdownGraceMs: number;
+  readonly worker: { readonly heartbeatFile: string | null };
 }
 
 /** The configuration is invalid; the message names every offending variable. */
@@ -106,5 +109,6 @@ export function loadConfig(
     redis: { url: e.REDIS_URL ?? null },
     adminKey: e.CANOPY_ADMIN_KEY ?? null,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    worker: { heartbeatFile: e.CANOPY_WORKER_HEARTBEAT_FILE ?? null },
   };
 }

@@ -1,15 +1,22 @@
-import { BadRequestException, HttpException, NotFoundException, PayloadTooLargeException } from '@nestjs/common';
+import {
+  BadRequestException,
+  HttpException,
+  NotFoundException,
+  PayloadTooLargeException,
+} from '@nestjs/common';
 import { CanopyException } from '../errors/canopy.exception';
 import { describe as describeError } from './all-exceptions.filter';
 
 describe('describe (error -> API error)', () => {
   it('keeps a CanopyException code, message and details', () => {
-    expect(describeError(new CanopyException('session_busy', 'a run is in flight', { runId: 'r1' }))).toEqual({
-      status: 409,
-      code: 'session_busy',
-      message: 'a run is in flight',
-      details: { runId: 'r1' },
-    });
+    expect(describeError(new CanopyException('session_busy', 'a run is in flight', { runId: 'r1' }))).toEqual(
+      {
+        status: 409,
+        code: 'session_busy',
+        message: 'a run is in flight',
+        details: { runId: 'r1' },
+      },
+    );
   });
 
   it('hides the message of an internal CanopyException', () => {
@@ -30,9 +37,15 @@ describe('describe (error -> API error)', () => {
   });
 
   it('maps body-parser errors by their type', () => {
-    const tooLarge = Object.assign(new Error('request entity too large'), { status: 413, type: 'entity.too.large' });
+    const tooLarge = Object.assign(new Error('request entity too large'), {
+      status: 413,
+      type: 'entity.too.large',
+    });
     expect(describeError(tooLarge)).toMatchObject({ status: 413, code: 'payload_too_large' });
-    const charset = Object.assign(new Error('unsupported charset'), { status: 415, type: 'charset.unsupported' });
+    const charset = Object.assign(new Error('unsupported charset'), {
+      status: 415,
+      type: 'charset.unsupported',
+    });
     expect(describeError(charset)).toMatchObject({ status: 415, code: 'unsupported_media_type' });
   });
 

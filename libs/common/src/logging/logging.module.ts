@@ -39,6 +39,8 @@ export function redactUrl(url: string | undefined): string | undefined {
           level: config.log.level,
           base: { instance: config.instanceId },
           genReqId: assignRequestId,
+          // Every line logged while serving a request (ours and the access line) carries `requestId`.
+          quietReqLogger: true,
           customAttributeKeys: { reqId: 'requestId' },
           redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
           serializers: {
