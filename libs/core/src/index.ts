@@ -7,3 +7,4 @@ export * from './tree';
 export * from './turn';
 export * from './turn-result';
 export * from './scope';
+export * from './events';

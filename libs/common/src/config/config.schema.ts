@@ -35,6 +35,24 @@ export const envSchema = z.object({
     .default('1mb'),
   /** The worker touches this file after every successful heartbeat (container health checks read it). */
   CANOPY_WORKER_HEARTBEAT_FILE: z.string().min(1).optional(),
+  /** Model providers. Base URLs default to the providers' own; keys are required only to use a provider. */
+  ANTHROPIC_API_KEY: z.string().min(1).optional(),
+  ANTHROPIC_BASE_URL: z.url().optional(),
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  OPENAI_BASE_URL: z.url().optional(),
+  /** `openai-compatible:<model>` talks to this server (vLLM, Ollama, LM Studio, ...). */
+  OPENAI_COMPATIBLE_BASE_URL: z.url().optional(),
+  OPENAI_COMPATIBLE_API_KEY: z.string().min(1).optional(),
+  /** Sessions with no controller and no run shut down (stop being live) after this; per-session override. */
+  SESSION_IDLE_SHUTDOWN_MS: z.coerce.number().int().min(0).max(86_400_000).default(300_000),
+  /** Events kept per session for resume (`after`). */
+  EVENT_REPLAY_LIMIT: z.coerce.number().int().min(10).max(100_000).default(1_000),
+  /** Text deltas are merged for this long before they are published. */
+  EVENT_COALESCE_MS: z.coerce.number().int().min(0).max(1_000).default(15),
+  /** Default per-call timeout of server tools. */
+  TOOL_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(30_000),
+  /** Default cap on model calls in one run (a request's maxSteps may lower it). */
+  RUN_MAX_STEPS: z.coerce.number().int().min(1).max(1_000).default(25),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
 });
 
@@ -59,6 +77,18 @@ export interface CanopyConfig {
   readonly adminKey: string | null;
   readonly shutdownGraceMs: number;
   readonly worker: { readonly heartbeatFile: string | null };
+  readonly providers: {
+    readonly anthropic: { readonly apiKey: string | null; readonly baseUrl: string | null };
+    readonly openai: { readonly apiKey: string | null; readonly baseUrl: string | null };
+    readonly openaiCompatible: { readonly apiKey: string | null; readonly baseUrl: string | null };
+  };
+  readonly sessions: {
+    readonly idleShutdownMs: number;
+    readonly replayLimit: number;
+    readonly coalesceMs: number;
+    readonly toolTimeoutMs: number;
+    readonly maxSteps: number;
+  };
 }
 
 /** The configuration is invalid; the message names every offending variable. */
@@ -110,5 +140,17 @@ export function loadConfig(
     adminKey: e.CANOPY_ADMIN_KEY ?? null,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     worker: { heartbeatFile: e.CANOPY_WORKER_HEARTBEAT_FILE ?? null },
+    providers: {
+      anthropic: { apiKey: e.ANTHROPIC_API_KEY ?? null, baseUrl: e.ANTHROPIC_BASE_URL ?? null },
+      openai: { apiKey: e.OPENAI_API_KEY ?? null, baseUrl: e.OPENAI_BASE_URL ?? null },
+      openaiCompatible: { apiKey: e.OPENAI_COMPATIBLE_API_KEY ?? null, baseUrl: e.OPENAI_COMPATIBLE_BASE_URL ?? null },
+    },
+    sessions: {
+      idleShutdownMs: e.SESSION_IDLE_SHUTDOWN_MS,
+      replayLimit: e.EVENT_REPLAY_LIMIT,
+      coalesceMs: e.EVENT_COALESCE_MS,
+      toolTimeoutMs: e.TOOL_TIMEOUT_MS,
+      maxSteps: e.RUN_MAX_STEPS,
+    },
   };
 }

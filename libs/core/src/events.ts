@@ -1,0 +1,152 @@
+// The one map of live events, shared by the service, the SDK and the tests (STYLE §8). Session events carry a
+// per-session, strictly increasing `seq`; the activity feed tells dashboards what happens across sessions.
+
+import type { Message, ToolResultBlock, ToolUseBlock } from './message';
+import type { NodeId, TreeNode } from './tree';
+import type { Usage } from './usage';
+
+export type SessionStatus = 'idle' | 'busy' | 'paused';
+export type RunKind = 'prompt' | 'branch' | 'resume';
+export type RunStatus = 'queued' | 'running' | 'paused' | 'completed' | 'cancelled' | 'error';
+
+/** A tool a session declares for its client to execute (no handler on the server). */
+export interface ClientTool {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  /** Ask the user before the client executes it. */
+  approval?: boolean;
+}
+
+/** What a session is, as the API shows it. */
+export interface SessionInfo {
+  id: string;
+  title: string | null;
+  model: string;
+  system: string | null;
+  opts: Record<string, unknown>;
+  tools: ClientTool[];
+  metadata: Record<string, unknown>;
+  userId: string | null;
+  status: SessionStatus;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** The part of a run that has not been committed to the tree yet (what a mid-run joiner must see). */
+export interface InFlight {
+  runId: string;
+  kind: RunKind;
+  /** Messages of the run completed so far (the prompt, finished steps, tool results). */
+  pending: Message[];
+  /** The assistant message being streamed, or null between steps. */
+  partial: Message | null;
+  /** Tool uses awaiting a decision while the run is paused. */
+  awaiting: ToolUseBlock[];
+}
+
+/** The state a subscription starts from; `seq` is the last event it reflects. */
+export interface SessionSnapshot {
+  seq: number;
+  session: SessionInfo;
+  tree: { nodes: TreeNode[]; path: NodeId[]; cursors: Record<string, NodeId>; head: NodeId | null };
+  inFlight: InFlight | null;
+}
+
+export type ModelErrorCode =
+  | 'provider_error'
+  | 'rate_limited'
+  | 'model_not_found'
+  | 'bad_model_request'
+  | 'max_steps'
+  | 'hook_halted'
+  | 'tool_error'
+  | 'internal';
+
+export type StoreKind = 'tree' | 'state';
+
+export interface SessionEventMap {
+  snapshot: SessionSnapshot;
+  /** Emitted before the event that caused the change. */
+  status: { status: SessionStatus; runId: string | null };
+  /** Every message appended during a run (prompt, assistant step, tool results). */
+  message: { runId: string; message: Message };
+  text_start: { runId: string; index: number };
+  text_delta: { runId: string; index: number; delta: string };
+  text_end: { runId: string; index: number };
+  thinking_start: { runId: string; index: number };
+  thinking_delta: { runId: string; index: number; delta: string };
+  thinking_end: { runId: string; index: number };
+  tool_use_start: { runId: string; index: number; id: string; name: string };
+  tool_use_delta: { runId: string; index: number; id: string; delta: string };
+  tool_use_end: { runId: string; index: number; block: ToolUseBlock };
+  tool_result: { runId: string; toolName: string; result: ToolResultBlock };
+  tool_progress: { runId: string; toolUseId: string; payload: unknown };
+  /** One model call finished. */
+  step: { runId: string; step: number; usage: Usage; finishReason: string };
+  /** A commit point: `stop` ends the run, `continue` commits and goes on (a steered prompt follows). */
+  turn: { runId: string; stop: 'stop' | 'continue'; reason: string; messages: Message[]; usage: Usage };
+  pause: { runId: string; reason: 'approval' | 'client_tool'; toolUses: ToolUseBlock[] };
+  retry: { runId: string; attempt: number; delayMs: number; error: string };
+  cancelled: { runId: string; partial: Message[]; usage: Usage };
+  error: { runId: string | null; code: ModelErrorCode | string; message: string };
+  state: { model: string; system: string | null; opts: Record<string, unknown>; tools: ClientTool[]; metadata: Record<string, unknown> };
+  /** The tree changed: nodes appended (a commit) or the path moved (navigation, branch start, rollback). */
+  tree: { newNodes: NodeId[]; nodes: TreeNode[]; path: NodeId[]; cursors: Record<string, NodeId>; head: NodeId | null };
+  title: { title: string | null };
+  store: { ok: true; kind: StoreKind } | { ok: false; kind: StoreKind; error: string };
+}
+
+export type SessionEventType = keyof SessionEventMap;
+
+export const SESSION_EVENT_TYPES = [
+  'snapshot',
+  'status',
+  'message',
+  'text_start',
+  'text_delta',
+  'text_end',
+  'thinking_start',
+  'thinking_delta',
+  'thinking_end',
+  'tool_use_start',
+  'tool_use_delta',
+  'tool_use_end',
+  'tool_result',
+  'tool_progress',
+  'step',
+  'turn',
+  'pause',
+  'retry',
+  'cancelled',
+  'error',
+  'state',
+  'tree',
+  'title',
+  'store',
+] as const satisfies readonly SessionEventType[];
+
+/** An event before the bus numbers it. */
+export type SessionEventInput = {
+  [K in SessionEventType]: { type: K; data: SessionEventMap[K] };
+}[SessionEventType];
+
+/** An event as subscribers receive it. */
+export type SessionEvent = {
+  [K in SessionEventType]: { seq: number; sessionId: string; type: K; data: SessionEventMap[K]; at: number };
+}[SessionEventType];
+
+export interface ActivityEventMap {
+  opened: { id: string; title: string | null; status: SessionStatus; userId: string | null };
+  status: { id: string; status: SessionStatus };
+  title: { id: string; title: string | null };
+  closed: { id: string; reason: 'close' | 'delete' | 'idle' | 'shutdown' };
+  run_started: { id: string; runId: string; kind: RunKind };
+  run_finished: { id: string; runId: string; status: RunStatus; usage: Usage };
+}
+
+export type ActivityEventType = keyof ActivityEventMap;
+
+export type ActivityEvent = {
+  [K in ActivityEventType]: { tenantId: string; type: K; data: ActivityEventMap[K]; at: number };
+}[ActivityEventType];

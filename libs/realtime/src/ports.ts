@@ -1,0 +1,86 @@
+// The transport ports under the session and manager layers. The embedded runtime uses the in-process adapters
+// of this library; the distributed runtime plugs Redis adapters into the same ports, and one contract test suite
+// (./testing) runs against both.
+
+import type { ActivityEvent, SessionEvent, SessionEventInput, SessionStatus } from '@canopy/core';
+
+export type Unsubscribe = () => Promise<void>;
+
+export interface ReplayResult {
+  /** Events with seq > after that the log still holds, in order. */
+  events: SessionEvent[];
+  /** False when the log no longer reaches back to after + 1 (the caller must start from a snapshot). */
+  complete: boolean;
+  /** The session's last assigned seq (0 when it has none). */
+  lastSeq: number;
+}
+
+/**
+ * Per-session ordered events. `publish` numbers events with consecutive seqs, strictly increasing per session
+ * (also across restarts of the bus: a fresh sequence starts above any earlier one), appends them to the
+ * session's bounded replay log and delivers them to the session's subscribers, in order, as one atomic step:
+ * order, replay and delivery always agree.
+ */
+export interface EventBus {
+  publish(tenantId: string, sessionId: string, events: SessionEventInput[]): Promise<SessionEvent[]>;
+  /** Delivers every event published after this call resolves, in seq order, exactly once. */
+  subscribe(tenantId: string, sessionId: string, listener: (event: SessionEvent) => void): Promise<Unsubscribe>;
+  replay(tenantId: string, sessionId: string, after: number): Promise<ReplayResult>;
+  lastSeq(tenantId: string, sessionId: string): Promise<number>;
+  /** Drops a session's log (the session was deleted). Its sequence still never goes back. */
+  forget(tenantId: string, sessionId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** One instance's view of a live session it serves. */
+export interface LivePresence {
+  tenantId: string;
+  id: string;
+  title: string | null;
+  status: SessionStatus;
+  userId: string | null;
+  /** The instance (api process) that holds the live session. */
+  instance: string;
+  controllers: number;
+  observers: number;
+  /** The instance running the session's current run, if any. */
+  worker: string | null;
+}
+
+/** A live session across the deployment: the presences of every instance merged. */
+export interface LiveEntry {
+  tenantId: string;
+  id: string;
+  title: string | null;
+  status: SessionStatus;
+  userId: string | null;
+  controllers: number;
+  observers: number;
+  /** ISO time the session became live (earliest presence). */
+  since: string;
+  where: { api: string[]; worker: string | null };
+}
+
+/** Which sessions are live, where, with how many subscribers. */
+export interface LiveRegistry {
+  /** Adds or replaces this instance's presence for the session (keeps `since` of an existing entry). */
+  upsert(presence: LivePresence): Promise<void>;
+  /** Removes this instance's presence; the entry disappears when no instance serves the session. */
+  remove(tenantId: string, id: string, instance: string): Promise<void>;
+  get(tenantId: string, id: string): Promise<LiveEntry | null>;
+  /** Live sessions of a tenant, or of every tenant (null), newest first. */
+  list(tenantId: string | null): Promise<LiveEntry[]>;
+  close(): Promise<void>;
+}
+
+/** The per-tenant activity channel dashboards watch (and an all-tenants view for the admin). */
+export interface ActivityFeed {
+  publish(event: ActivityEvent): Promise<void>;
+  /** tenantId null: every tenant's activity. */
+  subscribe(tenantId: string | null, listener: (event: ActivityEvent) => void): Promise<Unsubscribe>;
+  close(): Promise<void>;
+}
+
+export const EVENT_BUS = Symbol('EVENT_BUS');
+export const LIVE_REGISTRY = Symbol('LIVE_REGISTRY');
+export const ACTIVITY_FEED = Symbol('ACTIVITY_FEED');

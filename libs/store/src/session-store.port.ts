@@ -1,0 +1,229 @@
+// The SessionStore port: everything the session engine persists, in domain types only (no Prisma). Every
+// method takes the Scope; a scope with a userId reaches only that user's sessions (and their runs), and
+// anything else answers as if it did not exist. Methods that change a session's status are atomic and
+// conditional (compare-and-set on `status` / `active_run_id`), so two commands racing can never both win.
+
+import type {
+  ClientTool,
+  Message,
+  NodeId,
+  RunKind,
+  RunStatus,
+  Scope,
+  SessionStatus,
+  TreeNode,
+  Usage,
+} from '@canopy/core';
+
+export type JsonObject = { [key: string]: unknown };
+
+/** Where the active path stands, as persisted. */
+export interface PositionRecord {
+  path: NodeId[];
+  cursors: Record<string, NodeId>;
+  head: NodeId | null;
+}
+
+export interface SessionRecord extends PositionRecord {
+  tenantId: string;
+  id: string;
+  userId: string | null;
+  title: string | null;
+  model: string;
+  system: string | null;
+  opts: JsonObject;
+  tools: ClientTool[];
+  metadata: JsonObject;
+  status: SessionStatus;
+  /** The id the next committed node takes. */
+  nextNodeId: NodeId;
+  /** Usage summed over every committed node. */
+  usage: Usage;
+  idleShutdownAfterMs: number | null;
+  /** The run that owns the session while it is busy or paused; null when idle. */
+  activeRunId: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface CreateSessionInput {
+  /** Explicit id; generated (22-char URL-safe base64 of 16 random bytes) when absent. */
+  id?: string;
+  title?: string | null;
+  model: string;
+  system?: string | null;
+  opts?: JsonObject;
+  tools?: ClientTool[];
+  metadata?: JsonObject;
+  userId?: string | null;
+  idleShutdownAfterMs?: number | null;
+}
+
+/** The persistable state of a session; a field left undefined is not changed. */
+export interface SessionStatePatch {
+  title?: string | null;
+  model?: string;
+  system?: string | null;
+  opts?: JsonObject;
+  tools?: ClientTool[];
+  metadata?: JsonObject;
+}
+
+export interface ListSessionsQuery {
+  /** 1..100. */
+  limit: number;
+  /** Opaque cursor from a previous page's nextCursor. */
+  cursor?: string | null;
+  userId?: string;
+  /** Every key must match: metadata->>key = value (text comparison). */
+  metadata?: Record<string, string>;
+}
+
+export interface SessionPage {
+  /** Newest updatedAt first (ties: id descending). */
+  data: SessionRecord[];
+  nextCursor: string | null;
+}
+
+export interface RunRecord {
+  id: string;
+  tenantId: string;
+  sessionId: string;
+  kind: RunKind;
+  status: RunStatus;
+  input: JsonObject;
+  /** A paused run's state: what resume needs (survives restarts). */
+  pending: JsonObject | null;
+  /** A prompt staged while the run was busy (`ifBusy: "steer"`), run at the next boundary. */
+  steer: JsonObject | null;
+  /** The position to restore if the run fails or is cancelled before its first commit (branch runs). */
+  rollback: PositionRecord | null;
+  error: { code: string; message: string } | null;
+  usage: Usage;
+  attempts: number;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export interface StartRunInput {
+  sessionId: string;
+  kind: RunKind;
+  input: JsonObject;
+  /** `running` when the run starts executing at once (inline queue), else `queued`. */
+  status: 'queued' | 'running';
+  /** A new active path to persist with the start (a branch moves the path to its branch point). */
+  position?: PositionRecord;
+  /** Saved with the run so any process can roll back (the position before the branch). */
+  rollback?: PositionRecord;
+}
+
+export type StartRunResult =
+  | { ok: true; run: RunRecord; session: SessionRecord }
+  | { ok: false; reason: 'not_found' | 'busy' | 'paused' };
+
+/** One node to append; ids come from the session's nextNodeId, assigned by the engine. */
+export interface NewNode {
+  id: NodeId;
+  parentId: NodeId | null;
+  message: Message;
+  usage: Usage | null;
+}
+
+export interface CommitInput {
+  sessionId: string;
+  runId: string;
+  /** Appended in one statement; empty for a commit that only moves the position. */
+  nodes: NewNode[];
+  position: PositionRecord;
+  /** The session's nextNodeId after this commit. */
+  nextNodeId: NodeId;
+  /** Added to the session's usage total (usage of the committed nodes). */
+  usage: Usage;
+  /** Set on the run's last commit: the session goes idle and the run ends with this status and usage. */
+  finish?: { usage: Usage };
+}
+
+export interface EndRunInput {
+  sessionId: string;
+  runId: string;
+  status: 'cancelled' | 'error';
+  error?: { code: string; message: string } | null;
+  usage: Usage;
+  /** Restore this position (a rollback). */
+  restore?: PositionRecord | null;
+}
+
+export interface UpdatePausedRunInput {
+  sessionId: string;
+  runId: string;
+  /** The pending state this update was computed from: compare-and-set, so concurrent decisions never get lost. */
+  expectedPending: JsonObject;
+  pending: JsonObject;
+  /** True when every awaited decision is in: paused -> busy (run running); false keeps it paused. */
+  resume: boolean;
+}
+
+export type UpdatePausedRunResult =
+  | { ok: true; run: RunRecord; session: SessionRecord }
+  | { ok: false; reason: 'not_found' | 'not_paused' | 'conflict' };
+
+/** Why a fenced write was refused: the run is no longer the session's active run. */
+export type FencedResult = 'ok' | 'fenced';
+
+export interface SessionStore {
+  // Sessions
+
+  /** Persists a new session at once. An explicit id already used in the tenant: CanopyException already_exists. */
+  create(scope: Scope, input: CreateSessionInput): Promise<SessionRecord>;
+  get(scope: Scope, id: string): Promise<SessionRecord | null>;
+  exists(scope: Scope, id: string): Promise<boolean>;
+  /** The session and every node of its tree, in one query. */
+  loadTree(scope: Scope, id: string): Promise<{ session: SessionRecord; nodes: TreeNode[] } | null>;
+  list(scope: Scope, query: ListSessionsQuery): Promise<SessionPage>;
+  /**
+   * Writes the fields that differ from the stored ones (nothing when none does: `changed: false`, updatedAt kept).
+   * With idleOnly, refuses unless the session is idle: CanopyException session_busy / session_paused.
+   * Unknown id: CanopyException not_found.
+   */
+  updateState(
+    scope: Scope,
+    id: string,
+    patch: SessionStatePatch,
+    options?: { idleOnly?: boolean },
+  ): Promise<{ session: SessionRecord; changed: boolean }>;
+  /** Navigation: writes path, cursors and head only, and only while idle (session_busy / session_paused). */
+  savePosition(scope: Scope, id: string, position: PositionRecord): Promise<SessionRecord>;
+  /** Deletes the session with its nodes and runs. False when it did not exist. */
+  delete(scope: Scope, id: string): Promise<boolean>;
+
+  // Runs
+
+  /** Atomically: only an idle session starts a run (it becomes busy, owned by the new run). */
+  startRun(scope: Scope, input: StartRunInput): Promise<StartRunResult>;
+  getRun(scope: Scope, runId: string): Promise<RunRecord | null>;
+  /** Marks a queued run running and counts the attempt (a worker took it). */
+  markRunning(scope: Scope, sessionId: string, runId: string): Promise<FencedResult>;
+  /**
+   * Appends the nodes, moves the position, adds usage and clears the run's rollback point, fenced on the run
+   * still being the session's active run; with `finish`, also ends the run (completed) and sets the session idle.
+   */
+  commit(scope: Scope, input: CommitInput): Promise<FencedResult>;
+  /** Busy -> paused with the run's pending state, fenced. */
+  pauseRun(scope: Scope, sessionId: string, runId: string, pending: JsonObject): Promise<FencedResult>;
+  /**
+   * Records decisions on a paused run (its pending state, compare-and-set) and, with `resume`, sets it busy again.
+   * not_paused when the session is not paused on that run; conflict when pending changed since it was read.
+   */
+  updatePausedRun(scope: Scope, input: UpdatePausedRunInput): Promise<UpdatePausedRunResult>;
+  /** Ends a run as cancelled or failed: session idle, position restored when asked, fenced. */
+  endRun(scope: Scope, input: EndRunInput): Promise<FencedResult>;
+  /** Stages a prompt on the active run of a busy or paused session (last one wins). Null when idle. */
+  stageSteer(scope: Scope, sessionId: string, prompt: JsonObject): Promise<{ runId: string } | null>;
+  /** Takes (reads and clears) the staged prompt of a run. */
+  takeSteer(scope: Scope, runId: string): Promise<JsonObject | null>;
+  /** Runs not finished (queued, running, paused) in every tenant: for recovery at start-up. */
+  unfinishedRuns(): Promise<Array<{ tenantId: string; sessionId: string; runId: string; status: RunStatus }>>;
+}
+
+export const SESSION_STORE = Symbol('SESSION_STORE');
