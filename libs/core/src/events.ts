@@ -90,9 +90,21 @@ export interface SessionEventMap {
   retry: { runId: string; attempt: number; delayMs: number; error: string };
   cancelled: { runId: string; partial: Message[]; usage: Usage };
   error: { runId: string | null; code: ModelErrorCode | string; message: string };
-  state: { model: string; system: string | null; opts: Record<string, unknown>; tools: ClientTool[]; metadata: Record<string, unknown> };
+  state: {
+    model: string;
+    system: string | null;
+    opts: Record<string, unknown>;
+    tools: ClientTool[];
+    metadata: Record<string, unknown>;
+  };
   /** The tree changed: nodes appended (a commit) or the path moved (navigation, branch start, rollback). */
-  tree: { newNodes: NodeId[]; nodes: TreeNode[]; path: NodeId[]; cursors: Record<string, NodeId>; head: NodeId | null };
+  tree: {
+    newNodes: NodeId[];
+    nodes: TreeNode[];
+    path: NodeId[];
+    cursors: Record<string, NodeId>;
+    head: NodeId | null;
+  };
   title: { title: string | null };
   store: { ok: true; kind: StoreKind } | { ok: false; kind: StoreKind; error: string };
 }

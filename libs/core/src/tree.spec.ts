@@ -638,3 +638,43 @@ describe('Tree', () => {
     });
   });
 });
+
+describe('Tree.addNode', () => {
+  const msg = (role: 'user' | 'assistant'): Message => ({ role, content: [], timestamp: 0 });
+
+  it('adds committed nodes with their ids without moving the path', () => {
+    const tree = new Tree().push(msg('user')).push(msg('assistant'));
+    tree.addNode({ id: 7, parentId: 1, message: msg('assistant'), usage: null });
+    expect(tree.size).toBe(3);
+    expect(tree.path).toEqual([1, 2]);
+    expect(tree.children(1)).toEqual([2, 7]);
+    expect(tree.nextId).toBe(8);
+    tree.addNode({ id: 5, parentId: 1, message: msg('assistant'), usage: null });
+    expect(tree.children(1)).toEqual([2, 5, 7]);
+    expect(tree.push(msg('user')).head).toBe(8);
+  });
+
+  it('adds a new root', () => {
+    const tree = new Tree().push(msg('user'));
+    tree.addNode({ id: 3, parentId: null, message: msg('user'), usage: null });
+    expect(tree.roots()).toEqual([1, 3]);
+  });
+
+  it('rejects a duplicate id, a missing or younger parent, and a bad id', () => {
+    const tree = new Tree().push(msg('user')).push(msg('assistant'));
+    expect(() => tree.addNode({ id: 2, parentId: 1, message: msg('user'), usage: null })).toThrow(
+      InvalidTreeError,
+    );
+    expect(() => tree.addNode({ id: 9, parentId: 4, message: msg('user'), usage: null })).toThrow(
+      InvalidTreeError,
+    );
+    expect(() => tree.addNode({ id: 1.5, parentId: null, message: msg('user'), usage: null })).toThrow(
+      InvalidTreeError,
+    );
+    tree.addNode({ id: 9, parentId: 2, message: msg('user'), usage: null });
+    expect(() => tree.addNode({ id: 8, parentId: 9, message: msg('user'), usage: null })).toThrow(
+      InvalidTreeError,
+    );
+    expect(tree.size).toBe(3);
+  });
+});

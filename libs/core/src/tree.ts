@@ -215,6 +215,26 @@ export class Tree implements Iterable<TreeNode> {
     return this;
   }
 
+  /**
+   * Adds a node that already has its id (a committed node arriving from elsewhere, e.g. a live projection
+   * applying a `tree` event). Its parent must exist and be older; the active path and cursors do not move.
+   * Throws InvalidTreeError otherwise, or for an id already in the tree.
+   */
+  addNode(node: TreeNode): this {
+    if (!Number.isInteger(node.id) || node.id < 1) throw new InvalidTreeError(`invalid node id ${node.id}`);
+    if (this.byId.has(node.id)) throw new InvalidTreeError(`duplicate node id ${node.id}`);
+    const parentId = node.parentId ?? null;
+    if (parentId !== null && (!this.byId.has(parentId) || parentId >= node.id)) {
+      throw new InvalidTreeError(`node ${node.id} has no older parent ${parentId} in this tree`);
+    }
+    this.byId.set(node.id, freezeNode(node));
+    const siblings = this.childList(parentId);
+    siblings.push(node.id);
+    if (siblings.length > 1 && siblings[siblings.length - 2]! > node.id) siblings.sort((a, b) => a - b);
+    if (node.id >= this.next) this.next = node.id + 1;
+    return this;
+  }
+
   /** Like push, returning the new node's id. */
   pushNode(message: Message, usage: Usage | null = null): NodeId {
     const id = this.next++;

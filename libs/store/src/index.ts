@@ -6,3 +6,5 @@ export * from './database.module';
 export * from './embedded-postgres';
 export * from './migrator';
 export * from './prisma-errors';
+export * from './prisma-session.store';
+export * from './session-store.port';

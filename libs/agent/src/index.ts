@@ -1,0 +1,12 @@
+// @canopy/agent: the turn runner — model steps through the model gateway, server/client/approval tools, hooks,
+// retries, max steps, cancel — emitting events and handing messages to the session layer at commit points.
+
+export * from './model';
+export * from './tools/server-tool';
+export * from './tools/tool-registry';
+export * from './hooks/hook';
+export * from './hooks/hook-registry';
+export * from './run/retry';
+export * from './run/run-state';
+export * from './run/tool-executor';
+export * from './run/turn-runner';

@@ -1,0 +1,45 @@
+// What a paused run persists (runs.pending) so that any process, after any restart, can resume it: the
+// uncommitted messages of the run, the tool round waiting for decisions, and the counters of the loop.
+
+import type { Block, Message, ToolResultBlock, ToolUseBlock, Usage } from '@canopy/core';
+
+export type Decision =
+  | { type: 'execute' }
+  | { type: 'reject'; reason?: string }
+  | { type: 'result'; content: string | Block[]; isError?: boolean };
+
+export type ToolKind = 'server' | 'client' | 'unknown';
+
+export interface ToolCallState {
+  block: ToolUseBlock;
+  kind: ToolKind;
+  /** Waits for a decision before anything runs (client tools, approval tools). */
+  needsDecision: boolean;
+  decision: Decision | null;
+  /** Filled once known (server tools that ran, unknown tools, rejected or answered calls). */
+  result: ToolResultBlock | null;
+}
+
+export interface PendingState {
+  version: 1;
+  /** Uncommitted messages of the run, ending with the assistant message whose tool round is pending. */
+  messages: Message[];
+  calls: ToolCallState[];
+  reason: 'approval' | 'client_tool';
+  /** Model calls made so far in the run. */
+  step: number;
+  maxSteps: number;
+  /** Usage of the uncommitted messages, and of the whole run. */
+  segmentUsage: Usage;
+  runUsage: Usage;
+}
+
+/** Ids of the tool uses still waiting for a decision. */
+export function awaitingIds(state: Pick<PendingState, 'calls'>): string[] {
+  return state.calls.filter((c) => c.needsDecision && !c.decision).map((c) => c.block.id);
+}
+
+export function isPendingState(value: unknown): value is PendingState {
+  const v = value as Partial<PendingState> | null;
+  return !!v && v.version === 1 && Array.isArray(v.messages) && Array.isArray(v.calls);
+}

@@ -1,0 +1,100 @@
+// Runs server tool calls: the input is validated against the tool's schema first, calls run in parallel, each
+// under its own timeout, and whatever goes wrong (invalid input, a throw, a rejection, a timeout) becomes an
+// error result the model sees — never a failed run. Only a cancel of the run itself propagates.
+
+import { z } from 'zod';
+import type { Scope, SessionEventInput, ToolResultBlock, ToolUseBlock } from '@canopy/core';
+import type { ServerTool, ToolOutput, ToolTurn } from '../tools/server-tool';
+
+export interface ToolExecutionContext {
+  scope: Scope;
+  sessionId: string;
+  runId: string;
+  /** The run's signal: aborting it cancels every running tool. */
+  signal: AbortSignal;
+  defaultTimeoutMs: number;
+  emit(event: SessionEventInput): void;
+}
+
+export function errorResult(toolUseId: string, message: string): ToolResultBlock {
+  return { type: 'tool_result', toolUseId, content: message, isError: true };
+}
+
+export async function executeServerTool(
+  tool: ServerTool<unknown>,
+  block: ToolUseBlock,
+  ctx: ToolExecutionContext,
+): Promise<ToolResultBlock> {
+  const parsed = tool.input.safeParse(block.input);
+  if (!parsed.success) {
+    return errorResult(block.id, `invalid tool arguments: ${z.prettifyError(parsed.error)}`);
+  }
+  const timeoutMs = tool.timeoutMs ?? ctx.defaultTimeoutMs;
+  const controller = new AbortController();
+  const onRunAbort = () => controller.abort(ctx.signal.reason);
+  ctx.signal.addEventListener('abort', onRunAbort, { once: true });
+  let running = true;
+  const turn: ToolTurn = {
+    scope: ctx.scope,
+    sessionId: ctx.sessionId,
+    runId: ctx.runId,
+    toolUseId: block.id,
+    signal: controller.signal,
+    reportProgress: (payload) => {
+      if (running && !controller.signal.aborted) {
+        ctx.emit({ type: 'tool_progress', data: { runId: ctx.runId, toolUseId: block.id, payload } });
+      }
+    },
+  };
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const output = await Promise.race([
+      Promise.resolve().then(() => tool.handler(parsed.data, turn)),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new ToolTimeout(timeoutMs)), timeoutMs);
+      }),
+      new Promise<never>((_, reject) => {
+        if (ctx.signal.aborted) reject(ctx.signal.reason as Error);
+        ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error), { once: true });
+      }),
+    ]);
+    return toResult(block.id, output);
+  } catch (err) {
+    if (ctx.signal.aborted) throw ctx.signal.reason as Error;
+    if (err instanceof ToolTimeout) {
+      controller.abort(err);
+      return errorResult(block.id, `tool ${tool.name} timed out after ${timeoutMs} ms`);
+    }
+    return errorResult(
+      block.id,
+      `tool ${tool.name} failed: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  } finally {
+    running = false;
+    clearTimeout(timer);
+    ctx.signal.removeEventListener('abort', onRunAbort);
+  }
+}
+
+class ToolTimeout extends Error {
+  constructor(ms: number) {
+    super(`timed out after ${ms} ms`);
+  }
+}
+
+/** Normalises what a handler returned into a tool result. */
+export function toResult(toolUseId: string, output: ToolOutput | undefined): ToolResultBlock {
+  if (typeof output === 'string') return { type: 'tool_result', toolUseId, content: output, isError: false };
+  if (output && typeof output === 'object' && !Array.isArray(output) && 'content' in output) {
+    const explicit = output as { content: unknown; isError?: unknown };
+    if (typeof explicit.content === 'string' || Array.isArray(explicit.content)) {
+      return {
+        type: 'tool_result',
+        toolUseId,
+        content: explicit.content as ToolResultBlock['content'],
+        isError: explicit.isError === true,
+      };
+    }
+  }
+  return { type: 'tool_result', toolUseId, content: JSON.stringify(output ?? null), isError: false };
+}

@@ -1,0 +1,472 @@
+// The turn runner (Omni.Agent's loop with Agentix's per-turn context): model steps and tool rounds until the
+// model stops. It streams events as they happen, pauses when a tool call needs a decision, retries provider
+// failures that are safe to retry, and hands its messages to the caller at commit points. It persists nothing
+// itself: `RunIO` (the session layer) commits, pauses and supplies steered prompts.
+
+import {
+  addUsage,
+  emptyUsage,
+  toolResultMessage,
+  toolUses,
+  type AssistantBlock,
+  type ClientTool,
+  type Message,
+  type Scope,
+  type SessionEventInput,
+  type ToolResultBlock,
+  type ToolUseBlock,
+  type Usage,
+} from '@canopy/core';
+import type { HookRegistry } from '../hooks/hook-registry';
+import { ModelError, type FinishReason, type ModelGateway } from '../model/model-gateway.port';
+import type { ToolRegistry } from '../tools/tool-registry';
+import { retryDelayMs, sleep, type RetryPolicy } from './retry';
+import { awaitingIds, type PendingState, type ToolCallState } from './run-state';
+import { errorResult, executeServerTool } from './tool-executor';
+
+export interface RunSpec {
+  scope: Scope;
+  sessionId: string;
+  runId: string;
+  model: string;
+  system: string | null;
+  opts: Record<string, unknown>;
+  clientTools: ClientTool[];
+  /** Names of the registered server tools this session enables. */
+  serverTools: string[];
+  maxSteps: number;
+  /** Messages along the session's active path: the committed context the run continues. */
+  history: Message[];
+  /**
+   * prompt: a new user message (appended and committed by the run); continue: the path already ends with the
+   * user message to answer (regeneration); resume: a paused run with its decisions recorded.
+   */
+  start:
+    { type: 'prompt'; message: Message } | { type: 'continue' } | { type: 'resume'; pending: PendingState };
+  signal: AbortSignal;
+}
+
+export interface CommitRequest {
+  /** The run's messages since its last commit. */
+  messages: Message[];
+  /** Usage of those messages (goes on the last assistant node). */
+  usage: Usage;
+  /** Usage of the whole run so far. */
+  runUsage: Usage;
+  stop: 'stop' | 'continue';
+  reason: string;
+}
+
+export interface RunIO {
+  emit(event: SessionEventInput): void;
+  /** Commits; throws RunFencedError when the run no longer owns the session. */
+  commit(request: CommitRequest): Promise<void>;
+  /** Persists the paused state; throws RunFencedError like commit. */
+  pause(state: PendingState): Promise<void>;
+  /** A prompt staged while the run was busy (last one wins), taken at the run's boundary. */
+  takeSteer(): Promise<Message | null>;
+}
+
+export type RunOutcome =
+  | { status: 'completed'; usage: Usage }
+  | { status: 'paused'; usage: Usage }
+  | { status: 'cancelled'; partial: Message[]; usage: Usage }
+  | { status: 'error'; code: string; message: string; partial: Message[]; usage: Usage }
+  | { status: 'fenced'; usage: Usage };
+
+export interface TurnRunnerDeps {
+  gateway: ModelGateway;
+  tools: ToolRegistry;
+  hooks: HookRegistry;
+  toolTimeoutMs: number;
+  retry: RetryPolicy;
+}
+
+/** The run lost the session (cancelled elsewhere, recovered, superseded): it must stop without writing. */
+export class RunFencedError extends Error {
+  constructor() {
+    super('the run no longer owns the session');
+    this.name = 'RunFencedError';
+  }
+}
+
+class RunHalted extends Error {
+  constructor(
+    readonly hook: string,
+    readonly reason: string,
+  ) {
+    super(`halted by hook ${hook}: ${reason}`);
+  }
+}
+
+export function runTurn(spec: RunSpec, io: RunIO, deps: TurnRunnerDeps): Promise<RunOutcome> {
+  return new TurnRun(spec, io, deps).run();
+}
+
+class TurnRun {
+  /** Everything the model sees. */
+  private readonly context: Message[];
+  /** Messages since the last commit. */
+  private segment: Message[] = [];
+  private segmentUsage = emptyUsage();
+  private runUsage = emptyUsage();
+  private step = 0;
+  private partial: Message | null = null;
+
+  constructor(
+    private readonly spec: RunSpec,
+    private readonly io: RunIO,
+    private readonly deps: TurnRunnerDeps,
+  ) {
+    this.context = [...spec.history];
+  }
+
+  async run(): Promise<RunOutcome> {
+    try {
+      const start = this.spec.start;
+      if (start.type === 'prompt') {
+        this.appendUser(start.message);
+      } else if (start.type === 'resume') {
+        this.restore(start.pending);
+        const done = await this.finishToolRound(start.pending.calls);
+        if (done) return done;
+      }
+      return await this.loop();
+    } catch (err) {
+      return this.failure(err);
+    }
+  }
+
+  private async loop(): Promise<RunOutcome> {
+    for (;;) {
+      if (this.step >= this.spec.maxSteps) return this.finish('max_steps');
+      const { assistant, halt } = await this.modelStep();
+      const uses = toolUses(assistant);
+      if (uses.length > 0 && halt) {
+        // Never leave tool uses without results: the halted round answers each with an error.
+        this.appendToolResults(
+          uses.map((u) => errorResult(u.id, `not run: halted by hook ${halt.hook}: ${halt.reason}`)),
+          uses,
+        );
+      }
+      if (uses.length === 0 || halt) {
+        const steered = halt ? null : await this.io.takeSteer();
+        if (steered) {
+          await this.commit('continue', 'steer');
+          this.appendUser(steered);
+          continue;
+        }
+        return this.finish(halt ? 'hook_halted' : 'stop');
+      }
+      const done = await this.toolRound(uses);
+      if (done) return done;
+    }
+  }
+
+  /** One model call: pre-hooks, the streamed call with retries, post-hooks. */
+  private async modelStep(): Promise<{ assistant: Message; halt: { hook: string; reason: string } | null }> {
+    const turn = {
+      scope: this.spec.scope,
+      sessionId: this.spec.sessionId,
+      runId: this.spec.runId,
+      step: this.step,
+      context: this.context,
+      signal: this.spec.signal,
+    };
+    const pre = await this.deps.hooks.runPre(turn);
+    if (pre.halted) throw new RunHalted(pre.hook, pre.reason);
+    const messages = withInjections(this.context, pre.injections);
+    const assistantsBefore = this.context.filter((m) => m.role === 'assistant').length;
+
+    let failures = 0;
+    let result: { message: Message; usage: Usage; finishReason: FinishReason };
+    for (;;) {
+      try {
+        result = await this.streamOnce(messages, assistantsBefore + failures);
+        break;
+      } catch (err) {
+        if (this.spec.signal.aborted || !(err instanceof ModelError) || !err.retryable) throw err;
+        if (failures >= this.deps.retry.maxRetries) throw err;
+        failures++;
+        const delayMs = retryDelayMs(failures, err.details.retryAfterMs, this.deps.retry);
+        if (delayMs === null) throw err;
+        this.emit({
+          type: 'retry',
+          data: { runId: this.spec.runId, attempt: failures, delayMs, error: err.message },
+        });
+        await sleep(delayMs, this.spec.signal);
+      }
+    }
+    this.step++;
+    const assistant = result.message;
+    this.partial = null;
+    this.segment.push(assistant);
+    this.context.push(assistant);
+    this.segmentUsage = addUsage(this.segmentUsage, result.usage);
+    this.runUsage = addUsage(this.runUsage, result.usage);
+    this.emit({ type: 'message', data: { runId: this.spec.runId, message: assistant } });
+    this.emit({
+      type: 'step',
+      data: {
+        runId: this.spec.runId,
+        step: this.step,
+        usage: result.usage,
+        finishReason: result.finishReason,
+      },
+    });
+    const post = await this.deps.hooks.runPost({ ...turn, step: this.step - 1, assistantMessage: assistant });
+    return { assistant, halt: post.halted ? { hook: post.hook, reason: post.reason } : null };
+  }
+
+  private async streamOnce(
+    messages: Message[],
+    callIndex: number,
+  ): Promise<{ message: Message; usage: Usage; finishReason: FinishReason }> {
+    const runId = this.spec.runId;
+    const blocks: AssistantBlock[] = [];
+    const startedAt = Date.now();
+    const track = () => {
+      this.partial = { role: 'assistant', content: blocks.filter(Boolean), timestamp: startedAt };
+    };
+    const stream = this.deps.gateway.stream({
+      model: this.spec.model,
+      system: this.spec.system,
+      messages,
+      tools: this.toolSpecs(),
+      opts: this.spec.opts,
+      callIndex,
+      signal: this.spec.signal,
+    });
+    for await (const part of stream) {
+      switch (part.type) {
+        case 'text_start':
+          blocks[part.index] = { type: 'text', text: '' };
+          this.emit({ type: 'text_start', data: { runId, index: part.index } });
+          break;
+        case 'text_delta':
+        case 'thinking_delta': {
+          const block = blocks[part.index];
+          if (block && (block.type === 'text' || block.type === 'thinking')) block.text += part.delta;
+          this.emit({ type: part.type, data: { runId, index: part.index, delta: part.delta } });
+          break;
+        }
+        case 'text_end':
+          this.emit({ type: 'text_end', data: { runId, index: part.index } });
+          break;
+        case 'thinking_start':
+          blocks[part.index] = { type: 'thinking', text: '' };
+          this.emit({ type: 'thinking_start', data: { runId, index: part.index } });
+          break;
+        case 'thinking_end':
+          this.emit({ type: 'thinking_end', data: { runId, index: part.index } });
+          break;
+        case 'tool_use_start':
+          blocks[part.index] = { type: 'tool_use', id: part.id, name: part.name, input: {} };
+          this.emit({
+            type: 'tool_use_start',
+            data: { runId, index: part.index, id: part.id, name: part.name },
+          });
+          break;
+        case 'tool_use_delta':
+          this.emit({
+            type: 'tool_use_delta',
+            data: { runId, index: part.index, id: part.id, delta: part.delta },
+          });
+          break;
+        case 'tool_use_end':
+          blocks[part.index] = part.block;
+          this.emit({ type: 'tool_use_end', data: { runId, index: part.index, block: part.block } });
+          break;
+        case 'finish':
+          return { message: part.message, usage: part.usage, finishReason: part.finishReason };
+      }
+      track();
+    }
+    throw new ModelError('provider_error', 'the model stream ended without finishing', {
+      retryable: false,
+      streamed: true,
+    });
+  }
+
+  /** Plans and runs a tool round; returns an outcome when the run pauses or ends here. */
+  private async toolRound(uses: ToolUseBlock[]): Promise<RunOutcome | null> {
+    const calls: ToolCallState[] = uses.map((block) => {
+      const server = this.spec.serverTools.includes(block.name) ? this.deps.tools.get(block.name) : undefined;
+      const client = this.spec.clientTools.find((t) => t.name === block.name);
+      if (server) {
+        return { block, kind: 'server', needsDecision: !!server.approval, decision: null, result: null };
+      }
+      if (client) return { block, kind: 'client', needsDecision: true, decision: null, result: null };
+      return {
+        block,
+        kind: 'unknown',
+        needsDecision: false,
+        decision: null,
+        result: errorResult(block.id, `unknown tool: ${block.name}`),
+      };
+    });
+    // Tools that need no decision run now, even if others of the round wait for one.
+    await this.runServerCalls(calls.filter((c) => c.kind === 'server' && !c.needsDecision));
+    if (awaitingIds({ calls }).length > 0) {
+      const reason = calls.some((c) => c.kind === 'client' && !c.decision) ? 'client_tool' : 'approval';
+      await this.io.pause({
+        version: 1,
+        messages: this.segment,
+        calls,
+        reason,
+        step: this.step,
+        maxSteps: this.spec.maxSteps,
+        segmentUsage: this.segmentUsage,
+        runUsage: this.runUsage,
+      });
+      return { status: 'paused', usage: this.runUsage };
+    }
+    return this.finishToolRound(calls);
+  }
+
+  /** Applies decisions, runs approved calls, appends the results message; ends the run at the step cap. */
+  private async finishToolRound(calls: ToolCallState[]): Promise<RunOutcome | null> {
+    const approved: ToolCallState[] = [];
+    for (const call of calls) {
+      if (call.result || !call.decision) continue;
+      const d = call.decision;
+      if (d.type === 'reject') {
+        call.result = errorResult(call.block.id, `Tool rejected${d.reason ? `: ${d.reason}` : ''}`);
+      } else if (d.type === 'result') {
+        call.result = {
+          type: 'tool_result',
+          toolUseId: call.block.id,
+          content: d.content as ToolResultBlock['content'],
+          isError: d.isError === true,
+        };
+      } else if (call.kind === 'server') {
+        approved.push(call);
+      } else {
+        call.result = errorResult(
+          call.block.id,
+          `tool ${call.block.name} runs on the client: it needs a result, not execute`,
+        );
+      }
+    }
+    await this.runServerCalls(approved);
+    const missing = calls.filter((c) => !c.result);
+    if (missing.length > 0)
+      throw new Error(`tool round incomplete: ${missing.map((c) => c.block.id).join(', ')}`);
+    this.appendToolResults(
+      calls.map((c) => c.result!),
+      calls.map((c) => c.block),
+    );
+    return this.step >= this.spec.maxSteps ? this.finish('max_steps') : null;
+  }
+
+  private async runServerCalls(calls: ToolCallState[]): Promise<void> {
+    await Promise.all(
+      calls.map(async (call) => {
+        const tool = this.deps.tools.get(call.block.name)!;
+        call.result = await executeServerTool(tool, call.block, {
+          scope: this.spec.scope,
+          sessionId: this.spec.sessionId,
+          runId: this.spec.runId,
+          signal: this.spec.signal,
+          defaultTimeoutMs: this.deps.toolTimeoutMs,
+          emit: (e) => this.emit(e),
+        });
+      }),
+    );
+  }
+
+  /** Emits each result, then the one user message carrying them all, in tool-use order. */
+  private appendToolResults(results: ToolResultBlock[], uses: ToolUseBlock[]): void {
+    const runId = this.spec.runId;
+    const names = new Map(uses.map((u) => [u.id, u.name]));
+    for (const result of results) {
+      this.emit({
+        type: 'tool_result',
+        data: { runId, toolName: names.get(result.toolUseId) ?? '', result },
+      });
+    }
+    const message = toolResultMessage(results);
+    this.segment.push(message);
+    this.context.push(message);
+    this.emit({ type: 'message', data: { runId, message } });
+  }
+
+  private appendUser(message: Message): void {
+    this.segment.push(message);
+    this.context.push(message);
+    this.emit({ type: 'message', data: { runId: this.spec.runId, message } });
+  }
+
+  private restore(pending: PendingState): void {
+    this.segment = [...pending.messages];
+    this.context.push(...pending.messages);
+    this.step = pending.step;
+    this.segmentUsage = pending.segmentUsage;
+    this.runUsage = pending.runUsage;
+  }
+
+  private async commit(stop: 'stop' | 'continue', reason: string): Promise<void> {
+    await this.io.commit({
+      messages: this.segment,
+      usage: this.segmentUsage,
+      runUsage: this.runUsage,
+      stop,
+      reason,
+    });
+    this.segment = [];
+    this.segmentUsage = emptyUsage();
+  }
+
+  private async finish(reason: string): Promise<RunOutcome> {
+    await this.commit('stop', reason);
+    return { status: 'completed', usage: this.runUsage };
+  }
+
+  private failure(err: unknown): RunOutcome {
+    const partial = this.partial ? [...this.segment, this.partial] : [...this.segment];
+    if (err instanceof RunFencedError) return { status: 'fenced', usage: this.runUsage };
+    if (this.spec.signal.aborted) return { status: 'cancelled', partial, usage: this.runUsage };
+    if (err instanceof RunHalted) {
+      return { status: 'error', code: 'hook_halted', message: err.message, partial, usage: this.runUsage };
+    }
+    if (err instanceof ModelError) {
+      return { status: 'error', code: err.code, message: err.message, partial, usage: this.runUsage };
+    }
+    return {
+      status: 'error',
+      code: 'internal',
+      message: `the run failed: ${err instanceof Error ? err.message : String(err)}`,
+      partial,
+      usage: this.runUsage,
+    };
+  }
+
+  private toolSpecs() {
+    const specs = this.spec.serverTools
+      .filter((n) => this.deps.tools.has(n))
+      .map((n) => this.deps.tools.spec(n));
+    for (const t of this.spec.clientTools) {
+      specs.push({ name: t.name, description: t.description, inputSchema: t.inputSchema });
+    }
+    return specs;
+  }
+
+  private emit(event: SessionEventInput): void {
+    this.io.emit(event);
+  }
+}
+
+/** Adds hook injections to the last user message of a copy of the context (never to the stored messages). */
+function withInjections(context: Message[], injections: Message['content']): Message[] {
+  if (injections.length === 0) return context;
+  const copy = [...context];
+  for (let i = copy.length - 1; i >= 0; i--) {
+    const m = copy[i]!;
+    if (m.role === 'user') {
+      copy[i] = { ...m, content: [...m.content, ...injections] };
+      return copy;
+    }
+  }
+  copy.push({ role: 'user', content: injections, timestamp: Date.now() });
+  return copy;
+}

@@ -1,0 +1,44 @@
+// Server tools are registered in code: a name, a description, an input schema (zod, validated before the
+// handler runs) and a handler. Sessions enable them by name (`opts.serverTools`). A tool marked `approval`
+// pauses the run until someone decides.
+
+import type { AttachmentBlock, Scope, TextBlock } from '@canopy/core';
+import type { z } from 'zod';
+
+/** What a tool handler gets: who acts, where, and a way to report progress while it runs (Agentix's Turn). */
+export interface ToolTurn {
+  readonly scope: Scope;
+  readonly sessionId: string;
+  readonly runId: string;
+  readonly toolUseId: string;
+  /** Aborted when the run is cancelled or the tool times out. */
+  readonly signal: AbortSignal;
+  /** Emits `tool_progress` while this call is running; a no-op once it has finished. */
+  reportProgress(payload: unknown): void;
+}
+
+/** A handler returns text, blocks, any JSON value (sent as JSON text), or an explicit result. */
+export type ToolOutput =
+  | string
+  | { content: string | Array<TextBlock | AttachmentBlock>; isError?: boolean }
+  | Record<string, unknown>
+  | unknown[]
+  | number
+  | boolean
+  | null;
+
+export interface ServerTool<I = unknown> {
+  name: string;
+  description: string;
+  input: z.ZodType<I>;
+  /** Pause for a decision (execute / reject / result) before running. */
+  approval?: boolean;
+  /** Overrides the default per-call timeout. */
+  timeoutMs?: number;
+  handler(input: I, turn: ToolTurn): Promise<ToolOutput> | ToolOutput;
+}
+
+/** Keeps the input type of a tool definition while registering it. */
+export function defineTool<I>(tool: ServerTool<I>): ServerTool<I> {
+  return tool;
+}

@@ -1,0 +1,47 @@
+// The embedded runtime's queue: runs execute in this process, started on the next tick so the command that
+// enqueued them returns first. Failures of a handler are reported, never thrown into the caller.
+
+import type { RunHandler, RunJob, TurnQueue } from './turn-queue.port';
+
+export class InlineTurnQueue implements TurnQueue {
+  private handler: RunHandler | null = null;
+  private readonly inFlight = new Set<Promise<void>>();
+  private closed = false;
+
+  constructor(private readonly onError: (err: unknown, job: RunJob) => void = () => undefined) {}
+
+  process(handler: RunHandler): void {
+    if (this.handler) throw new Error('the turn queue already has a handler');
+    this.handler = handler;
+  }
+
+  enqueue(job: RunJob): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('the turn queue is closed'));
+    const handler = this.handler;
+    if (!handler) return Promise.reject(new Error('no run handler registered'));
+    const task: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => handler(job))
+      .catch((err: unknown) => this.onError(err, job))
+      .finally(() => this.inFlight.delete(task));
+    this.inFlight.add(task);
+    return Promise.resolve();
+  }
+
+  get size(): number {
+    return this.inFlight.size;
+  }
+
+  async close(graceMs = 10_000): Promise<void> {
+    this.closed = true;
+    if (this.inFlight.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.inFlight]),
+      new Promise((r) => {
+        timer = setTimeout(r, graceMs);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+}

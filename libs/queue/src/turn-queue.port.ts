@@ -1,0 +1,21 @@
+// The TurnQueue port: how a started run reaches whatever executes it. Embedded: the inline adapter runs it in
+// this process right away. Distributed: a BullMQ adapter (job id = run id) lets any worker take it.
+
+export interface RunJob {
+  tenantId: string;
+  sessionId: string;
+  runId: string;
+}
+
+export type RunHandler = (job: RunJob) => Promise<void>;
+
+export interface TurnQueue {
+  /** Hands the run to an executor; resolves once it is accepted (not when it finishes). */
+  enqueue(job: RunJob): Promise<void>;
+  /** Registers the executor. Exactly one handler per process. */
+  process(handler: RunHandler): void;
+  /** Stops taking runs and waits (up to graceMs) for the ones in flight. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export const TURN_QUEUE = Symbol('TURN_QUEUE');

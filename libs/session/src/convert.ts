@@ -1,0 +1,27 @@
+// Records of the store -> the views the engine and its subscribers use.
+
+import type { SessionInfo } from '@canopy/core';
+import type { PositionRecord, SessionRecord } from '@canopy/store';
+import type { Tree } from '@canopy/core';
+
+export function toSessionInfo(r: SessionRecord): SessionInfo {
+  return {
+    id: r.id,
+    title: r.title,
+    model: r.model,
+    system: r.system,
+    opts: r.opts,
+    tools: r.tools,
+    metadata: r.metadata,
+    userId: r.userId,
+    status: r.status,
+    createdAt: r.createdAt.toISOString(),
+    updatedAt: r.updatedAt.toISOString(),
+  };
+}
+
+export function positionOf(tree: Tree): PositionRecord {
+  const cursors: Record<string, number> = {};
+  for (const [k, v] of tree.cursors) cursors[String(k)] = v;
+  return { path: [...tree.path], cursors, head: tree.head };
+}

@@ -1,0 +1,15 @@
+// @canopy/session: the session engine — commands with Omni.Session's semantics, live sessions with their
+// projected state and subscribers, and the executor that drives runs and commits them.
+
+export * from './session-deps';
+export * from './session.service';
+export * from './live-session';
+export * from './live-sessions';
+export * from './live-state';
+export * from './run-executor';
+export * from './run-tracker';
+export * from './session-publisher';
+export * from './convert';
+export * from './title';
+export * from './reconcile';
+export * from './session.module';

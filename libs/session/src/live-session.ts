@@ -1,0 +1,350 @@
+// One live session in this process: its state projected from its events, its subscribers (controllers keep it
+// alive, observers only watch), the runs callers wait for, and its idle shutdown. A subscription starts with a
+// snapshot taken atomically with the start of its stream (or, with `after`, the exact events it missed) and then
+// receives every later event once, in seq order.
+
+import {
+  systemScope,
+  type SessionEvent,
+  type SessionSnapshot,
+  type InFlight,
+  type SessionEventType,
+} from '@canopy/core';
+import { isPendingState, awaitingIds } from '@canopy/agent';
+import type { Unsubscribe } from '@canopy/realtime';
+import { LiveState } from './live-state';
+import { RunTracker, type RunResult } from './run-tracker';
+import type { SessionEngineDeps } from './session-deps';
+import { toSessionInfo } from './convert';
+
+export type SubscriberMode = 'controller' | 'observer';
+
+export interface SubscribeOptions {
+  mode?: SubscriberMode;
+  /** Resume after this seq: the missed events are replayed when the log still has them, else a snapshot. */
+  after?: number;
+  /** Called once when the live session ends under the subscriber (closed, deleted, idle shutdown). */
+  onEnd?: (reason: string) => void;
+}
+
+export interface Subscription {
+  readonly id: number;
+  mode: SubscriberMode;
+  /** Changes the mode in place (re-subscribing with another mode). */
+  setMode(mode: SubscriberMode): void;
+  unsubscribe(): void;
+}
+
+interface Subscriber {
+  id: number;
+  mode: SubscriberMode;
+  listener: (event: SessionEvent) => void;
+  onEnd?: (reason: string) => void;
+  /** Events that arrived while the subscription was still being set up. */
+  buffer: SessionEvent[] | null;
+  lastSeq: number;
+}
+
+export interface LiveSessionHooks {
+  /** The session has had no controller and no run for its idle time: shut it down. */
+  onIdle(session: LiveSession): void;
+  /** Subscribers or status changed: refresh this instance's presence in the registry. */
+  onPresence(session: LiveSession): void;
+}
+
+let nextSubscriberId = 1;
+
+export class LiveSession {
+  private readonly subscribers = new Map<number, Subscriber>();
+  private readonly tracker: RunTracker;
+  private idleTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+  readonly since = new Date();
+
+  private constructor(
+    readonly tenantId: string,
+    readonly id: string,
+    private readonly state: LiveState,
+    private readonly deps: SessionEngineDeps,
+    private readonly hooks: LiveSessionHooks,
+    private unsubscribeBus: Unsubscribe,
+    private idleShutdownAfterMs: number | null,
+  ) {
+    this.tracker = new RunTracker(deps.settings.resultTtlMs);
+  }
+
+  /**
+   * Loads the session and starts following its events. Events published while loading are buffered and applied
+   * after, so nothing falls between the load and the stream. Returns null for an unknown session.
+   */
+  static async open(
+    deps: SessionEngineDeps,
+    tenantId: string,
+    id: string,
+    hooks: LiveSessionHooks,
+  ): Promise<LiveSession | null> {
+    const buffered: SessionEvent[] = [];
+    let live: LiveSession | null = null;
+    const unsubscribe = await deps.bus.subscribe(tenantId, id, (event) => {
+      if (live) live.receive(event);
+      else buffered.push(event);
+    });
+    try {
+      const scope = systemScope(tenantId);
+      const loaded = await deps.store.loadTree(scope, id);
+      if (!loaded) {
+        await unsubscribe();
+        return null;
+      }
+      const { session, nodes } = loaded;
+      const replay = await deps.bus.replay(tenantId, id, 0);
+      let inFlight: InFlight | null = null;
+      let startSeq = replay.lastSeq;
+      const replayFrom: SessionEvent[] = [];
+      if (session.activeRunId) {
+        const run = await deps.store.getRun(scope, session.activeRunId);
+        inFlight = {
+          runId: session.activeRunId,
+          kind: run?.kind ?? 'prompt',
+          pending: [],
+          partial: null,
+          awaiting: [],
+        };
+        if (session.status === 'paused' && run?.pending && isPendingState(run.pending)) {
+          const pending = run.pending;
+          inFlight.pending = [...pending.messages];
+          inFlight.awaiting = pending.calls
+            .filter((c) => awaitingIds(pending).includes(c.block.id))
+            .map((c) => c.block);
+        } else if (session.status === 'busy') {
+          // Rebuild the run's uncommitted part from the retained events since its start or last commit.
+          const runEvents = replay.events.filter((e) => runIdOf(e) === session.activeRunId);
+          const startIdx = lastIndex(
+            runEvents,
+            (e) => e.type === 'turn' || (e.type === 'status' && e.data.status === 'busy'),
+          );
+          const from = startIdx >= 0 ? runEvents[startIdx]!.seq : 0;
+          startSeq = from;
+          replayFrom.push(...replay.events.filter((e) => e.seq > from));
+        }
+      }
+      const state = new LiveState({
+        info: toSessionInfo(session),
+        nodes,
+        path: session.path,
+        cursors: session.cursors,
+        nextNodeId: session.nextNodeId,
+        inFlight,
+        seq: startSeq,
+      });
+      for (const e of replayFrom) state.apply(e);
+      live = new LiveSession(tenantId, id, state, deps, hooks, unsubscribe, session.idleShutdownAfterMs);
+      for (const e of buffered) live.receive(e);
+      live.checkIdle();
+      return live;
+    } catch (err) {
+      await unsubscribe();
+      throw err;
+    }
+  }
+
+  get status(): SessionSnapshot['session']['status'] {
+    return this.state.status;
+  }
+
+  get info(): SessionSnapshot['session'] {
+    return this.state.session;
+  }
+
+  get seq(): number {
+    return this.state.seq;
+  }
+
+  get tree() {
+    return this.state.committedTree;
+  }
+
+  get inFlight(): InFlight | null {
+    return this.state.runInFlight;
+  }
+
+  get controllers(): number {
+    return [...this.subscribers.values()].filter((s) => s.mode === 'controller').length;
+  }
+
+  get observers(): number {
+    return [...this.subscribers.values()].filter((s) => s.mode === 'observer').length;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  snapshot(): SessionSnapshot {
+    return this.state.snapshot();
+  }
+
+  setIdleShutdown(ms: number | null): void {
+    this.idleShutdownAfterMs = ms;
+  }
+
+  /**
+   * Subscribes: the first event delivered is a `snapshot` (its seq is the state it reflects) unless `after` can be
+   * served from the replay log, in which case exactly the missed events come first. Then every later event.
+   */
+  async subscribe(
+    listener: (event: SessionEvent) => void,
+    options: SubscribeOptions = {},
+  ): Promise<Subscription> {
+    if (this.closed) throw new Error('the live session is closed');
+    const sub: Subscriber = {
+      id: nextSubscriberId++,
+      mode: options.mode ?? 'controller',
+      listener,
+      onEnd: options.onEnd,
+      buffer: [],
+      lastSeq: 0,
+    };
+    this.subscribers.set(sub.id, sub);
+    this.changed();
+    const current = this.state.seq;
+    const after = options.after;
+    let initial: SessionEvent[] = [];
+    if (after !== undefined && after <= current) {
+      const replay = await this.deps.bus.replay(this.tenantId, this.id, after);
+      if (replay.complete) initial = replay.events;
+      else initial = [this.snapshotEvent()];
+    } else {
+      initial = [this.snapshotEvent()];
+    }
+    // Deliver the start, then what arrived meanwhile, each event once, in order.
+    const pending = [...initial, ...(sub.buffer ?? [])];
+    sub.buffer = null;
+    for (const e of pending) this.deliver(sub, e);
+    return {
+      id: sub.id,
+      get mode() {
+        return sub.mode;
+      },
+      setMode: (mode: SubscriberMode) => {
+        sub.mode = mode;
+        this.changed();
+      },
+      unsubscribe: () => {
+        if (this.subscribers.delete(sub.id)) this.changed();
+      },
+    } as Subscription;
+  }
+
+  /** Resolves when the run completes, pauses, fails or is cancelled. */
+  waitForRun(runId: string): Promise<RunResult> {
+    return this.tracker.wait(runId);
+  }
+
+  runResult(runId: string): RunResult | null {
+    return this.tracker.result(runId);
+  }
+
+  /** Stops following the session; subscribers are told why. Idempotent. */
+  async close(reason: string): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.clearIdle();
+    const subs = [...this.subscribers.values()];
+    this.subscribers.clear();
+    for (const s of subs) {
+      try {
+        s.onEnd?.(reason);
+      } catch (err) {
+        this.deps.logger.warn('subscriber end handler failed', { err });
+      }
+    }
+    await this.unsubscribeBus();
+  }
+
+  private receive(event: SessionEvent): void {
+    if (this.closed) return;
+    this.state.apply(event);
+    this.tracker.observe(event);
+    for (const sub of this.subscribers.values()) {
+      if (sub.buffer) sub.buffer.push(event);
+      else this.deliver(sub, event);
+    }
+    if (event.type === 'status' || event.type === 'title') this.changed();
+  }
+
+  private deliver(sub: Subscriber, event: SessionEvent): void {
+    if (event.type !== 'snapshot' && event.seq <= sub.lastSeq) return;
+    sub.lastSeq = event.seq;
+    try {
+      sub.listener(event);
+    } catch (err) {
+      this.deps.logger.warn('session subscriber failed', { err, sessionId: this.id });
+    }
+  }
+
+  private snapshotEvent(): SessionEvent {
+    const snapshot = this.state.snapshot();
+    return { seq: snapshot.seq, sessionId: this.id, type: 'snapshot', data: snapshot, at: Date.now() };
+  }
+
+  /** Something that decides liveness changed (subscribers, status): re-check idleness, refresh presence. */
+  private changed(): void {
+    this.checkIdle();
+    this.hooks.onPresence(this);
+  }
+
+  /** Idle shutdown is evaluated on transitions only (never by polling). */
+  checkIdle(): void {
+    if (this.closed) return;
+    const idle = this.controllers === 0 && this.state.status === 'idle';
+    if (!idle) {
+      this.clearIdle();
+      return;
+    }
+    if (this.idleTimer) return;
+    const ms = this.idleShutdownAfterMs ?? this.deps.settings.idleShutdownMs;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      if (this.controllers === 0 && this.state.status === 'idle') this.hooks.onIdle(this);
+    }, ms);
+    this.idleTimer.unref();
+  }
+
+  private clearIdle(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+  }
+}
+
+const RUN_EVENTS = new Set<SessionEventType>([
+  'message',
+  'text_start',
+  'text_delta',
+  'text_end',
+  'thinking_start',
+  'thinking_delta',
+  'thinking_end',
+  'tool_use_start',
+  'tool_use_delta',
+  'tool_use_end',
+  'tool_result',
+  'tool_progress',
+  'step',
+  'turn',
+  'pause',
+  'retry',
+  'cancelled',
+  'status',
+]);
+
+function runIdOf(e: SessionEvent): string | null {
+  if (!RUN_EVENTS.has(e.type)) return null;
+  const data = e.data as { runId?: string | null };
+  return data.runId ?? null;
+}
+
+function lastIndex<T>(items: T[], pred: (item: T) => boolean): number {
+  for (let i = items.length - 1; i >= 0; i--) if (pred(items[i]!)) return i;
+  return -1;
+}

@@ -1,0 +1,103 @@
+// The live sessions this process serves (Omni.Session.Manager's tracker): opened on first use, shared by every
+// subscriber and command here, reported to the live registry with their subscriber counts, announced on the
+// activity feed when they open and close, and shut down when idle.
+
+import type { SessionEngineDeps } from './session-deps';
+import { LiveSession } from './live-session';
+import type { SessionPublisher } from './session-publisher';
+
+export type CloseReason = 'close' | 'delete' | 'idle' | 'shutdown';
+
+export class LiveSessions {
+  private readonly sessions = new Map<string, LiveSession>();
+  private readonly opening = new Map<string, Promise<LiveSession | null>>();
+  /** Runs executing in this process (filled by the run executor), for the registry's `worker`. */
+  readonly localRuns = new Set<string>();
+
+  constructor(
+    private readonly deps: SessionEngineDeps,
+    private readonly publisher: SessionPublisher,
+  ) {}
+
+  get(tenantId: string, id: string): LiveSession | undefined {
+    return this.sessions.get(key(tenantId, id));
+  }
+
+  /** The live session, opened if needed (concurrent opens share one). Null for an unknown session. */
+  async open(tenantId: string, id: string): Promise<LiveSession | null> {
+    const k = key(tenantId, id);
+    const existing = this.sessions.get(k);
+    if (existing) return existing;
+    let opening = this.opening.get(k);
+    if (!opening) {
+      opening = LiveSession.open(this.deps, tenantId, id, {
+        onIdle: (s) => void this.close(s.tenantId, s.id, 'idle'),
+        onPresence: (s) => this.presence(s),
+      })
+        .then(async (live) => {
+          if (live) {
+            this.sessions.set(k, live);
+            this.presence(live);
+            await this.publisher.activity({
+              tenantId,
+              type: 'opened',
+              data: { id, title: live.info.title, status: live.status, userId: live.info.userId },
+              at: Date.now(),
+            });
+          }
+          return live;
+        })
+        .finally(() => this.opening.delete(k));
+      this.opening.set(k, opening);
+    }
+    return opening;
+  }
+
+  list(): LiveSession[] {
+    return [...this.sessions.values()];
+  }
+
+  /** Stops serving a live session (stored data untouched). Idempotent: false when it was not live. */
+  async close(tenantId: string, id: string, reason: CloseReason): Promise<boolean> {
+    const k = key(tenantId, id);
+    const live = this.sessions.get(k);
+    if (!live) return false;
+    this.sessions.delete(k);
+    await live.close(reason);
+    try {
+      await this.deps.registry.remove(tenantId, id, this.deps.settings.instanceId);
+    } catch (err) {
+      this.deps.logger.warn('live registry remove failed', { err, sessionId: id });
+    }
+    await this.publisher.activity({ tenantId, type: 'closed', data: { id, reason }, at: Date.now() });
+    return true;
+  }
+
+  async closeAll(reason: CloseReason): Promise<void> {
+    await Promise.all(this.list().map((s) => this.close(s.tenantId, s.id, reason)));
+  }
+
+  private presence(s: LiveSession): void {
+    if (s.isClosed) return;
+    const runId = s.inFlight?.runId;
+    this.deps.registry
+      .upsert({
+        tenantId: s.tenantId,
+        id: s.id,
+        title: s.info.title,
+        status: s.status,
+        userId: s.info.userId,
+        instance: this.deps.settings.instanceId,
+        controllers: s.controllers,
+        observers: s.observers,
+        worker: runId && this.localRuns.has(runId) ? this.deps.settings.instanceId : null,
+      })
+      .catch((err: unknown) =>
+        this.deps.logger.warn('live registry upsert failed', { err, sessionId: s.id }),
+      );
+  }
+}
+
+function key(tenantId: string, id: string): string {
+  return `${tenantId}\u0000${id}`;
+}

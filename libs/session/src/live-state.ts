@@ -1,0 +1,216 @@
+// The live view of one session as a projection of its events: the committed tree, the session's fields and
+// status, and the run in flight (pending messages, the partial assistant message, tool uses awaiting a
+// decision). Every instance that serves a session builds the same view from the same ordered events, so a
+// subscriber can start from a snapshot of it and continue with the events after its seq. Pure: no I/O.
+
+import {
+  Tree,
+  type InFlight,
+  type Message,
+  type NodeId,
+  type SessionEvent,
+  type SessionInfo,
+  type SessionSnapshot,
+  type TreeNode,
+  type AssistantBlock,
+} from '@canopy/core';
+
+export interface LiveStateInit {
+  info: SessionInfo;
+  nodes: TreeNode[];
+  path: NodeId[];
+  cursors: Record<string, NodeId>;
+  nextNodeId: number;
+  inFlight: InFlight | null;
+  seq: number;
+}
+
+export class LiveState {
+  private readonly tree: Tree;
+  private info: SessionInfo;
+  private inFlight: InFlight | null;
+  private partialBlocks: AssistantBlock[] | null = null;
+  private lastSeq: number;
+
+  constructor(init: LiveStateInit) {
+    this.tree = Tree.hydrate({
+      nodes: init.nodes,
+      path: init.path,
+      cursors: init.cursors,
+      nextId: init.nextNodeId,
+    });
+    this.info = { ...init.info };
+    this.inFlight = init.inFlight ? { ...init.inFlight, pending: [...init.inFlight.pending] } : null;
+    this.lastSeq = init.seq;
+  }
+
+  get seq(): number {
+    return this.lastSeq;
+  }
+
+  get status(): SessionInfo['status'] {
+    return this.info.status;
+  }
+
+  get session(): SessionInfo {
+    return this.info;
+  }
+
+  /** The committed tree (read it, don't change it: events do). */
+  get committedTree(): Tree {
+    return this.tree;
+  }
+
+  get runInFlight(): InFlight | null {
+    return this.inFlight;
+  }
+
+  /** Applies an event; events at or below the current seq were already applied and are ignored. */
+  apply(event: SessionEvent): void {
+    if (event.seq <= this.lastSeq) return;
+    this.lastSeq = event.seq;
+    switch (event.type) {
+      case 'status': {
+        this.info = { ...this.info, status: event.data.status };
+        if (event.data.status === 'idle') this.endRun();
+        else if (event.data.runId && this.inFlight?.runId !== event.data.runId)
+          this.beginRun(event.data.runId, 'prompt');
+        if (event.data.status === 'busy' && this.inFlight) this.inFlight.awaiting = [];
+        break;
+      }
+      case 'message':
+        this.ensureRun(event.data.runId);
+        this.inFlight!.pending.push(event.data.message);
+        this.partialBlocks = null;
+        this.inFlight!.partial = null;
+        break;
+      case 'text_start':
+      case 'thinking_start':
+        this.ensureRun(event.data.runId);
+        this.blocks()[event.data.index] =
+          event.type === 'text_start' ? { type: 'text', text: '' } : { type: 'thinking', text: '' };
+        this.syncPartial();
+        break;
+      case 'text_delta':
+      case 'thinking_delta': {
+        this.ensureRun(event.data.runId);
+        const block = this.blocks()[event.data.index];
+        if (block && (block.type === 'text' || block.type === 'thinking')) {
+          this.blocks()[event.data.index] = { ...block, text: block.text + event.data.delta };
+        } else {
+          // joined mid-block: start it from what we have
+          this.blocks()[event.data.index] = {
+            type: event.type === 'text_delta' ? 'text' : 'thinking',
+            text: event.data.delta,
+          };
+        }
+        this.syncPartial();
+        break;
+      }
+      case 'tool_use_start':
+        this.ensureRun(event.data.runId);
+        this.blocks()[event.data.index] = {
+          type: 'tool_use',
+          id: event.data.id,
+          name: event.data.name,
+          input: {},
+        };
+        this.syncPartial();
+        break;
+      case 'tool_use_end':
+        this.ensureRun(event.data.runId);
+        this.blocks()[event.data.index] = event.data.block;
+        this.syncPartial();
+        break;
+      case 'pause':
+        this.ensureRun(event.data.runId);
+        this.inFlight!.awaiting = [...event.data.toolUses];
+        break;
+      case 'turn':
+        // Committed: its messages move from the run into the tree (the `tree` event that follows adds them).
+        if (this.inFlight?.runId === event.data.runId) {
+          this.inFlight.pending = [];
+          this.inFlight.partial = null;
+          this.partialBlocks = null;
+        }
+        break;
+      case 'tree':
+        for (const node of event.data.nodes) {
+          if (!this.tree.has(node.id)) this.tree.addNode(node);
+        }
+        this.tree.restorePosition({
+          path: event.data.path,
+          cursors: new Map(Object.entries(event.data.cursors).map(([k, v]) => [Number(k), v])),
+        });
+        break;
+      case 'cancelled':
+      case 'error':
+        if (!event.data.runId || this.inFlight?.runId === event.data.runId) this.endRun();
+        break;
+      case 'title':
+        this.info = { ...this.info, title: event.data.title };
+        break;
+      case 'state':
+        this.info = {
+          ...this.info,
+          model: event.data.model,
+          system: event.data.system,
+          opts: event.data.opts,
+          tools: event.data.tools,
+          metadata: event.data.metadata,
+        };
+        break;
+      default:
+        break;
+    }
+  }
+
+  snapshot(): SessionSnapshot {
+    const data = this.tree.toJSON();
+    return {
+      seq: this.lastSeq,
+      session: { ...this.info },
+      tree: { nodes: data.nodes, path: data.path, cursors: data.cursors, head: this.tree.head },
+      inFlight: this.inFlight
+        ? {
+            ...this.inFlight,
+            pending: [...this.inFlight.pending],
+            awaiting: [...this.inFlight.awaiting],
+          }
+        : null,
+    };
+  }
+
+  /** Replaces the session fields (a reload from the store). */
+  setInfo(info: SessionInfo): void {
+    this.info = { ...info };
+  }
+
+  private beginRun(runId: string, kind: InFlight['kind']): void {
+    this.inFlight = { runId, kind, pending: [], partial: null, awaiting: [] };
+    this.partialBlocks = null;
+  }
+
+  private ensureRun(runId: string): void {
+    if (this.inFlight?.runId !== runId) this.beginRun(runId, 'prompt');
+  }
+
+  private endRun(): void {
+    this.inFlight = null;
+    this.partialBlocks = null;
+  }
+
+  private blocks(): AssistantBlock[] {
+    this.partialBlocks ??= [];
+    return this.partialBlocks;
+  }
+
+  private syncPartial(): void {
+    if (!this.inFlight) return;
+    this.inFlight.partial = {
+      role: 'assistant',
+      content: (this.partialBlocks ?? []).filter(Boolean),
+      timestamp: this.inFlight.partial?.timestamp ?? Date.now(),
+    } satisfies Message;
+  }
+}

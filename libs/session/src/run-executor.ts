@@ -1,0 +1,451 @@
+// Executes runs taken from the turn queue: loads the session's committed state, drives the turn runner, and
+// turns its commit points into fenced store writes followed by their events, in the contract's order:
+// [status idle] -> turn -> tree {newNodes} -> store. A cancelled or failed run commits nothing more; if it never
+// committed, a branch's path is rolled back: [status idle] -> cancelled|error -> tree (restored) -> store.
+
+import {
+  Tree,
+  emptyUsage,
+  isTurnBoundary,
+  messageText,
+  systemScope,
+  toBlocks,
+  userMessage,
+  type Message,
+  type MessageContent,
+  type NodeId,
+  type Scope,
+  type SessionEventInput,
+  type TreeNode,
+  type Usage,
+} from '@canopy/core';
+import {
+  RunFencedError,
+  isPendingState,
+  runTurn,
+  type CommitRequest,
+  type PendingState,
+  type RunIO,
+  type RunOutcome,
+  type RunSpec,
+} from '@canopy/agent';
+import { DeltaCoalescer } from '@canopy/realtime';
+import type { RunJob } from '@canopy/queue';
+import type { NewNode, PositionRecord, RunRecord, SessionRecord } from '@canopy/store';
+import type { SessionEngineDeps } from './session-deps';
+import type { SessionPublisher } from './session-publisher';
+import type { LiveSessions } from './live-sessions';
+import { heuristicTitle } from './title';
+
+/** What a run's input holds, by kind (runs.input). */
+export interface RunInput {
+  /** prompt and edit/new-root branches: the new user message's content. */
+  content?: MessageContent;
+  /** branch: the node branched from (null for a new root). */
+  nodeId?: NodeId | null;
+  maxSteps?: number;
+}
+
+const COMMIT_RETRY_DELAYS_MS = [100, 400, 1_200];
+
+export class RunExecutor {
+  private readonly running = new Map<string, { controller: AbortController; done: Promise<void> }>();
+
+  constructor(
+    private readonly deps: SessionEngineDeps,
+    private readonly publisher: SessionPublisher,
+    private readonly live: LiveSessions,
+  ) {}
+
+  isRunning(runId: string): boolean {
+    return this.running.has(runId);
+  }
+
+  get activeRuns(): number {
+    return this.running.size;
+  }
+
+  /** Aborts a run executing here; resolves once it has settled (its cancellation committed and published). */
+  async abort(runId: string, reason = 'cancelled'): Promise<boolean> {
+    const entry = this.running.get(runId);
+    if (!entry) return false;
+    entry.controller.abort(new Error(reason));
+    await entry.done;
+    return true;
+  }
+
+  /** Aborts every run here and waits for them (shutdown). */
+  async abortAll(reason: string): Promise<void> {
+    await Promise.all([...this.running.keys()].map((id) => this.abort(id, reason)));
+  }
+
+  async execute(job: RunJob): Promise<void> {
+    if (this.running.has(job.runId)) return;
+    const controller = new AbortController();
+    let finish!: () => void;
+    const done = new Promise<void>((r) => (finish = r));
+    this.running.set(job.runId, { controller, done });
+    this.live.localRuns.add(job.runId);
+    try {
+      await this.executeOwned(job, controller);
+    } finally {
+      this.running.delete(job.runId);
+      this.live.localRuns.delete(job.runId);
+      finish();
+    }
+  }
+
+  private async executeOwned(job: RunJob, controller: AbortController): Promise<void> {
+    const scope = systemScope(job.tenantId);
+    const { store } = this.deps;
+    const [loaded, run] = await Promise.all([
+      store.loadTree(scope, job.sessionId),
+      store.getRun(scope, job.runId),
+    ]);
+    if (!loaded || !run) return;
+    const { session } = loaded;
+    if (session.activeRunId !== run.id) return; // superseded or already ended: nothing to do
+    if (run.status === 'queued' && (await store.markRunning(scope, session.id, run.id)) === 'fenced') return;
+    if (run.status !== 'queued' && run.status !== 'running') return;
+
+    const tree = Tree.hydrate({
+      nodes: loaded.nodes,
+      path: session.path,
+      cursors: session.cursors,
+      nextId: session.nextNodeId,
+    });
+    const spec = this.specFor(scope, session, run, tree, controller.signal);
+    if (!spec) {
+      await this.endFailed(
+        scope,
+        session,
+        run,
+        { code: 'bad_request', message: 'the run has no valid input' },
+        [],
+        emptyUsage(),
+      );
+      return;
+    }
+    const coalescer = new DeltaCoalescer({
+      windowMs: this.deps.settings.coalesceMs,
+      flush: async (events) => {
+        await this.publisher.publish(job.tenantId, job.sessionId, events);
+      },
+    });
+    const position = { tree, committed: false };
+    const io: RunIO = {
+      emit: (event) => coalescer.push(event),
+      commit: async (request) => {
+        await coalescer.flush();
+        await this.commit(scope, session, run, position, request);
+      },
+      pause: async (state) => {
+        await coalescer.flush();
+        await this.pause(scope, session, run, state);
+      },
+      takeSteer: async () => {
+        const staged = await store.takeSteer(scope, run.id);
+        const content = (staged as RunInput | null)?.content;
+        return content !== undefined ? userMessage(content) : null;
+      },
+    };
+
+    let outcome: RunOutcome;
+    try {
+      outcome = await runTurn(spec, io, {
+        gateway: this.deps.gateway,
+        tools: this.deps.tools,
+        hooks: this.deps.hooks,
+        toolTimeoutMs: this.deps.settings.toolTimeoutMs,
+        retry: this.deps.settings.retry,
+      });
+    } finally {
+      await coalescer.close();
+    }
+
+    switch (outcome.status) {
+      case 'completed':
+        await this.afterCompleted(scope, session, run, outcome.usage);
+        break;
+      case 'cancelled':
+        await this.endRun(
+          scope,
+          session,
+          run,
+          'cancelled',
+          null,
+          outcome.partial,
+          outcome.usage,
+          position.committed,
+        );
+        break;
+      case 'error':
+        await this.endRun(
+          scope,
+          session,
+          run,
+          'error',
+          { code: outcome.code, message: outcome.message },
+          outcome.partial,
+          outcome.usage,
+          position.committed,
+        );
+        break;
+      case 'paused':
+      case 'fenced':
+        break;
+    }
+  }
+
+  /** Builds what the runner needs from the run's kind and input; null when the input is unusable. */
+  private specFor(
+    scope: Scope,
+    session: SessionRecord,
+    run: RunRecord,
+    tree: Tree,
+    signal: AbortSignal,
+  ): RunSpec | null {
+    const input = run.input as RunInput;
+    const maxSteps = Math.min(input.maxSteps ?? this.deps.settings.maxSteps, this.deps.settings.maxSteps);
+    const serverTools = Array.isArray(session.opts.serverTools)
+      ? session.opts.serverTools.filter((n): n is string => typeof n === 'string')
+      : [];
+    let start: RunSpec['start'];
+    if (run.kind === 'resume' || (run.pending && isPendingState(run.pending))) {
+      if (!run.pending || !isPendingState(run.pending)) return null;
+      start = { type: 'resume', pending: run.pending };
+    } else if (input.content !== undefined) {
+      start = { type: 'prompt', message: userMessage(input.content) };
+    } else {
+      // A regeneration: the path ends with the user message to answer again.
+      const head = tree.head !== null ? tree.getMessage(tree.head) : undefined;
+      if (!head || !isTurnBoundary(head)) return null;
+      start = { type: 'continue' };
+    }
+    const resumeMax = start.type === 'resume' ? start.pending.maxSteps : maxSteps;
+    return {
+      scope,
+      sessionId: session.id,
+      runId: run.id,
+      model: session.model,
+      system: session.system,
+      opts: session.opts,
+      clientTools: session.tools,
+      serverTools,
+      maxSteps: resumeMax,
+      history: tree.messages(),
+      start,
+      signal,
+    };
+  }
+
+  private async commit(
+    scope: Scope,
+    session: SessionRecord,
+    run: RunRecord,
+    position: { tree: Tree; committed: boolean },
+    request: CommitRequest,
+  ): Promise<void> {
+    const tree = position.tree;
+    const lastAssistant = findLastIndex(request.messages, (m) => m.role === 'assistant');
+    const nodes: NewNode[] = [];
+    for (const [i, message] of request.messages.entries()) {
+      const usage = i === lastAssistant ? request.usage : null;
+      const id = tree.pushNode(message, usage);
+      nodes.push({ id, parentId: tree.getNode(id)!.parentId, message, usage });
+    }
+    const cursors: Record<string, number> = {};
+    for (const [k, v] of tree.cursors) cursors[String(k)] = v;
+    const stored: PositionRecord = { path: [...tree.path], cursors, head: tree.head };
+    const stop = request.stop === 'stop';
+    const result = await this.withRetries(() =>
+      this.deps.store.commit(scope, {
+        sessionId: session.id,
+        runId: run.id,
+        nodes,
+        position: stored,
+        nextNodeId: tree.nextId,
+        usage: request.usage,
+        ...(stop ? { finish: { usage: request.runUsage } } : {}),
+      }),
+    ).catch(async (err: unknown) => {
+      await this.publisher.publish(scope.tenantId, session.id, [
+        { type: 'store', data: { ok: false, kind: 'tree', error: errorText(err) } },
+      ]);
+      throw err;
+    });
+    if (result === 'fenced') throw new RunFencedError();
+    position.committed = true;
+    const treeNodes: TreeNode[] = nodes.map((n) => ({
+      id: n.id,
+      parentId: n.parentId,
+      message: n.message,
+      usage: n.usage,
+    }));
+    const events: SessionEventInput[] = [];
+    if (stop) events.push({ type: 'status', data: { status: 'idle', runId: null } });
+    events.push(
+      {
+        type: 'turn',
+        data: {
+          runId: run.id,
+          stop: request.stop,
+          reason: request.reason,
+          messages: request.messages,
+          usage: request.usage,
+        },
+      },
+      { type: 'tree', data: { newNodes: nodes.map((n) => n.id), nodes: treeNodes, ...stored } },
+      { type: 'store', data: { ok: true, kind: 'tree' } },
+    );
+    await this.publisher.publish(scope.tenantId, session.id, events);
+  }
+
+  private async pause(
+    scope: Scope,
+    session: SessionRecord,
+    run: RunRecord,
+    state: PendingState,
+  ): Promise<void> {
+    const result = await this.withRetries(() =>
+      this.deps.store.pauseRun(scope, session.id, run.id, state as unknown as Record<string, unknown>),
+    );
+    if (result === 'fenced') throw new RunFencedError();
+    const toolUses = state.calls.filter((c) => c.needsDecision && !c.decision).map((c) => c.block);
+    await this.publisher.publish(scope.tenantId, session.id, [
+      { type: 'status', data: { status: 'paused', runId: run.id } },
+      { type: 'pause', data: { runId: run.id, reason: state.reason, toolUses } },
+    ]);
+  }
+
+  private async afterCompleted(
+    scope: Scope,
+    session: SessionRecord,
+    run: RunRecord,
+    usage: Usage,
+  ): Promise<void> {
+    await this.publisher.activity({
+      tenantId: scope.tenantId,
+      type: 'run_finished',
+      data: { id: session.id, runId: run.id, status: 'completed', usage },
+      at: Date.now(),
+    });
+    if (session.title !== null) return;
+    // Untitled: title it from its first prompt once its first run completes.
+    const current = await this.deps.store.loadTree(scope, session.id);
+    if (!current || current.session.title !== null) return;
+    const firstPrompt = current.nodes.find((n) => isTurnBoundary(n.message));
+    const title = firstPrompt ? heuristicTitle(messageText(firstPrompt.message)) : null;
+    if (!title) return;
+    try {
+      const { changed } = await this.deps.store.updateState(scope, session.id, { title });
+      await this.publisher.publish(scope.tenantId, session.id, [
+        { type: 'title', data: { title } },
+        ...(changed ? [{ type: 'store' as const, data: { ok: true as const, kind: 'state' as const } }] : []),
+      ]);
+    } catch (err) {
+      await this.publisher.publish(scope.tenantId, session.id, [
+        { type: 'store', data: { ok: false, kind: 'state', error: errorText(err) } },
+      ]);
+    }
+  }
+
+  /** Ends a run as cancelled or failed, restoring a branch's position when nothing was committed. */
+  async endRun(
+    scope: Scope,
+    session: Pick<SessionRecord, 'id'>,
+    run: RunRecord,
+    status: 'cancelled' | 'error',
+    error: { code: string; message: string } | null,
+    partial: Message[],
+    usage: Usage,
+    committed: boolean,
+  ): Promise<void> {
+    const restore = !committed && run.rollback ? run.rollback : null;
+    let result: 'ok' | 'fenced';
+    try {
+      result = await this.withRetries(() =>
+        this.deps.store.endRun(scope, {
+          sessionId: session.id,
+          runId: run.id,
+          status,
+          error,
+          usage,
+          restore,
+        }),
+      );
+    } catch (err) {
+      this.deps.logger.error('could not end a run', { err, runId: run.id });
+      await this.publisher.publish(scope.tenantId, session.id, [
+        { type: 'store', data: { ok: false, kind: 'tree', error: errorText(err) } },
+      ]);
+      return;
+    }
+    if (result === 'fenced') return;
+    const events: SessionEventInput[] = [{ type: 'status', data: { status: 'idle', runId: null } }];
+    events.push(
+      status === 'cancelled'
+        ? { type: 'cancelled', data: { runId: run.id, partial, usage } }
+        : {
+            type: 'error',
+            data: {
+              runId: run.id,
+              code: error?.code ?? 'internal',
+              message: error?.message ?? 'the run failed',
+            },
+          },
+    );
+    if (restore) {
+      events.push(
+        { type: 'tree', data: { newNodes: [], nodes: [], ...restore } },
+        { type: 'store', data: { ok: true, kind: 'tree' } },
+      );
+    }
+    await this.publisher.publish(scope.tenantId, session.id, events);
+    await this.publisher.activity({
+      tenantId: scope.tenantId,
+      type: 'run_finished',
+      data: { id: session.id, runId: run.id, status, usage },
+      at: Date.now(),
+    });
+  }
+
+  private async endFailed(
+    scope: Scope,
+    session: SessionRecord,
+    run: RunRecord,
+    error: { code: string; message: string },
+    partial: Message[],
+    usage: Usage,
+  ): Promise<void> {
+    await this.endRun(scope, session, run, 'error', error, partial, usage, false);
+  }
+
+  /** Store writes are retried a few times when the database is unavailable, then the error stands. */
+  private async withRetries<T>(write: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await write();
+      } catch (err) {
+        const unavailable = (err as { code?: unknown }).code === 'unavailable';
+        const delay = COMMIT_RETRY_DELAYS_MS[attempt];
+        if (!unavailable || delay === undefined) throw err;
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+}
+
+/** The text a staged or prompt input carries, for validation. */
+export function contentText(content: MessageContent): string {
+  return messageText({ content: toBlocks(content) });
+}
+
+function findLastIndex<T>(items: T[], pred: (item: T) => boolean): number {
+  for (let i = items.length - 1; i >= 0; i--) if (pred(items[i]!)) return i;
+  return -1;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

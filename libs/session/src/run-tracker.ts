@@ -1,0 +1,150 @@
+// Follows runs through a session's events so a caller can wait for one (`wait: true`): the messages it produced
+// (with their tree node ids once committed), its usage, and how it ended — completed, paused, cancelled, error.
+// Pure: fed by events, no I/O.
+
+import { addUsage, emptyUsage, type RunMessage, type SessionEvent, type Usage } from '@canopy/core';
+
+export type RunEnd = 'completed' | 'paused' | 'cancelled' | 'error';
+
+export interface RunResult {
+  runId: string;
+  status: RunEnd;
+  messages: RunMessage[];
+  error: { code: string; message: string } | null;
+  usage: Usage;
+  durationMs: number;
+}
+
+interface Tracked {
+  runId: string;
+  startedAt: number;
+  messages: RunMessage[];
+  /** Index of the first message whose node id is not known yet. */
+  unassigned: number;
+  /** A commit was announced (`turn`); the next `tree` event carries its node ids. */
+  commitPending: { stop: boolean } | null;
+  usage: Usage;
+  result: RunResult | null;
+  waiters: Array<(r: RunResult) => void>;
+  finishedAt: number | null;
+}
+
+export class RunTracker {
+  private readonly runs = new Map<string, Tracked>();
+
+  constructor(private readonly keepMs: number) {}
+
+  observe(event: SessionEvent): void {
+    switch (event.type) {
+      case 'status':
+        if (event.data.runId && event.data.status === 'busy') {
+          const t = this.track(event.data.runId, event.at);
+          t.result = null; // resumed after a pause: it runs again
+        }
+        break;
+      case 'message':
+        this.track(event.data.runId, event.at).messages.push({ nodeId: null, message: event.data.message });
+        break;
+      case 'step': {
+        const t = this.track(event.data.runId, event.at);
+        t.usage = addUsage(t.usage, event.data.usage);
+        break;
+      }
+      case 'turn':
+        this.track(event.data.runId, event.at).commitPending = { stop: event.data.stop === 'stop' };
+        break;
+      case 'tree': {
+        for (const t of this.runs.values()) {
+          if (!t.commitPending) continue;
+          for (const id of event.data.newNodes) {
+            const m = t.messages[t.unassigned];
+            if (!m) break;
+            m.nodeId = id;
+            t.unassigned++;
+          }
+          // Messages a commit did not persist (a regenerated prompt is already in the tree) keep no id.
+          t.unassigned = t.messages.length;
+          const stop = t.commitPending.stop;
+          t.commitPending = null;
+          if (stop) this.settle(t, 'completed', null, event.at);
+        }
+        break;
+      }
+      case 'pause':
+        this.settle(this.track(event.data.runId, event.at), 'paused', null, event.at);
+        break;
+      case 'cancelled':
+        this.settle(this.track(event.data.runId, event.at), 'cancelled', null, event.at);
+        break;
+      case 'error':
+        if (event.data.runId) {
+          this.settle(
+            this.track(event.data.runId, event.at),
+            'error',
+            {
+              code: event.data.code,
+              message: event.data.message,
+            },
+            event.at,
+          );
+        }
+        break;
+      default:
+        break;
+    }
+    this.prune(event.at);
+  }
+
+  /** The run's result once it completes, pauses, fails or is cancelled. */
+  wait(runId: string): Promise<RunResult> {
+    const t = this.runs.get(runId) ?? this.track(runId, Date.now());
+    if (t.result) return Promise.resolve(t.result);
+    return new Promise((resolve) => t.waiters.push(resolve));
+  }
+
+  /** Current result of a run if it has ended (or paused). */
+  result(runId: string): RunResult | null {
+    return this.runs.get(runId)?.result ?? null;
+  }
+
+  private track(runId: string, at: number): Tracked {
+    let t = this.runs.get(runId);
+    if (!t) {
+      t = {
+        runId,
+        startedAt: at,
+        messages: [],
+        unassigned: 0,
+        commitPending: null,
+        usage: emptyUsage(),
+        result: null,
+        waiters: [],
+        finishedAt: null,
+      };
+      this.runs.set(runId, t);
+    }
+    return t;
+  }
+
+  private settle(t: Tracked, status: RunEnd, error: RunResult['error'], at: number): void {
+    t.result = {
+      runId: t.runId,
+      status,
+      messages: t.messages.map((m) => ({ ...m })),
+      error,
+      usage: t.usage,
+      durationMs: Math.max(0, at - t.startedAt),
+    };
+    if (status !== 'paused') t.finishedAt = at;
+    const waiters = t.waiters;
+    t.waiters = [];
+    for (const w of waiters) w(t.result);
+  }
+
+  private prune(now: number): void {
+    for (const [id, t] of this.runs) {
+      if (t.finishedAt !== null && now - t.finishedAt > this.keepMs && t.waiters.length === 0)
+        this.runs.delete(id);
+    }
+  }
+}

@@ -1,0 +1,42 @@
+// What the session engine is built from: ports only (store, bus, registry, feed, queue, model gateway) plus the
+// code-registered tools and hooks. The embedded and distributed runtimes differ only in the adapters given here.
+
+import type { HookRegistry, ModelGateway, RetryPolicy, ToolRegistry } from '@canopy/agent';
+import type { TurnQueue } from '@canopy/queue';
+import type { ActivityFeed, EventBus, LiveRegistry } from '@canopy/realtime';
+import type { SessionStore } from '@canopy/store';
+
+export interface EngineSettings {
+  /** This process's name in the live registry. */
+  instanceId: string;
+  /** Default idle shutdown of a live session without controllers (a session's own setting wins). */
+  idleShutdownMs: number;
+  /** Delta coalescing window before events reach the bus. */
+  coalesceMs: number;
+  toolTimeoutMs: number;
+  /** Default and upper bound of a run's model calls. */
+  maxSteps: number;
+  retry: RetryPolicy;
+  /** How long a finished run's result stays available to `waitForRun`. */
+  resultTtlMs: number;
+}
+
+export interface EngineLogger {
+  warn(message: string, context?: Record<string, unknown>): void;
+  error(message: string, context?: Record<string, unknown>): void;
+}
+
+export interface SessionEngineDeps {
+  store: SessionStore;
+  bus: EventBus;
+  registry: LiveRegistry;
+  feed: ActivityFeed;
+  queue: TurnQueue;
+  gateway: ModelGateway;
+  tools: ToolRegistry;
+  hooks: HookRegistry;
+  settings: EngineSettings;
+  logger: EngineLogger;
+}
+
+export const SESSION_ENGINE_DEPS = Symbol('SESSION_ENGINE_DEPS');

@@ -1,0 +1,513 @@
+// Session commands with Omni.Session's semantics over a persisted tree: create / get / list / update / close /
+// delete, prompt (with steering), branch (regenerate, edit, new root), navigate, cancel, resume, subscribe and
+// wait. Status changes are compare-and-set in the store, so two commands racing for an idle session never both
+// win; events follow every change, `status` first.
+
+import {
+  TurnResult,
+  isToolResultMessage,
+  isTurnBoundary,
+  systemScope,
+  toBlocks,
+  type Block,
+  type ClientTool,
+  type MessageContent,
+  type NodeId,
+  type RunKind,
+  type Scope,
+  type SessionEvent,
+  type SessionInfo,
+  type SessionSnapshot,
+} from '@canopy/core';
+import { CanopyException } from '@canopy/common';
+import { awaitingIds, isPendingState, type Decision, type PendingState } from '@canopy/agent';
+import type {
+  CreateSessionInput,
+  JsonObject,
+  ListSessionsQuery,
+  PositionRecord,
+  RunRecord,
+  SessionRecord,
+  SessionStatePatch,
+} from '@canopy/store';
+import { toSessionInfo, positionOf } from './convert';
+import type { LiveSession, SubscribeOptions, Subscription } from './live-session';
+import { LiveSessions } from './live-sessions';
+import { RunExecutor, type RunInput } from './run-executor';
+import type { RunResult } from './run-tracker';
+import type { SessionEngineDeps } from './session-deps';
+import { SessionPublisher } from './session-publisher';
+import { reconcile, type StartOptions } from './reconcile';
+
+export interface PromptInput {
+  content: MessageContent;
+  ifBusy?: 'reject' | 'steer';
+  maxSteps?: number;
+}
+
+export interface BranchInput {
+  nodeId: NodeId | null;
+  content?: MessageContent;
+  maxSteps?: number;
+}
+
+export interface ResumeInput {
+  toolUseId?: string;
+  decision: Decision;
+}
+
+export interface CommandResult {
+  runId: string;
+  /** True when a prompt was staged on a busy run instead of starting one. */
+  staged?: boolean;
+}
+
+export class SessionService {
+  readonly live: LiveSessions;
+  readonly executor: RunExecutor;
+  private readonly publisher: SessionPublisher;
+
+  constructor(private readonly deps: SessionEngineDeps) {
+    this.publisher = new SessionPublisher(deps.bus, deps.feed, deps.logger);
+    this.live = new LiveSessions(deps, this.publisher);
+    this.executor = new RunExecutor(deps, this.publisher, this.live);
+    deps.queue.process((job) => this.executor.execute(job));
+  }
+
+  // Lifecycle
+
+  /**
+   * Ends runs a dead process left behind (queued or running with nothing executing them) as errors, rolling back
+   * branches that never committed, so no session stays busy. Paused runs wait for their decisions.
+   */
+  async recoverInterruptedRuns(): Promise<number> {
+    const runs = await this.deps.store.unfinishedRuns();
+    let recovered = 0;
+    for (const r of runs) {
+      if (r.status === 'paused' || this.executor.isRunning(r.runId)) continue;
+      const scope = systemScope(r.tenantId);
+      const run = await this.deps.store.getRun(scope, r.runId);
+      if (!run) continue;
+      await this.executor.endRun(
+        scope,
+        { id: r.sessionId },
+        run,
+        'error',
+        { code: 'interrupted', message: 'the run was interrupted (the process running it stopped)' },
+        [],
+        run.usage,
+        false,
+      );
+      recovered++;
+    }
+    return recovered;
+  }
+
+  /** Stops every run here (they end as cancelled, branches roll back) and closes the live sessions. */
+  async shutdown(): Promise<void> {
+    await this.executor.abortAll('shutdown');
+    await this.deps.queue.close();
+    await this.live.closeAll('shutdown');
+  }
+
+  // Sessions
+
+  async create(scope: Scope, input: CreateSessionInput): Promise<SessionInfo> {
+    this.checkModel(input.model);
+    this.checkTools(input.tools ?? [], input.opts);
+    const record = await this.deps.store.create(scope, {
+      ...input,
+      userId: scope.userId ?? input.userId ?? null,
+    });
+    return toSessionInfo(record);
+  }
+
+  async get(scope: Scope, id: string): Promise<SessionRecord> {
+    const record = await this.deps.store.get(scope, id);
+    if (!record) throw CanopyException.notFound('session');
+    return record;
+  }
+
+  list(scope: Scope, query: ListSessionsQuery) {
+    return this.deps.store.list(scope, scope.userId ? { ...query, userId: scope.userId } : query);
+  }
+
+  /**
+   * Changes title, model, system, opts, tools and metadata. Model, system, opts and tools are idle-only. A title
+   * always broadcasts `title`; any other field broadcasts `state`; a write (`store`) happens only on change.
+   */
+  async update(scope: Scope, id: string, patch: SessionStatePatch): Promise<SessionInfo> {
+    if (patch.model !== undefined) this.checkModel(patch.model);
+    const current = await this.get(scope, id);
+    if (patch.tools !== undefined || patch.opts !== undefined) {
+      this.checkTools(patch.tools ?? current.tools, patch.opts ?? current.opts);
+    }
+    const idleOnly =
+      patch.model !== undefined ||
+      patch.system !== undefined ||
+      patch.opts !== undefined ||
+      patch.tools !== undefined;
+    const { session, changed } = await this.deps.store.updateState(scope, id, patch, { idleOnly });
+    const events = [];
+    if (patch.title !== undefined) events.push({ type: 'title' as const, data: { title: session.title } });
+    const stateFields = ['model', 'system', 'opts', 'tools', 'metadata'] as const;
+    if (stateFields.some((f) => patch[f] !== undefined)) {
+      events.push({
+        type: 'state' as const,
+        data: {
+          model: session.model,
+          system: session.system,
+          opts: session.opts,
+          tools: session.tools,
+          metadata: session.metadata,
+        },
+      });
+    }
+    if (changed) events.push({ type: 'store' as const, data: { ok: true as const, kind: 'state' as const } });
+    await this.publisher.publish(scope.tenantId, id, events);
+    return toSessionInfo(session);
+  }
+
+  /** Stops the session being live here (a run in flight is cancelled; stored data untouched). Idempotent. */
+  async close(scope: Scope, id: string): Promise<void> {
+    const session = await this.get(scope, id);
+    if (session.status === 'busy' && session.activeRunId)
+      await this.executor.abort(session.activeRunId, 'closed');
+    await this.live.close(scope.tenantId, id, 'close');
+  }
+
+  async delete(scope: Scope, id: string): Promise<void> {
+    const session = await this.get(scope, id);
+    if (session.activeRunId) await this.executor.abort(session.activeRunId, 'deleted');
+    await this.live.close(scope.tenantId, id, 'delete');
+    if (!(await this.deps.store.delete(scope, id))) throw CanopyException.notFound('session');
+    await this.deps.bus.forget(scope.tenantId, id);
+  }
+
+  /** Opens a stored session live, reconciling start options with its persisted state (seed 004's table). */
+  async open(scope: Scope, id: string, start: StartOptions = {}): Promise<LiveSession> {
+    const session = await this.get(scope, id);
+    const resolved = reconcile(session, start, (m) => this.deps.gateway.check(m) === null);
+    const patch: SessionStatePatch = {};
+    if (resolved.model !== session.model) patch.model = resolved.model;
+    if (start.system !== undefined) patch.system = resolved.system;
+    if (start.opts !== undefined) patch.opts = resolved.opts;
+    if (start.tools !== undefined) patch.tools = resolved.tools;
+    if (Object.keys(patch).length > 0 && session.status === 'idle') await this.update(scope, id, patch);
+    return this.liveSession(scope, id);
+  }
+
+  // Tree
+
+  async tree(
+    scope: Scope,
+    id: string,
+  ): Promise<SessionSnapshot['tree'] & { roots: NodeId[]; usage: ReturnType<LiveSession['tree']['usage']> }> {
+    const live = await this.liveSession(scope, id);
+    const tree = live.tree;
+    const data = tree.toJSON();
+    return {
+      nodes: data.nodes,
+      path: data.path,
+      cursors: data.cursors,
+      head: tree.head,
+      roots: tree.roots(),
+      usage: tree.usage(),
+    };
+  }
+
+  async snapshot(scope: Scope, id: string): Promise<SessionSnapshot> {
+    return (await this.liveSession(scope, id)).snapshot();
+  }
+
+  // Commands
+
+  async prompt(scope: Scope, id: string, input: PromptInput): Promise<CommandResult> {
+    const content = this.checkContent(input.content);
+    const session = await this.get(scope, id);
+    if (session.status !== 'idle' && input.ifBusy === 'steer') {
+      const staged = await this.deps.store.stageSteer(scope, id, { content, maxSteps: input.maxSteps });
+      if (staged) return { runId: staged.runId, staged: true };
+    }
+    await this.liveSession(scope, id);
+    return this.start(scope, id, 'prompt', { content, maxSteps: input.maxSteps });
+  }
+
+  /**
+   * Regenerate (a user node, no content: a new reply as its child), edit (an assistant node and content: a new
+   * user message and reply as its children), or a new root (null and content). Idle only.
+   */
+  async branch(scope: Scope, id: string, input: BranchInput): Promise<CommandResult> {
+    const live = await this.liveSession(scope, id);
+    this.requireIdle(live.status);
+    const tree = live.tree.clone();
+    const rollback = positionOf(tree);
+    let content: Block[] | undefined;
+    if (input.nodeId === null) {
+      if (input.content === undefined)
+        throw CanopyException.badRequest('a new root needs content', { field: 'content' });
+      content = this.checkContent(input.content);
+      tree.navigate(null);
+    } else {
+      const node = tree.getNode(input.nodeId);
+      if (!node) throw CanopyException.notFound('node');
+      if (input.content === undefined) {
+        if (node.message.role !== 'user' || isToolResultMessage(node.message)) {
+          throw new CanopyException('not_user_node', 'regenerating needs a user prompt node');
+        }
+      } else {
+        if (node.message.role !== 'assistant') {
+          throw new CanopyException('not_assistant_node', 'editing branches from an assistant node');
+        }
+        content = this.checkContent(input.content);
+      }
+      tree.navigate(input.nodeId);
+    }
+    return this.start(
+      scope,
+      id,
+      'branch',
+      { content, nodeId: input.nodeId, maxSteps: input.maxSteps },
+      positionOf(tree),
+      rollback,
+    );
+  }
+
+  /** Moves the active path to a node and down to a tip (null clears the path). Idle only. */
+  async navigate(scope: Scope, id: string, nodeId: NodeId | null): Promise<PositionRecord> {
+    const live = await this.liveSession(scope, id);
+    this.requireIdle(live.status);
+    const tree = live.tree.clone();
+    if (nodeId !== null && !tree.has(nodeId)) throw CanopyException.notFound('node');
+    tree.navigate(nodeId).extend();
+    const position = positionOf(tree);
+    await this.deps.store.savePosition(scope, id, position);
+    await this.publisher.publish(scope.tenantId, id, [
+      { type: 'tree', data: { newNodes: [], nodes: [], ...position } },
+      { type: 'store', data: { ok: true, kind: 'tree' } },
+    ]);
+    return position;
+  }
+
+  /** Cancels the run in flight (busy or paused): `status` idle, then `cancelled`; nothing of it is committed. */
+  async cancel(scope: Scope, id: string): Promise<CommandResult> {
+    const session = await this.get(scope, id);
+    const runId = session.activeRunId;
+    if (session.status === 'idle' || !runId) throw new CanopyException('idle', 'no run to cancel');
+    await this.liveSession(scope, id);
+    if (await this.executor.abort(runId, 'cancelled')) return { runId };
+    // Paused (or left behind by a dead process): nothing executes it, end it here.
+    const run = await this.deps.store.getRun(systemScope(scope.tenantId), runId);
+    if (!run) throw new CanopyException('idle', 'no run to cancel');
+    const pending = run.pending && isPendingState(run.pending) ? run.pending : null;
+    await this.executor.endRun(
+      systemScope(scope.tenantId),
+      session,
+      run,
+      'cancelled',
+      null,
+      pending?.messages ?? [],
+      pending?.runUsage ?? run.usage,
+      false,
+    );
+    return { runId };
+  }
+
+  /** Records a decision for a paused run; when none is awaited any more, the run continues. */
+  async resume(scope: Scope, id: string, input: ResumeInput): Promise<CommandResult> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const session = await this.get(scope, id);
+      if (session.status !== 'paused' || !session.activeRunId) {
+        throw new CanopyException('not_paused', 'the session is not paused');
+      }
+      const run = await this.deps.store.getRun(systemScope(scope.tenantId), session.activeRunId);
+      if (!run?.pending || !isPendingState(run.pending))
+        throw new CanopyException('not_paused', 'the session is not paused');
+      const next = applyDecision(run.pending, input);
+      const resume = awaitingIds(next).length === 0;
+      await this.liveSession(scope, id);
+      const result = await this.deps.store.updatePausedRun(scope, {
+        sessionId: id,
+        runId: run.id,
+        expectedPending: run.pending as unknown as JsonObject,
+        pending: next as unknown as JsonObject,
+        resume,
+      });
+      if (!result.ok) {
+        if (result.reason === 'conflict') continue; // another decision landed first: decide again on top of it
+        throw new CanopyException(
+          result.reason === 'not_found' ? 'not_found' : 'not_paused',
+          'the session is not paused',
+        );
+      }
+      if (resume) {
+        await this.publisher.publish(scope.tenantId, id, [
+          { type: 'status', data: { status: 'busy', runId: run.id } },
+        ]);
+        await this.deps.queue.enqueue({ tenantId: scope.tenantId, sessionId: id, runId: run.id });
+      }
+      return { runId: run.id };
+    }
+    throw new CanopyException('session_busy', 'too many concurrent decisions; try again');
+  }
+
+  // Live
+
+  async subscribe(
+    scope: Scope,
+    id: string,
+    listener: (event: SessionEvent) => void,
+    options: SubscribeOptions = {},
+  ): Promise<Subscription> {
+    const live = await this.liveSession(scope, id);
+    return live.subscribe(listener, options);
+  }
+
+  /** Waits until the run completes, pauses, fails or is cancelled. */
+  async waitForRun(scope: Scope, id: string, runId: string): Promise<RunResult> {
+    const live = await this.liveSession(scope, id);
+    return live.waitForRun(runId);
+  }
+
+  /** A run result as the API answers `wait: true` (seed 003's TurnResult). */
+  toTurnResult(sessionId: string, result: RunResult): TurnResult {
+    const error =
+      result.status === 'error'
+        ? (result.error?.message ?? 'the run failed')
+        : result.status === 'cancelled'
+          ? 'the run was cancelled'
+          : null;
+    return TurnResult.fromMessages({
+      sessionId,
+      messages: result.messages,
+      durationMs: result.durationMs,
+      error,
+    });
+  }
+
+  async getRun(scope: Scope, runId: string): Promise<RunRecord> {
+    const run = await this.deps.store.getRun(scope, runId);
+    if (!run) throw CanopyException.notFound('run');
+    return run;
+  }
+
+  // Internals
+
+  private async liveSession(scope: Scope, id: string): Promise<LiveSession> {
+    await this.get(scope, id); // the caller's scope decides visibility; the live session is shared
+    const live = await this.live.open(scope.tenantId, id);
+    if (!live) throw CanopyException.notFound('session');
+    return live;
+  }
+
+  private async start(
+    scope: Scope,
+    id: string,
+    kind: RunKind,
+    input: RunInput,
+    position?: PositionRecord,
+    rollback?: PositionRecord,
+  ): Promise<CommandResult> {
+    const started = await this.deps.store.startRun(scope, {
+      sessionId: id,
+      kind,
+      input: input as JsonObject,
+      status: 'queued',
+      ...(position ? { position } : {}),
+      ...(rollback ? { rollback } : {}),
+    });
+    if (!started.ok) {
+      if (started.reason === 'not_found') throw CanopyException.notFound('session');
+      throw started.reason === 'busy'
+        ? new CanopyException('session_busy', 'a run is in flight')
+        : new CanopyException('session_paused', 'a run is waiting for a decision');
+    }
+    const runId = started.run.id;
+    const events = [{ type: 'status' as const, data: { status: 'busy' as const, runId } }];
+    await this.publisher.publish(
+      scope.tenantId,
+      id,
+      position ? [...events, { type: 'tree', data: { newNodes: [], nodes: [], ...position } }] : events,
+    );
+    await this.publisher.activity({
+      tenantId: scope.tenantId,
+      type: 'run_started',
+      data: { id, runId, kind },
+      at: Date.now(),
+    });
+    await this.deps.queue.enqueue({ tenantId: scope.tenantId, sessionId: id, runId });
+    return { runId };
+  }
+
+  private requireIdle(status: SessionInfo['status']): void {
+    if (status === 'busy') throw new CanopyException('session_busy', 'a run is in flight');
+    if (status === 'paused') throw new CanopyException('session_paused', 'a run is waiting for a decision');
+  }
+
+  private checkModel(model: string): void {
+    const problem = this.deps.gateway.check(model);
+    if (problem) throw CanopyException.badRequest(problem, { field: 'model' });
+  }
+
+  private checkTools(tools: ClientTool[], opts: Record<string, unknown> | undefined): void {
+    const names = new Set<string>();
+    for (const t of tools) {
+      if (names.has(t.name))
+        throw CanopyException.badRequest(`tool "${t.name}" is declared twice`, { field: 'tools' });
+      names.add(t.name);
+    }
+    const server = opts?.serverTools;
+    if (server === undefined) return;
+    if (!Array.isArray(server) || !server.every((n) => typeof n === 'string')) {
+      throw CanopyException.badRequest('opts.serverTools must be a list of tool names', {
+        field: 'opts.serverTools',
+      });
+    }
+    for (const name of server) {
+      if (!this.deps.tools.has(name)) {
+        throw CanopyException.badRequest(`unknown server tool "${name}"`, { field: 'opts.serverTools' });
+      }
+      if (names.has(name)) {
+        throw CanopyException.badRequest(`"${name}" is both a server tool and a client tool`, {
+          field: 'tools',
+        });
+      }
+    }
+  }
+
+  private checkContent(content: MessageContent): Block[] {
+    const blocks = toBlocks(content);
+    if (blocks.length === 0) throw CanopyException.badRequest('content is empty', { field: 'content' });
+    if (!isTurnBoundary({ role: 'user', content: blocks, timestamp: 0 })) {
+      throw CanopyException.badRequest('a prompt cannot carry tool results', { field: 'content' });
+    }
+    return blocks;
+  }
+}
+
+/** The pending state with one decision applied (to the named tool use, or to every awaited one). */
+export function applyDecision(pending: PendingState, input: ResumeInput): PendingState {
+  const awaiting = awaitingIds(pending);
+  const targets = input.toolUseId ? [input.toolUseId] : awaiting;
+  if (input.toolUseId && !awaiting.includes(input.toolUseId)) {
+    throw CanopyException.badRequest(`tool use ${input.toolUseId} is not awaiting a decision`, {
+      field: 'toolUseId',
+      awaiting,
+    });
+  }
+  return {
+    ...pending,
+    calls: pending.calls.map((call) => {
+      if (!targets.includes(call.block.id)) return call;
+      if (call.kind === 'client' && input.decision.type === 'execute') {
+        throw CanopyException.badRequest(
+          `${call.block.name} is a client tool: answer it with a result or a reject`,
+          {
+            field: 'decision',
+          },
+        );
+      }
+      return { ...call, decision: input.decision };
+    }),
+  };
+}

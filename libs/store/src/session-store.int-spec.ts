@@ -1,0 +1,1021 @@
+// The Postgres SessionStore against the machine's Postgres (a database of its own, RLS enforced): every port
+// method, tenant and user isolation, keyset pagination, the compare-and-set rules under real concurrency, and
+// the statement counts of the hot paths.
+
+import { randomUUID } from 'node:crypto';
+import { CanopyException } from '@canopy/common';
+import { createTestDatabase, type TestDatabase } from '@canopy/testing';
+import {
+  assistantMessage,
+  emptyUsage,
+  makeUsage,
+  systemScope,
+  tenantScope,
+  userMessage,
+  type Scope,
+} from '@canopy/core';
+import { Database, type Tx } from './database';
+import { PrismaSessionStore } from './prisma-session.store';
+import type { NewNode, PositionRecord, StartRunInput } from './session-store.port';
+
+/** Counts the SQL statements a store method sends (set_config of the transaction itself excluded). */
+class CountingDatabase extends Database {
+  statements = 0;
+
+  override withTenant<T>(scope: Pick<Scope, 'tenantId'>, fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return super.withTenant(scope, (tx) => fn(this.counting(tx)));
+  }
+
+  private counting(tx: Tx): Tx {
+    const count = () => this.statements++;
+    const wrap = <O extends object>(target: O): O =>
+      new Proxy(target, {
+        get(t, prop, receiver) {
+          const value: unknown = Reflect.get(t, prop, receiver);
+          if (typeof value === 'function') {
+            return (...args: unknown[]) => {
+              count();
+              return (value as (...a: unknown[]) => unknown).apply(t, args);
+            };
+          }
+          // Model delegates (tx.session.findMany, ...) count too, should the store ever use them.
+          if (value && typeof value === 'object' && typeof prop === 'string' && !prop.startsWith('_')) {
+            return wrap(value);
+          }
+          return value;
+        },
+      });
+    return wrap(tx);
+  }
+}
+
+let testDb: TestDatabase;
+let db: CountingDatabase;
+let store: PrismaSessionStore;
+
+beforeAll(async () => {
+  testDb = await createTestDatabase();
+  db = new CountingDatabase({ url: testDb.url, poolMax: 8, txMaxWaitMs: 5_000, txTimeoutMs: 10_000 });
+  store = new PrismaSessionStore(db);
+});
+
+afterAll(async () => {
+  await db?.disconnect();
+  await testDb?.drop();
+});
+
+async function newTenant(name = 'acme'): Promise<string> {
+  const id = randomUUID();
+  await db.withTenant({ tenantId: id }, (tx) => tx.tenant.create({ data: { id, name } }));
+  return id;
+}
+
+async function newScope(): Promise<Scope> {
+  return tenantScope(await newTenant());
+}
+
+/** Runs raw SQL in the tenant for test setup (backdating timestamps, reading rows the port does not expose). */
+function sql<T>(scope: Scope, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  return db.withTenant(scope, fn);
+}
+
+async function backdate(scope: Scope, id: string, updatedAt = '2020-01-01T00:00:00Z') {
+  await sql(
+    scope,
+    (tx) => tx.$executeRaw`UPDATE sessions SET updated_at = ${updatedAt}::timestamptz WHERE id = ${id}`,
+  );
+}
+
+async function startRun(scope: Scope, sessionId: string, extra: Partial<StartRunInput> = {}) {
+  const result = await store.startRun(scope, {
+    sessionId,
+    kind: 'prompt',
+    input: { content: 'hi' },
+    status: 'running',
+    ...extra,
+  });
+  if (!result.ok) throw new Error(`startRun refused: ${result.reason}`);
+  return result;
+}
+
+async function count(fn: () => Promise<unknown>): Promise<number> {
+  const before = db.statements;
+  await fn();
+  return db.statements - before;
+}
+
+const pos = (path: number[], head: number | null = path[path.length - 1] ?? null): PositionRecord => ({
+  path,
+  cursors: Object.fromEntries(path.slice(1).map((id, i) => [String(path[i]), id])),
+  head,
+});
+
+const usage = (inputTokens: number, outputTokens: number, inputCost = 0) =>
+  makeUsage({ inputTokens, outputTokens, inputCost });
+
+const node = (
+  id: number,
+  parentId: number | null,
+  text: string,
+  u: ReturnType<typeof usage> | null = null,
+): NewNode =>
+  u
+    ? { id, parentId, message: assistantMessage(text, 1_000 + id), usage: u }
+    : { id, parentId, message: userMessage(text, 1_000 + id), usage: null };
+
+const codeOf = (p: Promise<unknown>) =>
+  p.then(
+    () => 'resolved',
+    (e: unknown) => (e instanceof CanopyException ? e.code : `not a CanopyException: ${String(e)}`),
+  );
+
+describe('create / get / exists', () => {
+  it('persists a session with an explicit id and reads it back with defaults', async () => {
+    const scope = await newScope();
+    const tools = [
+      { name: 'ask', description: 'ask the user', inputSchema: { type: 'object' }, approval: true },
+    ];
+    const created = await store.create(scope, {
+      id: 'sess-1',
+      title: 'T',
+      model: 'mock:echo',
+      system: 'be brief',
+      opts: { temperature: 0.2 },
+      tools,
+      metadata: { plan: 'pro' },
+      userId: 'u1',
+      idleShutdownAfterMs: 60_000,
+    });
+    expect(created).toEqual({
+      tenantId: scope.tenantId,
+      id: 'sess-1',
+      userId: 'u1',
+      title: 'T',
+      model: 'mock:echo',
+      system: 'be brief',
+      opts: { temperature: 0.2 },
+      tools,
+      metadata: { plan: 'pro' },
+      status: 'idle',
+      path: [],
+      cursors: {},
+      head: null,
+      nextNodeId: 1,
+      usage: emptyUsage(),
+      idleShutdownAfterMs: 60_000,
+      activeRunId: null,
+      createdAt: expect.any(Date) as Date,
+      updatedAt: expect.any(Date) as Date,
+    });
+    expect(await store.get(scope, 'sess-1')).toEqual(created);
+    expect(await store.exists(scope, 'sess-1')).toBe(true);
+    expect(await store.get(scope, 'nope')).toBeNull();
+    expect(await store.exists(scope, 'nope')).toBe(false);
+  });
+
+  it('generates 22-char URL-safe ids from 16 random bytes when none is given', async () => {
+    const scope = await newScope();
+    const a = await store.create(scope, { model: 'mock:echo' });
+    const b = await store.create(scope, { model: 'mock:echo' });
+    for (const s of [a, b]) {
+      expect(s.id).toMatch(/^[A-Za-z0-9_-]{22}$/);
+      expect(Buffer.from(s.id, 'base64url')).toHaveLength(16);
+    }
+    expect(a.id).not.toBe(b.id);
+    expect(a).toMatchObject({ title: null, system: null, opts: {}, tools: [], metadata: {}, userId: null });
+  });
+
+  it('answers already_exists for an explicit id used in the tenant, and leaves the first session alone', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 'dup', model: 'first' });
+    await expect(store.create(scope, { id: 'dup', model: 'second' })).rejects.toMatchObject({
+      code: 'already_exists',
+    });
+    expect((await store.get(scope, 'dup'))?.model).toBe('first');
+    const other = await newScope();
+    await expect(store.create(other, { id: 'dup', model: 'x' })).resolves.toMatchObject({ id: 'dup' });
+  });
+
+  it('creates a user-scoped session for that user, whatever userId the input names', async () => {
+    const t = await newTenant();
+    const created = await store.create(tenantScope(t, { userId: 'alice' }), { model: 'm', userId: 'bob' });
+    expect(created.userId).toBe('alice');
+  });
+
+  it('reads partial or empty stored usage as a complete Usage', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 'u', model: 'm' });
+    await sql(
+      scope,
+      (tx) => tx.$executeRaw`UPDATE sessions SET usage = '{"inputTokens": 2, "outputCost": 0.5}'`,
+    );
+    expect((await store.get(scope, 'u'))?.usage).toEqual(
+      makeUsage({ inputTokens: 2, outputCost: 0.5 }), // totals derived: 2 tokens, 0.5 cost
+    );
+  });
+});
+
+describe('tenant isolation', () => {
+  it("gives another tenant's scope nothing to see and nothing to change", async () => {
+    const owner = await newScope();
+    const stranger = await newScope();
+    await store.create(owner, { id: 's', model: 'm', metadata: { k: 'v' } });
+    const { run } = await startRun(owner, 's');
+    await store.stageSteer(owner, 's', { content: 'steer' });
+
+    expect(await store.get(stranger, 's')).toBeNull();
+    expect(await store.exists(stranger, 's')).toBe(false);
+    expect(await store.loadTree(stranger, 's')).toBeNull();
+    expect((await store.list(stranger, { limit: 100 })).data).toEqual([]);
+    expect(await store.getRun(stranger, run.id)).toBeNull();
+    expect(await codeOf(store.updateState(stranger, 's', { title: 'x' }))).toBe('not_found');
+    expect(await codeOf(store.savePosition(stranger, 's', pos([])))).toBe('not_found');
+    expect(
+      await store.startRun(stranger, { sessionId: 's', kind: 'prompt', input: {}, status: 'queued' }),
+    ).toEqual({ ok: false, reason: 'not_found' });
+    expect(await store.markRunning(stranger, 's', run.id)).toBe('fenced');
+    expect(
+      await store.commit(stranger, {
+        sessionId: 's',
+        runId: run.id,
+        nodes: [node(1, null, 'x')],
+        position: pos([1]),
+        nextNodeId: 2,
+        usage: emptyUsage(),
+      }),
+    ).toBe('fenced');
+    expect(await store.pauseRun(stranger, 's', run.id, { a: 1 })).toBe('fenced');
+    expect(
+      await store.updatePausedRun(stranger, {
+        sessionId: 's',
+        runId: run.id,
+        expectedPending: {},
+        pending: {},
+        resume: true,
+      }),
+    ).toEqual({ ok: false, reason: 'not_found' });
+    expect(await store.stageSteer(stranger, 's', { content: 'x' })).toBeNull();
+    expect(await store.takeSteer(stranger, run.id)).toBeNull();
+    expect(
+      await store.endRun(stranger, {
+        sessionId: 's',
+        runId: run.id,
+        status: 'cancelled',
+        usage: emptyUsage(),
+      }),
+    ).toBe('fenced');
+    expect(await store.delete(stranger, 's')).toBe(false);
+
+    // Untouched for its owner.
+    expect(await store.get(owner, 's')).toMatchObject({ status: 'busy', activeRunId: run.id, nextNodeId: 1 });
+    expect(await store.getRun(owner, run.id)).toMatchObject({
+      status: 'running',
+      steer: { content: 'steer' },
+    });
+  });
+});
+
+describe('user isolation', () => {
+  let t: string;
+  let alice: Scope;
+  let tenant: Scope;
+
+  beforeAll(async () => {
+    t = await newTenant();
+    tenant = tenantScope(t);
+    alice = tenantScope(t, { userId: 'alice' });
+    await store.create(tenant, { id: 'a1', model: 'm', userId: 'alice' });
+    await store.create(tenant, { id: 'a2', model: 'm', userId: 'alice' });
+    await store.create(tenant, { id: 'b1', model: 'm', userId: 'bob' });
+    await store.create(tenant, { id: 'n1', model: 'm' });
+  });
+
+  it("shows a user only that user's sessions", async () => {
+    expect(await store.get(alice, 'a1')).toMatchObject({ id: 'a1' });
+    for (const id of ['b1', 'n1']) {
+      expect(await store.get(alice, id)).toBeNull();
+      expect(await store.exists(alice, id)).toBe(false);
+      expect(await store.loadTree(alice, id)).toBeNull();
+    }
+    expect((await store.list(alice, { limit: 100 })).data.map((s) => s.id).sort()).toEqual(['a1', 'a2']);
+    expect((await store.list(alice, { limit: 100, userId: 'bob' })).data).toEqual([]);
+    expect((await store.list(tenant, { limit: 100, userId: 'bob' })).data.map((s) => s.id)).toEqual(['b1']);
+    expect((await store.list(tenant, { limit: 100 })).data).toHaveLength(4);
+  });
+
+  it("answers as not found when a user touches another user's session or its runs", async () => {
+    expect(await codeOf(store.updateState(alice, 'b1', { title: 'x' }))).toBe('not_found');
+    expect(await codeOf(store.savePosition(alice, 'n1', pos([])))).toBe('not_found');
+    expect(await store.delete(alice, 'b1')).toBe(false);
+    expect(
+      await store.startRun(alice, { sessionId: 'b1', kind: 'prompt', input: {}, status: 'queued' }),
+    ).toEqual({
+      ok: false,
+      reason: 'not_found',
+    });
+
+    const { run } = await startRun(tenant, 'b1');
+    expect(await store.stageSteer(tenant, 'b1', { content: 'mine' })).toEqual({ runId: run.id });
+    expect(await store.getRun(alice, run.id)).toBeNull();
+    expect(await store.stageSteer(alice, 'b1', { content: 'x' })).toBeNull();
+    expect(await store.takeSteer(alice, run.id)).toBeNull();
+    expect(await store.markRunning(alice, 'b1', run.id)).toBe('fenced');
+    expect(await store.pauseRun(alice, 'b1', run.id, {})).toBe('fenced');
+    expect(
+      await store.commit(alice, {
+        sessionId: 'b1',
+        runId: run.id,
+        nodes: [],
+        position: pos([]),
+        nextNodeId: 1,
+        usage: emptyUsage(),
+      }),
+    ).toBe('fenced');
+    expect(
+      await store.endRun(alice, { sessionId: 'b1', runId: run.id, status: 'cancelled', usage: emptyUsage() }),
+    ).toBe('fenced');
+
+    expect(await store.getRun(tenant, run.id)).toMatchObject({
+      status: 'running',
+      steer: { content: 'mine' },
+    });
+    expect(await store.getRun(tenantScope(t, { userId: 'bob' }), run.id)).toMatchObject({ id: run.id });
+    expect(await store.get(tenant, 'b1')).toMatchObject({ status: 'busy', title: null });
+  });
+});
+
+describe('loadTree', () => {
+  it('returns the session and every node, sorted by id with usage, in one statement', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 't', model: 'm' });
+    const { run } = await startRun(scope, 't');
+    // Two branches from root 1: 1 -> 2 -> 3 and 1 -> 4 -> 5.
+    const u = usage(3, 5, 0.001);
+    expect(
+      await store.commit(scope, {
+        sessionId: 't',
+        runId: run.id,
+        nodes: [node(1, null, 'q'), node(2, 1, 'a', u), node(3, 2, 'q2')],
+        position: pos([1, 2, 3]),
+        nextNodeId: 4,
+        usage: u,
+      }),
+    ).toBe('ok');
+    expect(
+      await store.commit(scope, {
+        sessionId: 't',
+        runId: run.id,
+        nodes: [node(4, 1, 'a-bis', u), node(5, 4, 'q-bis')],
+        position: pos([1, 4, 5]),
+        nextNodeId: 6,
+        usage: u,
+        finish: { usage: addTwice(u) },
+      }),
+    ).toBe('ok');
+
+    let tree: Awaited<ReturnType<PrismaSessionStore['loadTree']>> = null;
+    expect(
+      await count(async () => {
+        tree = await store.loadTree(scope, 't');
+      }),
+    ).toBe(1);
+    expect(tree).not.toBeNull();
+    const { session, nodes } = tree!;
+    expect(session).toMatchObject({ id: 't', path: [1, 4, 5], head: 5, nextNodeId: 6, status: 'idle' });
+    expect(nodes.map((n) => [n.id, n.parentId])).toEqual([
+      [1, null],
+      [2, 1],
+      [3, 2],
+      [4, 1],
+      [5, 4],
+    ]);
+    expect(nodes[0]).toEqual({ id: 1, parentId: null, message: userMessage('q', 1_001), usage: null });
+    expect(nodes[1]).toEqual({ id: 2, parentId: 1, message: assistantMessage('a', 1_002), usage: u });
+
+    await store.create(scope, { id: 'empty', model: 'm' });
+    expect((await store.loadTree(scope, 'empty'))?.nodes).toEqual([]);
+    expect(await store.loadTree(scope, 'missing')).toBeNull();
+  });
+});
+
+function addTwice(u: ReturnType<typeof usage>) {
+  return makeUsage({
+    inputTokens: u.inputTokens * 2,
+    outputTokens: u.outputTokens * 2,
+    inputCost: u.inputCost * 2,
+  });
+}
+
+describe('list', () => {
+  it('pages newest first, ties by id descending, across pages with equal updatedAt', async () => {
+    const scope = await newScope();
+    const ids = ['a', 'b', 'c', 'd', 'e', 'f', 'g'];
+    for (const id of ids) await store.create(scope, { id, model: 'm' });
+    // Five share one timestamp; f is older, g newer.
+    for (const id of ['a', 'b', 'c', 'd', 'e']) await backdate(scope, id, '2025-06-01T12:00:00.123Z');
+    await backdate(scope, 'f', '2025-01-01T00:00:00Z');
+    await backdate(scope, 'g', '2025-12-01T00:00:00Z');
+
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page = await store.list(scope, { limit: 2, cursor });
+      expect(page.data.length).toBeGreaterThan(0);
+      expect(page.data.length).toBeLessThanOrEqual(2);
+      seen.push(...page.data.map((s) => s.id));
+      cursor = page.nextCursor;
+      pages++;
+    } while (cursor);
+    expect(seen).toEqual(['g', 'e', 'd', 'c', 'b', 'a', 'f']);
+    expect(pages).toBe(4);
+
+    const exact = await store.list(scope, { limit: 7 });
+    expect(exact.data).toHaveLength(7);
+    expect(exact.nextCursor).toBeNull();
+  });
+
+  it('filters on every metadata pair by text, with keys that are arbitrary strings', async () => {
+    const scope = await newScope();
+    const odd = `it's "quoted" -> {x}; DROP TABLE sessions; --`;
+    await store.create(scope, { id: 'm1', model: 'm', metadata: { plan: 'pro', [odd]: 'yes', n: 5 } });
+    await store.create(scope, { id: 'm2', model: 'm', metadata: { plan: 'pro', [odd]: 'no' } });
+    await store.create(scope, { id: 'm3', model: 'm', metadata: { plan: 'free' } });
+    const ids = async (metadata: Record<string, string>) =>
+      (await store.list(scope, { limit: 10, metadata })).data.map((s) => s.id).sort();
+    expect(await ids({ plan: 'pro' })).toEqual(['m1', 'm2']);
+    expect(await ids({ plan: 'pro', [odd]: 'yes' })).toEqual(['m1']);
+    expect(await ids({ [odd]: 'no' })).toEqual(['m2']);
+    expect(await ids({ n: '5' })).toEqual(['m1']);
+    expect(await ids({ plan: 'pro', missing: 'x' })).toEqual([]);
+    expect(await ids({})).toEqual(['m1', 'm2', 'm3']);
+    expect(await store.exists(scope, 'm3')).toBe(true); // the table survived the key above
+  });
+
+  it('keeps the limit within 1..100', async () => {
+    const scope = await newScope();
+    for (const id of ['x', 'y']) await store.create(scope, { id, model: 'm' });
+    expect((await store.list(scope, { limit: 0 })).data).toHaveLength(1);
+    expect((await store.list(scope, { limit: 1_000 })).data).toHaveLength(2);
+  });
+
+  it('answers bad_request for a cursor it did not make', async () => {
+    const scope = await newScope();
+    const bad = [
+      'not a cursor!',
+      Buffer.from('{"x":1}').toString('base64url'),
+      Buffer.from('{"updatedAt":"soon","id":"a"}').toString('base64url'),
+      Buffer.from('[1,2]').toString('base64url'),
+    ];
+    for (const cursor of bad) {
+      expect(await codeOf(store.list(scope, { limit: 10, cursor }))).toBe('bad_request');
+    }
+  });
+});
+
+describe('updateState', () => {
+  it('writes changed fields and bumps updatedAt; an identical patch changes nothing', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm', metadata: { a: 1, b: 2 }, opts: { t: 1 } });
+    await backdate(scope, 's');
+    const before = (await store.get(scope, 's'))!;
+
+    const same = await store.updateState(scope, 's', {
+      title: null,
+      model: 'm',
+      system: null,
+      metadata: { b: 2, a: 1 }, // same jsonb, other key order
+      opts: { t: 1 },
+      tools: [],
+    });
+    expect(same.changed).toBe(false);
+    expect(same.session.updatedAt).toEqual(before.updatedAt);
+    expect((await store.updateState(scope, 's', {})).changed).toBe(false);
+
+    const changed = await store.updateState(scope, 's', { title: 'New', metadata: { a: 1 } });
+    expect(changed.changed).toBe(true);
+    expect(changed.session).toMatchObject({ title: 'New', metadata: { a: 1 }, model: 'm', opts: { t: 1 } });
+    expect(changed.session.updatedAt.getTime()).toBeGreaterThan(before.updatedAt.getTime());
+    expect(await store.get(scope, 's')).toEqual(changed.session);
+
+    const cleared = await store.updateState(scope, 's', { title: null });
+    expect(cleared).toMatchObject({ changed: true, session: { title: null } });
+  });
+
+  it('refuses with session_busy / session_paused when idleOnly, and allows other updates while busy', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's');
+    expect(await codeOf(store.updateState(scope, 's', { model: 'x' }, { idleOnly: true }))).toBe(
+      'session_busy',
+    );
+    // Refused even when nothing would change: the command itself is idle-only.
+    expect(await codeOf(store.updateState(scope, 's', { model: 'm' }, { idleOnly: true }))).toBe(
+      'session_busy',
+    );
+    expect((await store.updateState(scope, 's', { title: 'while busy' })).changed).toBe(true);
+
+    await store.pauseRun(scope, 's', run.id, { awaiting: ['t1'] });
+    expect(await codeOf(store.updateState(scope, 's', { model: 'x' }, { idleOnly: true }))).toBe(
+      'session_paused',
+    );
+    expect((await store.get(scope, 's'))?.model).toBe('m');
+
+    await store.endRun(scope, { sessionId: 's', runId: run.id, status: 'cancelled', usage: emptyUsage() });
+    const done = await store.updateState(scope, 's', { model: 'x' }, { idleOnly: true });
+    expect(done).toMatchObject({ changed: true, session: { model: 'x' } });
+  });
+
+  it('answers not_found for an unknown session', async () => {
+    const scope = await newScope();
+    expect(await codeOf(store.updateState(scope, 'ghost', { title: 'x' }))).toBe('not_found');
+    expect(await codeOf(store.updateState(scope, 'ghost', {}))).toBe('not_found');
+  });
+});
+
+describe('savePosition', () => {
+  it('writes path, cursors and head while idle only', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's');
+    await store.commit(scope, {
+      sessionId: 's',
+      runId: run.id,
+      nodes: [node(1, null, 'q'), node(2, 1, 'a', usage(1, 1)), node(3, 1, 'a2', usage(1, 1))],
+      position: pos([1, 3]),
+      nextNodeId: 4,
+      usage: usage(2, 2),
+    });
+    expect(await codeOf(store.savePosition(scope, 's', pos([1, 2])))).toBe('session_busy');
+    await store.pauseRun(scope, 's', run.id, {});
+    expect(await codeOf(store.savePosition(scope, 's', pos([1, 2])))).toBe('session_paused');
+    await store.endRun(scope, { sessionId: 's', runId: run.id, status: 'cancelled', usage: emptyUsage() });
+    await backdate(scope, 's');
+
+    const saved = await store.savePosition(scope, 's', { path: [1, 2], cursors: { '1': 2 }, head: 2 });
+    expect(saved).toMatchObject({ path: [1, 2], cursors: { '1': 2 }, head: 2, nextNodeId: 4 });
+    expect(saved.updatedAt.getTime()).toBeGreaterThan(new Date('2020-01-02').getTime());
+    expect(await store.get(scope, 's')).toEqual(saved);
+    expect(await store.savePosition(scope, 's', { path: [], cursors: {}, head: null })).toMatchObject({
+      path: [],
+      head: null,
+    });
+    expect(await codeOf(store.savePosition(scope, 'ghost', pos([])))).toBe('not_found');
+  });
+});
+
+describe('delete', () => {
+  it('deletes the session with its nodes and runs', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's');
+    await store.commit(scope, {
+      sessionId: 's',
+      runId: run.id,
+      nodes: [node(1, null, 'q')],
+      position: pos([1]),
+      nextNodeId: 2,
+      usage: emptyUsage(),
+    });
+    expect(await store.delete(scope, 's')).toBe(true);
+    expect(await store.delete(scope, 's')).toBe(false);
+    expect(await store.getRun(scope, run.id)).toBeNull();
+    const left = await sql(scope, (tx) => Promise.all([tx.node.count(), tx.run.count()]));
+    expect(left).toEqual([0, 0]);
+  });
+});
+
+describe('startRun', () => {
+  it('claims an idle session for a new running run, with position and rollback', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const rollback = pos([]);
+    const result = await store.startRun(scope, {
+      sessionId: 's',
+      kind: 'branch',
+      input: { nodeId: null },
+      status: 'running',
+      position: { path: [], cursors: {}, head: null },
+      rollback,
+    });
+    if (!result.ok) throw new Error('expected ok');
+    const { run, session } = result;
+    expect(run.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(run).toEqual({
+      id: run.id,
+      tenantId: scope.tenantId,
+      sessionId: 's',
+      kind: 'branch',
+      status: 'running',
+      input: { nodeId: null },
+      pending: null,
+      steer: null,
+      rollback,
+      error: null,
+      usage: emptyUsage(),
+      attempts: 1,
+      createdAt: expect.any(Date) as Date,
+      startedAt: expect.any(Date) as Date,
+      finishedAt: null,
+    });
+    expect(session).toMatchObject({ status: 'busy', activeRunId: run.id });
+    expect(await store.get(scope, 's')).toEqual(session);
+    expect(await store.getRun(scope, run.id)).toEqual(run);
+    expect(await store.getRun(scope, randomUUID())).toBeNull();
+    expect(await store.getRun(scope, 'not-a-uuid')).toBeNull();
+  });
+
+  it('queues a run without starting it, moving the position when given', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run, session } = await startRun(scope, 's', { status: 'queued', position: pos([]) });
+    expect(run).toMatchObject({ status: 'queued', attempts: 0, startedAt: null, rollback: null });
+    expect(session).toMatchObject({ path: [], head: null, status: 'busy' });
+  });
+
+  it('refuses a busy, paused or unknown session', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's');
+    const again = () =>
+      store.startRun(scope, { sessionId: 's', kind: 'prompt', input: {}, status: 'queued' });
+    expect(await again()).toEqual({ ok: false, reason: 'busy' });
+    await store.pauseRun(scope, 's', run.id, {});
+    expect(await again()).toEqual({ ok: false, reason: 'paused' });
+    expect(
+      await store.startRun(scope, { sessionId: 'x', kind: 'prompt', input: {}, status: 'queued' }),
+    ).toEqual({
+      ok: false,
+      reason: 'not_found',
+    });
+    expect((await store.get(scope, 's'))?.activeRunId).toBe(run.id);
+  });
+
+  it('lets exactly one of five concurrent starts win', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 'race', model: 'm' });
+    const results = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        store.startRun(scope, { sessionId: 'race', kind: 'prompt', input: { i }, status: 'running' }),
+      ),
+    );
+    const winners = results.filter((r) => r.ok);
+    expect(winners).toHaveLength(1);
+    expect(results.filter((r) => !r.ok)).toEqual(Array(4).fill({ ok: false, reason: 'busy' }));
+    const runs = await sql(scope, (tx) => tx.run.findMany({ select: { id: true } }));
+    expect(runs.map((r) => r.id)).toEqual([winners[0]!.ok ? winners[0]!.run.id : '']);
+    expect((await store.get(scope, 'race'))?.activeRunId).toBe(runs[0]!.id);
+  });
+});
+
+describe('markRunning', () => {
+  it('starts a queued run and counts every attempt, fenced on the active run', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's', { status: 'queued' });
+    expect(await store.markRunning(scope, 's', run.id)).toBe('ok');
+    const first = (await store.getRun(scope, run.id))!;
+    expect(first).toMatchObject({ status: 'running', attempts: 1, startedAt: expect.any(Date) as Date });
+    expect(await store.markRunning(scope, 's', run.id)).toBe('ok');
+    expect(await store.getRun(scope, run.id)).toMatchObject({ attempts: 2, startedAt: first.startedAt });
+
+    expect(await store.markRunning(scope, 's', randomUUID())).toBe('fenced');
+    expect(await store.markRunning(scope, 's', 'nope')).toBe('fenced');
+    await store.endRun(scope, { sessionId: 's', runId: run.id, status: 'cancelled', usage: emptyUsage() });
+    expect(await store.markRunning(scope, 's', run.id)).toBe('fenced');
+    expect(await store.getRun(scope, run.id)).toMatchObject({ status: 'cancelled', attempts: 2 });
+  });
+});
+
+describe('commit', () => {
+  it('appends nodes, moves the position, sums usage and clears the rollback, in two statements', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's', { kind: 'branch', rollback: pos([]) });
+    const u1 = usage(10, 20, 0.01);
+    let result: unknown;
+    const statements = await count(async () => {
+      result = await store.commit(scope, {
+        sessionId: 's',
+        runId: run.id,
+        nodes: [node(1, null, 'q'), node(2, 1, 'a', u1)],
+        position: pos([1, 2]),
+        nextNodeId: 3,
+        usage: u1,
+      });
+    });
+    expect(result).toBe('ok');
+    expect(statements).toBe(2);
+
+    const after = (await store.get(scope, 's'))!;
+    expect(after).toMatchObject({
+      path: [1, 2],
+      cursors: { '1': 2 },
+      head: 2,
+      nextNodeId: 3,
+      usage: u1,
+      status: 'busy',
+      activeRunId: run.id,
+    });
+    expect(await store.getRun(scope, run.id)).toMatchObject({ rollback: null, status: 'running' });
+    const rows = await sql(scope, (tx) =>
+      tx.node.findMany({
+        orderBy: { id: 'asc' },
+        select: { id: true, parentId: true, role: true, usage: true },
+      }),
+    );
+    expect(rows).toEqual([
+      { id: 1, parentId: null, role: 'user', usage: null },
+      { id: 2, parentId: 1, role: 'assistant', usage: u1 },
+    ]);
+
+    // A commit that only moves the position, then the last one with finish.
+    expect(
+      await store.commit(scope, {
+        sessionId: 's',
+        runId: run.id,
+        nodes: [],
+        position: pos([1]),
+        nextNodeId: 3,
+        usage: emptyUsage(),
+      }),
+    ).toBe('ok');
+    const u2 = usage(1, 2, 0.02);
+    const total = makeUsage({ inputTokens: 11, outputTokens: 22, inputCost: 0.01 + 0.02 });
+    expect(
+      await store.commit(scope, {
+        sessionId: 's',
+        runId: run.id,
+        nodes: [node(3, 1, 'a-bis', u2)],
+        position: pos([1, 3]),
+        nextNodeId: 4,
+        usage: u2,
+        finish: { usage: total },
+      }),
+    ).toBe('ok');
+    const finished = (await store.get(scope, 's'))!;
+    expect(finished).toMatchObject({
+      status: 'idle',
+      activeRunId: null,
+      path: [1, 3],
+      head: 3,
+      nextNodeId: 4,
+    });
+    expect(finished.usage.inputTokens).toBe(11);
+    expect(finished.usage.outputTokens).toBe(22);
+    expect(finished.usage.totalTokens).toBe(33);
+    expect(finished.usage.inputCost).toBeCloseTo(0.03, 10);
+    expect(await store.getRun(scope, run.id)).toMatchObject({
+      status: 'completed',
+      usage: total,
+      finishedAt: expect.any(Date) as Date,
+    });
+  });
+
+  it('is fenced once the run is no longer the active one, and then writes nothing', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run: old } = await startRun(scope, 's');
+    await store.endRun(scope, { sessionId: 's', runId: old.id, status: 'cancelled', usage: emptyUsage() });
+    const { run: current } = await startRun(scope, 's');
+    const before = (await store.get(scope, 's'))!;
+    const stale = {
+      sessionId: 's',
+      runId: old.id,
+      nodes: [node(1, null, 'late')],
+      position: pos([1]),
+      nextNodeId: 2,
+      usage: usage(5, 5),
+      finish: { usage: usage(5, 5) },
+    };
+    expect(await store.commit(scope, stale)).toBe('fenced');
+    expect(await store.commit(scope, { ...stale, runId: 'not-a-uuid' })).toBe('fenced');
+    expect(await store.get(scope, 's')).toEqual(before);
+    expect(await sql(scope, (tx) => tx.node.count())).toBe(0);
+    expect(await store.getRun(scope, old.id)).toMatchObject({ status: 'cancelled' });
+    expect(before).toMatchObject({ status: 'busy', activeRunId: current.id });
+  });
+});
+
+describe('pause and resume', () => {
+  it('pauses, refuses a stale decision, records one, then resumes', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's');
+    const awaiting = { toolUses: [{ id: 't1' }, { id: 't2' }], decisions: {} };
+    expect(await store.pauseRun(scope, 's', run.id, awaiting)).toBe('ok');
+    expect(await store.get(scope, 's')).toMatchObject({ status: 'paused', activeRunId: run.id });
+    expect(await store.getRun(scope, run.id)).toMatchObject({ status: 'paused', pending: awaiting });
+
+    const one = { ...awaiting, decisions: { t1: 'execute' } };
+    const recorded = await store.updatePausedRun(scope, {
+      sessionId: 's',
+      runId: run.id,
+      expectedPending: { decisions: {}, toolUses: [{ id: 't1' }, { id: 't2' }] }, // jsonb equality: key order free
+      pending: one,
+      resume: false,
+    });
+    expect(recorded).toMatchObject({
+      ok: true,
+      run: { status: 'paused', pending: one },
+      session: { status: 'paused' },
+    });
+
+    // Computed from the state before t1's decision: refused, nothing written.
+    const stale = await store.updatePausedRun(scope, {
+      sessionId: 's',
+      runId: run.id,
+      expectedPending: awaiting,
+      pending: { ...awaiting, decisions: { t2: 'reject' } },
+      resume: true,
+    });
+    expect(stale).toEqual({ ok: false, reason: 'conflict' });
+    expect(await store.getRun(scope, run.id)).toMatchObject({ status: 'paused', pending: one });
+
+    const both = { ...awaiting, decisions: { t1: 'execute', t2: 'reject' } };
+    const resumed = await store.updatePausedRun(scope, {
+      sessionId: 's',
+      runId: run.id,
+      expectedPending: one,
+      pending: both,
+      resume: true,
+    });
+    expect(resumed).toMatchObject({
+      ok: true,
+      run: { status: 'running', pending: both },
+      session: { status: 'busy', activeRunId: run.id },
+    });
+    expect(await store.get(scope, 's')).toMatchObject({ status: 'busy' });
+
+    expect(
+      await store.updatePausedRun(scope, {
+        sessionId: 's',
+        runId: run.id,
+        expectedPending: both,
+        pending: both,
+        resume: true,
+      }),
+    ).toEqual({ ok: false, reason: 'not_paused' });
+    expect(
+      await store.updatePausedRun(scope, {
+        sessionId: 'ghost',
+        runId: run.id,
+        expectedPending: {},
+        pending: {},
+        resume: true,
+      }),
+    ).toEqual({ ok: false, reason: 'not_found' });
+    expect(await store.pauseRun(scope, 's', randomUUID(), {})).toBe('fenced');
+  });
+
+  it('lets only one of two concurrent decisions computed from the same state land', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's');
+    const awaiting = { decisions: {} };
+    await store.pauseRun(scope, 's', run.id, awaiting);
+    const results = await Promise.all(
+      ['t1', 't2'].map((t) =>
+        store.updatePausedRun(scope, {
+          sessionId: 's',
+          runId: run.id,
+          expectedPending: awaiting,
+          pending: { decisions: { [t]: 'execute' } },
+          resume: false,
+        }),
+      ),
+    );
+    expect(results.filter((r) => r.ok)).toHaveLength(1);
+    expect(results.filter((r) => !r.ok)).toEqual([{ ok: false, reason: 'conflict' }]);
+  });
+});
+
+describe('endRun', () => {
+  it('ends a run as failed, sets the session idle and restores the position', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run: first } = await startRun(scope, 's');
+    await store.commit(scope, {
+      sessionId: 's',
+      runId: first.id,
+      nodes: [node(1, null, 'q'), node(2, 1, 'a', usage(1, 1))],
+      position: pos([1, 2]),
+      nextNodeId: 3,
+      usage: usage(1, 1),
+      finish: { usage: usage(1, 1) },
+    });
+
+    // A branch run moves the path to its branch point, then fails before committing.
+    const rollback = pos([1, 2]);
+    const { run } = await startRun(scope, 's', { kind: 'branch', position: pos([1]), rollback });
+    expect((await store.get(scope, 's'))?.path).toEqual([1]);
+    const u = usage(4, 0);
+    const ended = await store.endRun(scope, {
+      sessionId: 's',
+      runId: run.id,
+      status: 'error',
+      error: { code: 'provider_error', message: 'boom' },
+      usage: u,
+      restore: rollback,
+    });
+    expect(ended).toBe('ok');
+    expect(await store.get(scope, 's')).toMatchObject({
+      status: 'idle',
+      activeRunId: null,
+      path: [1, 2],
+      cursors: { '1': 2 },
+      head: 2,
+      nextNodeId: 3,
+    });
+    expect(await store.getRun(scope, run.id)).toMatchObject({
+      status: 'error',
+      error: { code: 'provider_error', message: 'boom' },
+      usage: u,
+      finishedAt: expect.any(Date) as Date,
+    });
+    expect(
+      await store.endRun(scope, { sessionId: 's', runId: run.id, status: 'cancelled', usage: emptyUsage() }),
+    ).toBe('fenced');
+    expect(await store.getRun(scope, run.id)).toMatchObject({ status: 'error' });
+  });
+
+  it('cancels without touching the position when no restore is given', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's', { position: pos([]) });
+    await store.pauseRun(scope, 's', run.id, { x: 1 });
+    expect(
+      await store.endRun(scope, {
+        sessionId: 's',
+        runId: run.id,
+        status: 'cancelled',
+        error: null,
+        usage: emptyUsage(),
+      }),
+    ).toBe('ok');
+    expect(await store.get(scope, 's')).toMatchObject({ status: 'idle', activeRunId: null, path: [] });
+    expect(await store.getRun(scope, run.id)).toMatchObject({ status: 'cancelled', error: null });
+  });
+});
+
+describe('steer', () => {
+  it('stages on a busy or paused session (last one wins) and is taken exactly once', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    expect(await store.stageSteer(scope, 's', { content: 'too early' })).toBeNull();
+    expect(await store.stageSteer(scope, 'ghost', { content: 'x' })).toBeNull();
+
+    const { run } = await startRun(scope, 's');
+    expect(await store.takeSteer(scope, run.id)).toBeNull();
+    expect(await store.stageSteer(scope, 's', { content: 'first' })).toEqual({ runId: run.id });
+    expect(await store.stageSteer(scope, 's', { content: 'second' })).toEqual({ runId: run.id });
+    expect(await store.takeSteer(scope, run.id)).toEqual({ content: 'second' });
+    expect(await store.takeSteer(scope, run.id)).toBeNull();
+    expect((await store.getRun(scope, run.id))?.steer).toBeNull();
+
+    await store.pauseRun(scope, 's', run.id, {});
+    expect(await store.stageSteer(scope, 's', { content: 'while paused' })).toEqual({ runId: run.id });
+    const takes = await Promise.all([store.takeSteer(scope, run.id), store.takeSteer(scope, run.id)]);
+    expect(takes.filter((t) => t !== null)).toEqual([{ content: 'while paused' }]);
+
+    await store.endRun(scope, { sessionId: 's', runId: run.id, status: 'cancelled', usage: emptyUsage() });
+    expect(await store.stageSteer(scope, 's', { content: 'too late' })).toBeNull();
+    expect(await store.takeSteer(scope, 'not-a-uuid')).toBeNull();
+  });
+});
+
+describe('unfinishedRuns', () => {
+  it('lists queued, running and paused runs of every tenant, and no finished one', async () => {
+    const a = await newScope();
+    const b = systemScope(await newTenant());
+    for (const id of ['q', 'r', 'p', 'done']) {
+      await store.create(a, { id, model: 'm' });
+      await store.create(b, { id, model: 'm' });
+    }
+    const started = new Map<string, string>();
+    for (const scope of [a, b]) {
+      started.set(`${scope.tenantId}/q`, (await startRun(scope, 'q', { status: 'queued' })).run.id);
+      started.set(`${scope.tenantId}/r`, (await startRun(scope, 'r')).run.id);
+      const p = (await startRun(scope, 'p')).run.id;
+      await store.pauseRun(scope, 'p', p, {});
+      started.set(`${scope.tenantId}/p`, p);
+      const done = (await startRun(scope, 'done')).run.id;
+      await store.commit(scope, {
+        sessionId: 'done',
+        runId: done,
+        nodes: [],
+        position: pos([]),
+        nextNodeId: 1,
+        usage: emptyUsage(),
+        finish: { usage: emptyUsage() },
+      });
+    }
+    const mine = (await store.unfinishedRuns()).filter((r) => [a.tenantId, b.tenantId].includes(r.tenantId));
+    const status = { q: 'queued', r: 'running', p: 'paused' } as const;
+    expect(mine.map((r) => `${r.tenantId}/${r.sessionId}`).sort()).toEqual([...started.keys()].sort());
+    for (const r of mine) {
+      expect(r.runId).toBe(started.get(`${r.tenantId}/${r.sessionId}`));
+      expect(r.status).toBe(status[r.sessionId as keyof typeof status]);
+    }
+  });
+});
