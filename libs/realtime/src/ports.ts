@@ -24,7 +24,11 @@ export interface ReplayResult {
 export interface EventBus {
   publish(tenantId: string, sessionId: string, events: SessionEventInput[]): Promise<SessionEvent[]>;
   /** Delivers every event published after this call resolves, in seq order, exactly once. */
-  subscribe(tenantId: string, sessionId: string, listener: (event: SessionEvent) => void): Promise<Unsubscribe>;
+  subscribe(
+    tenantId: string,
+    sessionId: string,
+    listener: (event: SessionEvent) => void,
+  ): Promise<Unsubscribe>;
   replay(tenantId: string, sessionId: string, after: number): Promise<ReplayResult>;
   lastSeq(tenantId: string, sessionId: string): Promise<number>;
   /** Drops a session's log (the session was deleted). Its sequence still never goes back. */

@@ -209,11 +209,10 @@ export class LiveSession {
     this.changed();
     const current = this.state.seq;
     const after = options.after;
-    let initial: SessionEvent[] = [];
+    let initial: SessionEvent[];
     if (after !== undefined && after <= current) {
       const replay = await this.deps.bus.replay(this.tenantId, this.id, after);
-      if (replay.complete) initial = replay.events;
-      else initial = [this.snapshotEvent()];
+      initial = replay.complete ? replay.events : [this.snapshotEvent()];
     } else {
       initial = [this.snapshotEvent()];
     }
@@ -233,7 +232,7 @@ export class LiveSession {
       unsubscribe: () => {
         if (this.subscribers.delete(sub.id)) this.changed();
       },
-    } as Subscription;
+    };
   }
 
   /** Resolves when the run completes, pauses, fails or is cancelled. */

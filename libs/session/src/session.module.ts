@@ -3,7 +3,6 @@
 
 import {
   Global,
-  Inject,
   Injectable,
   Logger,
   Module,

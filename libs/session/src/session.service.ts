@@ -329,7 +329,7 @@ export class SessionService {
       const result = await this.deps.store.updatePausedRun(scope, {
         sessionId: id,
         runId: run.id,
-        expectedPending: run.pending as unknown as JsonObject,
+        expectedPending: run.pending,
         pending: next as unknown as JsonObject,
         resume,
       });

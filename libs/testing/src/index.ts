@@ -2,3 +2,4 @@
 
 export * from './test-postgres';
 export * from './eventually';
+export * from './fake-llm-server';

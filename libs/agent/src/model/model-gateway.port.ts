@@ -47,12 +47,7 @@ export type ModelStreamPart =
   | { type: 'finish'; message: Message; usage: Usage; finishReason: FinishReason };
 
 export type ModelErrorCode =
-  | 'rate_limited'
-  | 'provider_error'
-  | 'model_not_found'
-  | 'bad_model_request'
-  | 'not_configured'
-  | 'aborted';
+  'rate_limited' | 'provider_error' | 'model_not_found' | 'bad_model_request' | 'not_configured' | 'aborted';
 
 export class ModelError extends Error {
   constructor(

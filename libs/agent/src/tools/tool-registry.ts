@@ -12,7 +12,7 @@ export class ToolRegistry {
   register<I>(tool: ServerTool<I>): this {
     if (!NAME.test(tool.name)) throw new Error(`invalid tool name "${tool.name}"`);
     if (this.tools.has(tool.name)) throw new Error(`tool "${tool.name}" is registered twice`);
-    this.tools.set(tool.name, tool as ServerTool<unknown>);
+    this.tools.set(tool.name, tool);
     return this;
   }
 

@@ -1,0 +1,40 @@
+// The ModelGateway the agent uses: routes "provider:model" to the built-in mocks or the AI SDK providers, and
+// says up front whether a model string is usable with this configuration.
+
+import type { CanopyConfig } from '@canopy/common';
+import { AiSdkGateway } from './ai-sdk.gateway';
+import { MockGateway } from './mock.gateway';
+import { ModelError, type ModelGateway, type ModelRequest, type ModelStreamPart } from './model-gateway.port';
+import { isModelProblem, parseModelId } from './model-id';
+
+export class ModelRouter implements ModelGateway {
+  constructor(
+    private readonly mock: ModelGateway,
+    private readonly aiSdk: ModelGateway,
+  ) {}
+
+  static fromConfig(config: Pick<CanopyConfig, 'providers'>): ModelRouter {
+    return new ModelRouter(new MockGateway(), new AiSdkGateway(config.providers));
+  }
+
+  check(model: string): string | null {
+    const id = parseModelId(model);
+    if (isModelProblem(id)) return id.message;
+    return this.route(id.provider).check(model);
+  }
+
+  async *stream(request: ModelRequest): AsyncGenerator<ModelStreamPart> {
+    const id = parseModelId(request.model);
+    if (isModelProblem(id)) throw new ModelError(id.code, id.message, { retryable: false, streamed: false });
+    yield* this.route(id.provider).stream(request);
+  }
+
+  private route(provider: string): ModelGateway {
+    return provider === 'mock' ? this.mock : this.aiSdk;
+  }
+}
+
+/** The gateway for a configuration, without Nest (the worker, scripts and tests build it directly). */
+export function createModelGateway(config: Pick<CanopyConfig, 'providers'>): ModelGateway {
+  return ModelRouter.fromConfig(config);
+}

@@ -1,0 +1,146 @@
+// Merges bursts of streaming deltas before they reach the EventBus: consecutive text/thinking/tool-input deltas
+// of one content block become one event per time window (or per maxChars), so a fast model does not cost one
+// publish (one Redis round trip) per token. It never reorders and never drops: anything that is not a delta of
+// the buffered block first flushes the buffer, and batches reach `flush` one at a time, in push order.
+
+import type { SessionEventInput } from '@canopy/core';
+
+type DeltaEvent = Extract<SessionEventInput, { type: 'text_delta' | 'thinking_delta' | 'tool_use_delta' }>;
+
+export interface DeltaCoalescerOptions {
+  /** How long the first buffered delta may wait for more (0: no coalescing, every push goes out at once). */
+  windowMs: number;
+  /** A merged delta never grows beyond this many characters (default 2048); a longer single delta goes alone. */
+  maxChars?: number;
+  /** Publishes one batch, in order; the next batch waits until the returned promise settles. */
+  flush: (events: SessionEventInput[]) => Promise<void> | void;
+  /** Gets a batch's failure; without it, the failure is rethrown by the next flush() or close(). */
+  onError?: (error: unknown, events: SessionEventInput[]) => void;
+  /** Wall-clock milliseconds (default Date.now), to tell whether the window is over. */
+  now?: () => number;
+}
+
+interface Buffered {
+  event: DeltaEvent;
+  /** When the first delta of the buffer arrived. */
+  startedAt: number;
+}
+
+export class DeltaCoalescer {
+  private readonly windowMs: number;
+  private readonly maxChars: number;
+  private readonly now: () => number;
+  private buffered: Buffered | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  /** Settles when every batch handed out so far has been flushed. */
+  private tail: Promise<void> = Promise.resolve();
+  private failure: { error: unknown } | null = null;
+  private closed = false;
+
+  constructor(private readonly options: DeltaCoalescerOptions) {
+    if (!(options.windowMs >= 0)) throw new RangeError(`windowMs must be >= 0, got ${options.windowMs}`);
+    const maxChars = options.maxChars ?? 2048;
+    if (!(maxChars >= 1)) throw new RangeError(`maxChars must be >= 1, got ${maxChars}`);
+    this.windowMs = options.windowMs;
+    this.maxChars = maxChars;
+    this.now = options.now ?? Date.now;
+  }
+
+  push(event: SessionEventInput): void {
+    if (this.closed) throw new Error('DeltaCoalescer is closed');
+    if (this.windowMs === 0) {
+      this.emit([event]);
+      return;
+    }
+    if (!isDelta(event)) {
+      // The buffered delta and this event go out together: one batch, in order.
+      this.emit([...this.take(), event]);
+      return;
+    }
+    const buffered = this.buffered;
+    if (buffered && this.canMerge(buffered, event)) {
+      buffered.event = mergeDeltas(buffered.event, event);
+    } else {
+      this.emitBuffered();
+      this.buffered = { event: copyDelta(event), startedAt: this.now() };
+      const timer = setTimeout(() => this.emitBuffered(), this.windowMs);
+      timer.unref();
+      this.timer = timer;
+    }
+    if (this.buffered && this.buffered.event.data.delta.length >= this.maxChars) this.emitBuffered();
+  }
+
+  /** Publishes what is buffered now; resolves when every batch pushed so far has been flushed. */
+  async flush(): Promise<void> {
+    this.emitBuffered();
+    await this.tail;
+    const failure = this.failure;
+    if (failure) {
+      this.failure = null;
+      throw failure.error;
+    }
+  }
+
+  /** Flushes what is buffered; later pushes throw. */
+  close(): Promise<void> {
+    this.closed = true;
+    return this.flush();
+  }
+
+  private canMerge(buffered: Buffered, event: DeltaEvent): boolean {
+    const held = buffered.event;
+    return (
+      held.type === event.type &&
+      held.data.runId === event.data.runId &&
+      held.data.index === event.data.index &&
+      this.now() - buffered.startedAt < this.windowMs &&
+      held.data.delta.length + event.data.delta.length <= this.maxChars
+    );
+  }
+
+  /** Empties the buffer (and stops its timer), returning what it held. */
+  private take(): SessionEventInput[] {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const buffered = this.buffered;
+    this.buffered = null;
+    return buffered ? [buffered.event] : [];
+  }
+
+  private emitBuffered(): void {
+    const events = this.take();
+    if (events.length > 0) this.emit(events);
+  }
+
+  /** Queues a batch behind the previous one, so batches reach `flush` in order even when it is async. */
+  private emit(events: SessionEventInput[]): void {
+    this.tail = this.tail.then(() => this.deliver(events));
+  }
+
+  private async deliver(events: SessionEventInput[]): Promise<void> {
+    try {
+      await this.options.flush(events);
+    } catch (error) {
+      try {
+        if (!this.options.onError) throw error;
+        this.options.onError(error, events);
+      } catch (unreported) {
+        // Kept for the caller's next flush() / close(); the batches behind this one still go out.
+        this.failure ??= { error: unreported };
+      }
+    }
+  }
+}
+
+function isDelta(event: SessionEventInput): event is DeltaEvent {
+  return event.type === 'text_delta' || event.type === 'thinking_delta' || event.type === 'tool_use_delta';
+}
+
+/** A copy, so merging never changes an event the producer still holds. */
+function copyDelta(event: DeltaEvent): DeltaEvent {
+  return { ...event, data: { ...event.data } } as DeltaEvent;
+}
+
+function mergeDeltas(held: DeltaEvent, next: DeltaEvent): DeltaEvent {
+  return { ...held, data: { ...held.data, delta: held.data.delta + next.data.delta } } as DeltaEvent;
+}

@@ -1,0 +1,6 @@
+// Contract test suites for the realtime ports: every adapter runs them unchanged (inside jest only).
+
+export * from './event-bus.contract';
+export * from './live-registry.contract';
+export * from './activity-feed.contract';
+export { waitFor } from './wait';
