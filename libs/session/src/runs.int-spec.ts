@@ -362,6 +362,7 @@ describe('cancel, races and interruptions', () => {
     await eventually(() => expect(dead.service.executor.isRunning(runId)).toBe(false), { timeoutMs: 5_000 });
     expect((await survivor.service.tree(scope, s.id)).nodes).toHaveLength(0);
     expect(await survivor.service.getRun(scope, runId)).toMatchObject({ status: 'error' });
+    await survivor.service.update(scope, s.id, { opts: { script: [{ text: 'fresh start' }] } });
     const next = await survivor.service.prompt(scope, s.id, { content: 'again' });
     const done = await survivor.service.waitForRun(scope, s.id, next.runId);
     expect(done.status).toBe('completed');

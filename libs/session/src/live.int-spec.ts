@@ -1,0 +1,230 @@
+// Live sessions: snapshots taken atomically with the stream, resume with `after` (exactly the missed events),
+// a mid-run joiner's in-flight view, controllers and observers, idle shutdown, the registry and the activity
+// feed, close and delete.
+
+import { allTurns, newTurn, Tree, type ActivityEvent, type Scope, type SessionEvent } from '@canopy/core';
+import { eventually } from '@canopy/testing';
+import { EngineHarness, EventLog, type Engine } from './testing/engine-harness';
+
+const h = new EngineHarness({ idleShutdownMs: 150 });
+let engine: Engine;
+let scope: Scope;
+
+beforeAll(async () => {
+  engine = await h.setup();
+  scope = await h.newTenant();
+});
+afterAll(() => h.teardown());
+
+async function converse(id: string, content: string) {
+  const { runId } = await engine.service.prompt(scope, id, { content });
+  return engine.service.waitForRun(scope, id, runId);
+}
+
+describe('subscriptions', () => {
+  it('start with a snapshot whose seq is the state it reflects, then every later event once, in order', async () => {
+    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    await converse(s.id, 'before subscribing');
+    const log = await EventLog.of(engine, scope, s.id);
+    const snapshot = log.events[0]!;
+    expect(snapshot.type).toBe('snapshot');
+    if (snapshot.type !== 'snapshot') throw new Error('unreachable');
+    expect(snapshot.data.tree.path).toEqual([1, 2]);
+    expect(snapshot.seq).toBe(snapshot.data.seq);
+    await converse(s.id, 'after subscribing');
+    const later = log.events.slice(1);
+    expect(later.length).toBeGreaterThan(5);
+    expect(later.every((e) => e.seq > snapshot.seq)).toBe(true);
+    expect(later.map((e) => e.seq)).toEqual([...later.map((e) => e.seq)].sort((a, b) => a - b));
+  });
+
+  it('resumes with `after`: exactly the missed events, once, then live ones', async () => {
+    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const full = await EventLog.of(engine, scope, s.id);
+    await converse(s.id, 'one two three');
+    const cut = full.events[4]!.seq; // a client that saw up to here and then dropped
+    await converse(s.id, 'four five');
+    const resumed = await EventLog.of(engine, scope, s.id, cut);
+    expect(resumed.events[0]!.type).not.toBe('snapshot');
+    expect(resumed.events.map((e) => e.seq)).toEqual(
+      full.events.filter((e) => e.seq > cut).map((e) => e.seq),
+    );
+    await converse(s.id, 'six');
+    await resumed.waitFor(
+      'turn',
+      (e) => (e.data.messages[0]?.content[0] as { text?: string } | undefined)?.text === 'six',
+    );
+    const seqs = resumed.events.map((e) => e.seq);
+    expect(new Set(seqs).size).toBe(seqs.length);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+  });
+
+  it('falls back to a snapshot when `after` is older than the replay log or unknown', async () => {
+    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const log = await EventLog.of(engine, scope, s.id, 1); // a seq from before this log
+    expect(log.events[0]!.type).toBe('snapshot');
+    const future = await EventLog.of(engine, scope, s.id, Number.MAX_SAFE_INTEGER);
+    expect(future.events[0]!.type).toBe('snapshot');
+  });
+
+  it('gives a mid-run joiner the pending and partial messages of the run in flight', async () => {
+    const s = await engine.service.create(scope, { model: 'mock:echo', opts: { delayMs: 60 } });
+    const watcher = await EventLog.of(engine, scope, s.id);
+    const { runId } = await engine.service.prompt(scope, s.id, { content: 'alpha beta gamma delta' });
+    await watcher.waitFor('text_delta', (e) => e.data.delta.includes('beta'));
+    const joiner = await EventLog.of(engine, scope, s.id);
+    const snap = joiner.events[0]!;
+    if (snap.type !== 'snapshot') throw new Error('expected a snapshot');
+    expect(snap.data.session.status).toBe('busy');
+    expect(snap.data.inFlight).toMatchObject({ runId, pending: [{ role: 'user' }] });
+    const partialText = (snap.data.inFlight!.partial!.content[0] as { text: string }).text;
+    expect('Echo: alpha beta gamma delta'.startsWith(partialText)).toBe(true);
+    expect(partialText.length).toBeGreaterThan(0);
+    // Applying the joiner's later events to the snapshot reproduces what the watcher saw.
+    const result = await engine.service.waitForRun(scope, s.id, runId);
+    expect(result.status).toBe('completed');
+    const text = joiner
+      .of('text_delta')
+      .map((e) => e.data.delta)
+      .join('');
+    expect(partialText + text).toBe('Echo: alpha beta gamma delta');
+    const turn = newTurn(null, snap.data.inFlight!.pending);
+    expect(turn.userText[0]!.text).toBe('alpha beta gamma delta');
+  });
+
+  it('projects the same tree for every subscriber (the UI turns match the stored tree)', async () => {
+    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    await converse(s.id, 'q');
+    const log = await EventLog.of(engine, scope, s.id);
+    await engine.service
+      .branch(scope, s.id, { nodeId: 1 })
+      .then((r) => engine.service.waitForRun(scope, s.id, r.runId));
+    const tree = await engine.service.tree(scope, s.id);
+    const snap = log.events[0]!;
+    if (snap.type !== 'snapshot') throw new Error('expected a snapshot');
+    const projected = Tree.hydrate({
+      nodes: snap.data.tree.nodes,
+      path: snap.data.tree.path,
+      cursors: snap.data.tree.cursors,
+    });
+    for (const e of log.of('tree')) {
+      for (const n of e.data.nodes) if (!projected.has(n.id)) projected.addNode(n);
+      projected.restorePosition({
+        path: e.data.path,
+        cursors: new Map(Object.entries(e.data.cursors).map(([k, v]) => [Number(k), v])),
+      });
+    }
+    expect(allTurns(projected)).toEqual(
+      allTurns(Tree.hydrate({ nodes: tree.nodes, path: tree.path, cursors: tree.cursors })),
+    );
+  });
+});
+
+describe('liveness', () => {
+  it('counts controllers and observers in the registry; re-subscribing changes the mode', async () => {
+    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const a = await engine.service.subscribe(scope, s.id, () => undefined, { mode: 'controller' });
+    const b = await engine.service.subscribe(scope, s.id, () => undefined, { mode: 'observer' });
+    await eventually(async () =>
+      expect(await engine.registry.get(scope.tenantId, s.id)).toMatchObject({
+        controllers: 1,
+        observers: 1,
+        where: { api: ['test-0'] },
+      }),
+    );
+    b.setMode('controller');
+    await eventually(async () =>
+      expect(await engine.registry.get(scope.tenantId, s.id)).toMatchObject({ controllers: 2, observers: 0 }),
+    );
+    a.unsubscribe();
+    b.unsubscribe();
+  });
+
+  it('shuts a session down after idleShutdownAfterMs with no controller and no run; its data stays', async () => {
+    const s = await engine.service.create(scope, { model: 'mock:echo', idleShutdownAfterMs: 100 });
+    const ended: string[] = [];
+    const sub = await engine.service.subscribe(scope, s.id, () => undefined, { mode: 'controller' });
+    const observer = await engine.service.subscribe(scope, s.id, () => undefined, {
+      mode: 'observer',
+      onEnd: (reason) => ended.push(reason),
+    });
+    await converse(s.id, 'kept');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(engine.service.live.get(scope.tenantId, s.id)).toBeDefined(); // a controller holds it open
+    sub.unsubscribe(); // the transition that starts the idle timer
+    await eventually(() => expect(engine.service.live.get(scope.tenantId, s.id)).toBeUndefined(), {
+      timeoutMs: 2_000,
+    });
+    expect(ended).toEqual(['idle']);
+    expect(await engine.registry.get(scope.tenantId, s.id)).toBeNull();
+    observer.unsubscribe();
+    expect((await engine.service.tree(scope, s.id)).nodes).toHaveLength(2); // reopened on use, data intact
+  });
+
+  it('never shuts down while a run is in flight, even without controllers', async () => {
+    const s = await engine.service.create(scope, {
+      model: 'mock:echo',
+      idleShutdownAfterMs: 50,
+      opts: { delayMs: 60 },
+    });
+    const { runId } = await engine.service.prompt(scope, s.id, { content: 'a b c d e' });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(engine.service.live.get(scope.tenantId, s.id)?.status).toBe('busy');
+    expect((await engine.service.waitForRun(scope, s.id, runId)).status).toBe('completed');
+    await eventually(() => expect(engine.service.live.get(scope.tenantId, s.id)).toBeUndefined(), {
+      timeoutMs: 2_000,
+    });
+  });
+});
+
+describe('activity feed and lifecycle', () => {
+  it('announces opened, status, run_started, run_finished, title and closed for the tenant only', async () => {
+    const other = await h.newTenant();
+    const mine: ActivityEvent[] = [];
+    const all: ActivityEvent[] = [];
+    const theirs: ActivityEvent[] = [];
+    const u1 = await engine.feed.subscribe(scope.tenantId, (e) => mine.push(e));
+    const u2 = await engine.feed.subscribe(null, (e) => all.push(e));
+    const u3 = await engine.feed.subscribe(other.tenantId, (e) => theirs.push(e));
+    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    await converse(s.id, 'name me');
+    await eventually(() => expect(mine.map((e) => e.type)).toContain('title'));
+    await engine.service.close(scope, s.id);
+    const types = mine.filter((e) => 'id' in e.data && e.data.id === s.id).map((e) => e.type);
+    expect(types).toEqual(['opened', 'status', 'run_started', 'status', 'run_finished', 'title', 'closed']);
+    expect(all.filter((e) => e.tenantId === scope.tenantId).length).toBeGreaterThanOrEqual(types.length);
+    expect(theirs).toEqual([]);
+    await Promise.all([u1(), u2(), u3()]);
+  });
+
+  it('close is idempotent and leaves the data; delete removes it and answers not_found after', async () => {
+    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    await converse(s.id, 'to delete');
+    await engine.service.close(scope, s.id);
+    await engine.service.close(scope, s.id);
+    expect((await engine.service.tree(scope, s.id)).nodes).toHaveLength(2);
+    const events: SessionEvent[] = [];
+    const ended: string[] = [];
+    await engine.service.subscribe(scope, s.id, (e) => events.push(e), { onEnd: (r) => ended.push(r) });
+    await engine.service.delete(scope, s.id);
+    expect(ended).toEqual(['delete']);
+    await expect(engine.service.get(scope, s.id)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(engine.service.delete(scope, s.id)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('hides sessions of other tenants and of other users: not_found everywhere', async () => {
+    const other = await h.newTenant();
+    const s = await engine.service.create(scope, { model: 'mock:echo', userId: 'alice' });
+    await expect(engine.service.get(other, s.id)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(engine.service.prompt(other, s.id, { content: 'x' })).rejects.toMatchObject({
+      code: 'not_found',
+    });
+    const bob = { ...scope, userId: 'bob' };
+    await expect(engine.service.subscribe(bob, s.id, () => undefined)).rejects.toMatchObject({
+      code: 'not_found',
+    });
+    await expect(engine.service.cancel(bob, s.id)).rejects.toMatchObject({ code: 'not_found' });
+    const alice = { ...scope, userId: 'alice' };
+    expect((await engine.service.get(alice, s.id)).id).toBe(s.id);
+  });
+});
