@@ -3,6 +3,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { AllExceptionsFilter, ConfigModule, LoggingModule, type CanopyConfig } from '@canopy/common';
+import { SessionModule } from '@canopy/session';
 import { DatabaseModule } from '@canopy/store';
 import { HealthController } from './health/health.controller';
 
@@ -11,7 +12,7 @@ export class ApiModule {
   static forRoot(config: CanopyConfig): DynamicModule {
     return {
       module: ApiModule,
-      imports: [ConfigModule.forRoot(config), LoggingModule, DatabaseModule],
+      imports: [ConfigModule.forRoot(config), LoggingModule, DatabaseModule, SessionModule],
       controllers: [HealthController],
       providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],
     };

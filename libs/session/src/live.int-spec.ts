@@ -228,3 +228,26 @@ describe('activity feed and lifecycle', () => {
     expect((await engine.service.get(alice, s.id)).id).toBe(s.id);
   });
 });
+
+describe('opening a stored session with start options (load-mode resolution)', () => {
+  it('keeps the persisted model and title, applies system and opts from the start options', async () => {
+    const s = await engine.service.create(scope, {
+      model: 'mock:echo',
+      title: 'Stored',
+      system: 'old system',
+    });
+    const live = await engine.service.open(scope, s.id, {
+      model: 'mock:script',
+      system: 'new system',
+      opts: { delayMs: 1 },
+      title: 'ignored',
+    });
+    expect(live.info).toMatchObject({
+      model: 'mock:echo',
+      title: 'Stored',
+      system: 'new system',
+      opts: { delayMs: 1 },
+    });
+    expect(await engine.service.get(scope, s.id)).toMatchObject({ model: 'mock:echo', system: 'new system' });
+  });
+});

@@ -463,3 +463,32 @@ describe('hooks, retries, step cap, steering', () => {
     expect((await engine.service.tree(scope, halted.id)).nodes).toHaveLength(0);
   });
 });
+
+describe('store failures', () => {
+  it('reports a failed commit as events (store error, then the run error) and leaves the session usable', async () => {
+    // A real database refusal: a trigger rejects any node whose message mentions "poison".
+    await h.db.withAdmin('test: install a failing trigger', async (tx) => {
+      await tx.$executeRawUnsafe(`CREATE OR REPLACE FUNCTION reject_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.message::text LIKE '%poison%' THEN RAISE EXCEPTION 'poisoned message'; END IF; RETURN NEW; END $$`);
+      await tx.$executeRawUnsafe(
+        'CREATE TRIGGER reject_poison BEFORE INSERT ON nodes FOR EACH ROW EXECUTE FUNCTION reject_poison()',
+      );
+    });
+    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const log = await EventLog.of(engine, scope, s.id);
+    const result = await run(s.id, 'poison pill');
+    expect(result.status).toBe('error');
+    const failed = log.of('store').find((e) => !e.data.ok);
+    expect(failed?.data).toMatchObject({
+      ok: false,
+      kind: 'tree',
+      error: expect.stringMatching(/poisoned message/),
+    });
+    expect(log.milestones().slice(-3)).toEqual(['store', 'status', 'error']);
+    expect((await engine.service.get(scope, s.id)).status).toBe('idle');
+    expect((await engine.service.tree(scope, s.id)).nodes).toHaveLength(0);
+    const ok = await run(s.id, 'healthy');
+    expect(ok.status).toBe('completed');
+    expect((await engine.service.tree(scope, s.id)).nodes).toHaveLength(2);
+  });
+});
