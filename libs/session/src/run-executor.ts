@@ -9,7 +9,6 @@ import {
   isTurnBoundary,
   messageText,
   systemScope,
-  toBlocks,
   userMessage,
   type Message,
   type MessageContent,
@@ -116,14 +115,8 @@ export class RunExecutor {
     });
     const spec = this.specFor(scope, session, run, tree, controller.signal);
     if (!spec) {
-      await this.endFailed(
-        scope,
-        session,
-        run,
-        { code: 'bad_request', message: 'the run has no valid input' },
-        [],
-        emptyUsage(),
-      );
+      const error = { code: 'bad_request', message: 'the run has no valid input' };
+      await this.endRun(scope, session, run, 'error', error, [], emptyUsage(), false);
       return;
     }
     const coalescer = new DeltaCoalescer({
@@ -410,17 +403,6 @@ export class RunExecutor {
     });
   }
 
-  private async endFailed(
-    scope: Scope,
-    session: SessionRecord,
-    run: RunRecord,
-    error: { code: string; message: string },
-    partial: Message[],
-    usage: Usage,
-  ): Promise<void> {
-    await this.endRun(scope, session, run, 'error', error, partial, usage, false);
-  }
-
   /** Store writes are retried a few times when the database is unavailable, then the error stands. */
   private async withRetries<T>(write: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
@@ -434,11 +416,6 @@ export class RunExecutor {
       }
     }
   }
-}
-
-/** The text a staged or prompt input carries, for validation. */
-export function contentText(content: MessageContent): string {
-  return messageText({ content: toBlocks(content) });
 }
 
 function findLastIndex<T>(items: T[], pred: (item: T) => boolean): number {
