@@ -1,19 +1,31 @@
 // `npm run bench`: runs every benchmark section and prints its table. Arguments pick sections by name
 // (`npm run bench -- core`); none runs them all. Add a section (cluster, store ...) to SECTIONS.
+//   core    @canopy/core's tree operations and UI projection (tinybench, time per call and growth ratios)
+//   engine  the session engine on the machine's Postgres: runs/s and latency at 1/10/100 sessions, as a share
+//           of the raw Postgres limit for a commit-shaped transaction
 
 import { cpus, totalmem } from 'node:os';
 
 import { runCoreBench } from './core.bench';
-import { printReports, type BenchReport } from './report';
+import { printEngineReport, runEngineBench } from './engine.bench';
+import { printReports } from './report';
 
 interface Section {
   /** What the command line selects it by. */
   name: string;
   title: string;
-  run: () => Promise<BenchReport[]>;
+  /** Runs the section's benchmarks and prints their table under the title. */
+  run: (title: string) => Promise<void>;
 }
 
-const SECTIONS: Section[] = [{ name: 'core', title: 'Canopy core', run: runCoreBench }];
+const SECTIONS: Section[] = [
+  { name: 'core', title: 'Canopy core', run: async (title) => printReports(title, await runCoreBench()) },
+  {
+    name: 'engine',
+    title: 'Session engine (mock:echo on Postgres)',
+    run: async (title) => printEngineReport(title, await runEngineBench()),
+  },
+];
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
@@ -28,8 +40,7 @@ async function main(): Promise<void> {
   printMachine();
   for (const section of sections) {
     const started = performance.now();
-    const reports = await section.run();
-    printReports(section.title, reports);
+    await section.run(section.title);
     console.log(`(${((performance.now() - started) / 1000).toFixed(1)} s)`);
   }
 }

@@ -264,8 +264,22 @@ export function printReports(title: string, reports: readonly BenchReport[]): vo
     });
   }
 
-  const widths = header.map((h, col) => Math.max(h.length, ...rows.map((row) => row[col]!.length)));
-  const line = (cells: string[]): string =>
+  printTable(title, header, rows, rightAligned);
+  const rounds = Math.max(0, ...reports.map((r) => r.rounds ?? 0));
+  if (rounds > 1) console.log(`Figures: the round with the lowest mean, of ${rounds} rounds per case.`);
+  console.log('ratio: mean at the largest size / at the smallest; linear work gives about the size ratio.');
+  console.log('gc: share of the timed run spent in GC pauses; ex-GC: the ratio of the means without them.');
+}
+
+/** Prints rows as an aligned table under an underlined title; columns in `rightAligned` are padded left. */
+export function printTable(
+  title: string,
+  header: readonly string[],
+  rows: readonly string[][],
+  rightAligned: ReadonlySet<number>,
+): void {
+  const widths = header.map((h, col) => Math.max(h.length, ...rows.map((row) => row[col]?.length ?? 0)));
+  const line = (cells: readonly string[]): string =>
     cells
       .map((cell, col) => (rightAligned.has(col) ? cell.padStart(widths[col]!) : cell.padEnd(widths[col]!)))
       .join('  ')
@@ -276,10 +290,6 @@ export function printReports(title: string, reports: readonly BenchReport[]): vo
   console.log(line(header));
   console.log(line(widths.map((w) => '-'.repeat(w))));
   for (const row of rows) console.log(line(row));
-  const rounds = Math.max(0, ...reports.map((r) => r.rounds ?? 0));
-  if (rounds > 1) console.log(`Figures: the round with the lowest mean, of ${rounds} rounds per case.`);
-  console.log('ratio: mean at the largest size / at the smallest; linear work gives about the size ratio.');
-  console.log('gc: share of the timed run spent in GC pauses; ex-GC: the ratio of the means without them.');
 }
 
 function formatOps(ops: number): string {

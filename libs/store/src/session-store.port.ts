@@ -171,6 +171,20 @@ export type UpdatePausedRunResult =
 /** Why a fenced write was refused: the run is no longer the session's active run. */
 export type FencedResult = 'ok' | 'fenced';
 
+/** What a run needs to execute, loaded in one transaction. */
+export interface RunContext {
+  session: SessionRecord;
+  run: RunRecord;
+  /** The nodes along the session's active path, root first (the committed context of the run). */
+  pathNodes: TreeNode[];
+}
+
+/**
+ * `ok`: committed; `steer` is the prompt staged on the run if the commit was asked to finish but found one — then
+ * the run did NOT finish (the session stays busy, the steer is cleared) and the caller runs the steered prompt.
+ */
+export type CommitResult = { status: 'fenced' } | { status: 'ok'; steer: JsonObject | null };
+
 export interface SessionStore {
   // Sessions
 
@@ -202,13 +216,18 @@ export interface SessionStore {
   /** Atomically: only an idle session starts a run (it becomes busy, owned by the new run). */
   startRun(scope: Scope, input: StartRunInput): Promise<StartRunResult>;
   getRun(scope: Scope, runId: string): Promise<RunRecord | null>;
-  /** Marks a queued run running and counts the attempt (a worker took it). */
-  markRunning(scope: Scope, sessionId: string, runId: string): Promise<FencedResult>;
   /**
-   * Appends the nodes, moves the position, adds usage and clears the run's rollback point, fenced on the run
-   * still being the session's active run; with `finish`, also ends the run (completed) and sets the session idle.
+   * Takes a run for execution in one transaction: a queued run becomes running (the attempt counted), a running
+   * one counts another attempt (taken over); returns the session, the run and the nodes along the active path.
+   * Null when the run is not the session's active run or is not queued/running (nothing to execute).
    */
-  commit(scope: Scope, input: CommitInput): Promise<FencedResult>;
+  loadRun(scope: Scope, sessionId: string, runId: string): Promise<RunContext | null>;
+  /**
+   * Appends the nodes, moves the position, adds usage and clears the run's rollback point and pending state,
+   * fenced on the run still being the session's active run; with `finish`, also ends the run (completed) and sets
+   * the session idle — unless a steered prompt is staged on the run (see CommitResult).
+   */
+  commit(scope: Scope, input: CommitInput): Promise<CommitResult>;
   /** Busy -> paused with the run's pending state, fenced. */
   pauseRun(scope: Scope, sessionId: string, runId: string, pending: JsonObject): Promise<FencedResult>;
   /**
@@ -220,8 +239,6 @@ export interface SessionStore {
   endRun(scope: Scope, input: EndRunInput): Promise<FencedResult>;
   /** Stages a prompt on the active run of a busy or paused session (last one wins). Null when idle. */
   stageSteer(scope: Scope, sessionId: string, prompt: JsonObject): Promise<{ runId: string } | null>;
-  /** Takes (reads and clears) the staged prompt of a run. */
-  takeSteer(scope: Scope, runId: string): Promise<JsonObject | null>;
   /** Runs not finished (queued, running, paused) in every tenant: for recovery at start-up. */
   unfinishedRuns(): Promise<Array<{ tenantId: string; sessionId: string; runId: string; status: RunStatus }>>;
 }
