@@ -4,7 +4,8 @@
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Database, startEmbeddedPostgres } from '@canopy/store';
+import { emptyUsage, tenantScope, userMessage } from '@canopy/core';
+import { Database, SESSION_STORE, startEmbeddedPostgres, type SessionStore } from '@canopy/store';
 import { startTestApp } from './support/test-app';
 
 let dataDir: string;
@@ -46,6 +47,57 @@ describe('the embedded database', () => {
       expect(other).toBe(0);
     } finally {
       await second.close();
+    }
+  });
+
+  it("runs the session store's raw-SQL transactions on its single connection, isolated per tenant", async () => {
+    const t = await startTestApp({ embeddedDataDir: dataDir });
+    try {
+      const db = t.app.get(Database);
+      const store = t.app.get<SessionStore>(SESSION_STORE);
+      const tenantId = 'a7d0b7a4-3c1e-4f43-9d55-3f1f0c1e2b01';
+      await db.withTenantSql({ tenantId }, (tx) =>
+        tx.query('INSERT INTO tenants (id, name) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING', [
+          tenantId,
+          'sql',
+        ]),
+      );
+      const scope = tenantScope(tenantId);
+      await store.create(scope, { id: 'embedded', model: 'mock:echo' });
+      const started = await store.startRun(scope, {
+        sessionId: 'embedded',
+        kind: 'prompt',
+        input: { content: 'hi' },
+        status: 'queued',
+      });
+      if (!started.ok) throw new Error(`startRun refused: ${started.reason}`);
+      const context = await store.loadRun(scope, 'embedded', started.run.id);
+      expect(context?.run).toMatchObject({ status: 'running', attempts: 1 });
+      expect(await store.stageSteer(scope, 'embedded', { content: 'more' })).toEqual({
+        runId: started.run.id,
+      });
+      const commit = {
+        sessionId: 'embedded',
+        runId: started.run.id,
+        nodes: [{ id: 1, parentId: null, message: userMessage('hi', 1), usage: null }],
+        position: { path: [1], cursors: {}, head: 1 },
+        nextNodeId: 2,
+        usage: emptyUsage(),
+        finish: { usage: emptyUsage() },
+      };
+      expect(await store.commit(scope, commit)).toEqual({ status: 'ok', steer: { content: 'more' } });
+      expect(await store.commit(scope, { ...commit, nodes: [] })).toEqual({ status: 'ok', steer: null });
+      expect(await store.get(scope, 'embedded')).toMatchObject({ status: 'idle', path: [1] });
+      // Another tenant sees nothing, on the very connection the store just used.
+      const [seen] = await db.withTenantSql({ tenantId: '00000000-0000-4000-8000-000000000000' }, (tx) =>
+        tx.query<{ n: number }>(
+          'SELECT (SELECT count(*) FROM sessions)::int + (SELECT count(*) FROM runs)::int AS n',
+        ),
+      );
+      expect(seen?.n).toBe(0);
+      expect(await store.get(tenantScope('00000000-0000-4000-8000-000000000000'), 'embedded')).toBeNull();
+    } finally {
+      await t.close();
     }
   });
 

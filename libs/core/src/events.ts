@@ -53,16 +53,6 @@ export interface SessionSnapshot {
   inFlight: InFlight | null;
 }
 
-export type ModelErrorCode =
-  | 'provider_error'
-  | 'rate_limited'
-  | 'model_not_found'
-  | 'bad_model_request'
-  | 'max_steps'
-  | 'hook_halted'
-  | 'tool_error'
-  | 'internal';
-
 export type StoreKind = 'tree' | 'state';
 
 export interface SessionEventMap {
@@ -89,7 +79,8 @@ export interface SessionEventMap {
   pause: { runId: string; reason: 'approval' | 'client_tool'; toolUses: ToolUseBlock[] };
   retry: { runId: string; attempt: number; delayMs: number; error: string };
   cancelled: { runId: string; partial: Message[]; usage: Usage };
-  error: { runId: string | null; code: ModelErrorCode | string; message: string };
+  /** `code`: a model error code (rate_limited, provider_error, ...), hook_halted, interrupted, internal. */
+  error: { runId: string | null; code: string; message: string };
   state: {
     model: string;
     system: string | null;

@@ -4,6 +4,7 @@
 import type { RunHandler, RunJob, TurnQueue } from './turn-queue.port';
 
 export class InlineTurnQueue implements TurnQueue {
+  readonly runsInline = true;
   private handler: RunHandler | null = null;
   private readonly inFlight = new Set<Promise<void>>();
   private closed = false;

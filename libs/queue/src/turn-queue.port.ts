@@ -10,6 +10,8 @@ export interface RunJob {
 export type RunHandler = (job: RunJob) => Promise<void>;
 
 export interface TurnQueue {
+  /** True when enqueued runs execute in this process at once (the run can start as `running`). */
+  readonly runsInline: boolean;
   /** Hands the run to an executor; resolves once it is accepted (not when it finishes). */
   enqueue(job: RunJob): Promise<void>;
   /** Registers the executor. Exactly one handler per process. */

@@ -123,9 +123,12 @@ export class LiveSession {
             runEvents,
             (e) => e.type === 'turn' || (e.type === 'status' && e.data.status === 'busy'),
           );
-          const from = startIdx >= 0 ? runEvents[startIdx]!.seq : 0;
-          startSeq = from;
-          replayFrom.push(...replay.events.filter((e) => e.seq > from));
+          // No event of the run yet (it is just starting): the loaded state is current, nothing to replay.
+          if (startIdx >= 0) {
+            const from = runEvents[startIdx]!.seq;
+            startSeq = from;
+            replayFrom.push(...replay.events.filter((e) => e.seq > from));
+          }
         }
       }
       const state = new LiveState({

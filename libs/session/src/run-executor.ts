@@ -4,7 +4,6 @@
 // committed, a branch's path is rolled back: [status idle] -> cancelled|error -> tree (restored) -> store.
 
 import {
-  Tree,
   emptyUsage,
   isTurnBoundary,
   messageText,
@@ -46,6 +45,17 @@ export interface RunInput {
 }
 
 const COMMIT_RETRY_DELAYS_MS = [100, 400, 1_200];
+
+/** The session's position as the run moves it (from the loaded state, advanced by each commit). */
+interface RunPosition {
+  path: NodeId[];
+  cursors: Record<string, NodeId>;
+  head: NodeId | null;
+  nextNodeId: NodeId;
+  committed: boolean;
+  /** The first prompt this run committed (titles an untitled session). */
+  firstPrompt: Message | null;
+}
 
 export class RunExecutor {
   private readonly running = new Map<string, { controller: AbortController; done: Promise<void> }>();
@@ -96,24 +106,18 @@ export class RunExecutor {
 
   private async executeOwned(job: RunJob, controller: AbortController): Promise<void> {
     const scope = systemScope(job.tenantId);
-    const { store } = this.deps;
-    const [loaded, run] = await Promise.all([
-      store.loadTree(scope, job.sessionId),
-      store.getRun(scope, job.runId),
-    ]);
-    if (!loaded || !run) return;
-    const { session } = loaded;
-    if (session.activeRunId !== run.id) return; // superseded or already ended: nothing to do
-    if (run.status === 'queued' && (await store.markRunning(scope, session.id, run.id)) === 'fenced') return;
-    if (run.status !== 'queued' && run.status !== 'running') return;
-
-    const tree = Tree.hydrate({
-      nodes: loaded.nodes,
-      path: session.path,
-      cursors: session.cursors,
-      nextId: session.nextNodeId,
-    });
-    const spec = this.specFor(scope, session, run, tree, controller.signal);
+    const context = await this.deps.store.loadRun(scope, job.sessionId, job.runId);
+    if (!context) return; // superseded or already ended: nothing to do
+    const { session, run, pathNodes } = context;
+    const position: RunPosition = {
+      path: [...session.path],
+      cursors: { ...session.cursors },
+      head: session.head,
+      nextNodeId: session.nextNodeId,
+      committed: false,
+      firstPrompt: null,
+    };
+    const spec = this.specFor(scope, session, run, pathNodes, controller.signal);
     if (!spec) {
       const error = { code: 'bad_request', message: 'the run has no valid input' };
       await this.endRun(scope, session, run, 'error', error, [], emptyUsage(), false);
@@ -125,21 +129,15 @@ export class RunExecutor {
         await this.publisher.publish(job.tenantId, job.sessionId, events);
       },
     });
-    const position = { tree, committed: false };
     const io: RunIO = {
       emit: (event) => coalescer.push(event),
       commit: async (request) => {
         await coalescer.flush();
-        await this.commit(scope, session, run, position, request);
+        return this.commit(scope, session, run, position, request);
       },
       pause: async (state) => {
         await coalescer.flush();
         await this.pause(scope, session, run, state);
-      },
-      takeSteer: async () => {
-        const staged = await store.takeSteer(scope, run.id);
-        const content = (staged as RunInput | null)?.content;
-        return content !== undefined ? userMessage(content) : null;
       },
     };
 
@@ -158,7 +156,7 @@ export class RunExecutor {
 
     switch (outcome.status) {
       case 'completed':
-        await this.afterCompleted(scope, session, run, outcome.usage);
+        await this.afterCompleted(scope, session, run, position, outcome.usage);
         break;
       case 'cancelled':
         await this.endRun(
@@ -195,27 +193,28 @@ export class RunExecutor {
     scope: Scope,
     session: SessionRecord,
     run: RunRecord,
-    tree: Tree,
+    pathNodes: TreeNode[],
     signal: AbortSignal,
   ): RunSpec | null {
     const input = run.input as RunInput;
-    const maxSteps = Math.min(input.maxSteps ?? this.deps.settings.maxSteps, this.deps.settings.maxSteps);
     const serverTools = Array.isArray(session.opts.serverTools)
       ? session.opts.serverTools.filter((n): n is string => typeof n === 'string')
       : [];
     let start: RunSpec['start'];
-    if (run.kind === 'resume' || (run.pending && isPendingState(run.pending))) {
-      if (!run.pending || !isPendingState(run.pending)) return null;
+    let maxSteps = Math.min(input.maxSteps ?? this.deps.settings.maxSteps, this.deps.settings.maxSteps);
+    if (run.pending && isPendingState(run.pending)) {
       start = { type: 'resume', pending: run.pending };
+      maxSteps = run.pending.maxSteps;
+    } else if (run.kind === 'resume') {
+      return null;
     } else if (input.content !== undefined) {
       start = { type: 'prompt', message: userMessage(input.content) };
     } else {
       // A regeneration: the path ends with the user message to answer again.
-      const head = tree.head !== null ? tree.getMessage(tree.head) : undefined;
+      const head = pathNodes[pathNodes.length - 1]?.message;
       if (!head || !isTurnBoundary(head)) return null;
       start = { type: 'continue' };
     }
-    const resumeMax = start.type === 'resume' ? start.pending.maxSteps : maxSteps;
     return {
       scope,
       sessionId: session.id,
@@ -225,31 +224,35 @@ export class RunExecutor {
       opts: session.opts,
       clientTools: session.tools,
       serverTools,
-      maxSteps: resumeMax,
-      history: tree.messages(),
+      maxSteps,
+      history: pathNodes.map((n) => n.message),
       start,
       signal,
     };
   }
 
+  /** Appends the messages as a chain under the head, commits (fenced), then publishes the commit's events. */
   private async commit(
     scope: Scope,
     session: SessionRecord,
     run: RunRecord,
-    position: { tree: Tree; committed: boolean },
+    position: RunPosition,
     request: CommitRequest,
-  ): Promise<void> {
-    const tree = position.tree;
+  ): Promise<Message | null> {
     const lastAssistant = findLastIndex(request.messages, (m) => m.role === 'assistant');
     const nodes: NewNode[] = [];
+    const path = [...position.path];
+    const cursors = { ...position.cursors };
+    let head = position.head;
+    let next = position.nextNodeId;
     for (const [i, message] of request.messages.entries()) {
-      const usage = i === lastAssistant ? request.usage : null;
-      const id = tree.pushNode(message, usage);
-      nodes.push({ id, parentId: tree.getNode(id)!.parentId, message, usage });
+      const id = next++;
+      nodes.push({ id, parentId: head, message, usage: i === lastAssistant ? request.usage : null });
+      if (head !== null) cursors[String(head)] = id;
+      path.push(id);
+      head = id;
     }
-    const cursors: Record<string, number> = {};
-    for (const [k, v] of tree.cursors) cursors[String(k)] = v;
-    const stored: PositionRecord = { path: [...tree.path], cursors, head: tree.head };
+    const stored: PositionRecord = { path, cursors, head };
     const stop = request.stop === 'stop';
     const result = await this.withRetries(() =>
       this.deps.store.commit(scope, {
@@ -257,7 +260,7 @@ export class RunExecutor {
         runId: run.id,
         nodes,
         position: stored,
-        nextNodeId: tree.nextId,
+        nextNodeId: next,
         usage: request.usage,
         ...(stop ? { finish: { usage: request.runUsage } } : {}),
       }),
@@ -267,31 +270,29 @@ export class RunExecutor {
       ]);
       throw err;
     });
-    if (result === 'fenced') throw new RunFencedError();
-    position.committed = true;
-    const treeNodes: TreeNode[] = nodes.map((n) => ({
-      id: n.id,
-      parentId: n.parentId,
-      message: n.message,
-      usage: n.usage,
-    }));
+    if (result.status === 'fenced') throw new RunFencedError();
+    Object.assign(position, { path, cursors, head, nextNodeId: next, committed: true });
+    position.firstPrompt ??= request.messages.find(isTurnBoundary) ?? null;
+    const steer = (result.steer as RunInput | null)?.content;
+    const ended = stop && steer === undefined;
     const events: SessionEventInput[] = [];
-    if (stop) events.push({ type: 'status', data: { status: 'idle', runId: null } });
+    if (ended) events.push({ type: 'status', data: { status: 'idle', runId: null } });
     events.push(
       {
         type: 'turn',
         data: {
           runId: run.id,
-          stop: request.stop,
-          reason: request.reason,
+          stop: ended ? 'stop' : 'continue',
+          reason: ended ? request.reason : 'steer',
           messages: request.messages,
           usage: request.usage,
         },
       },
-      { type: 'tree', data: { newNodes: nodes.map((n) => n.id), nodes: treeNodes, ...stored } },
+      { type: 'tree', data: { newNodes: nodes.map((n) => n.id), nodes, ...stored } },
       { type: 'store', data: { ok: true, kind: 'tree' } },
     );
     await this.publisher.publish(scope.tenantId, session.id, events);
+    return steer !== undefined ? userMessage(steer) : null;
   }
 
   private async pause(
@@ -315,6 +316,7 @@ export class RunExecutor {
     scope: Scope,
     session: SessionRecord,
     run: RunRecord,
+    position: RunPosition,
     usage: Usage,
   ): Promise<void> {
     await this.publisher.activity({
@@ -324,11 +326,14 @@ export class RunExecutor {
       at: Date.now(),
     });
     if (session.title !== null) return;
-    // Untitled: title it from its first prompt once its first run completes.
-    const current = await this.deps.store.loadTree(scope, session.id);
-    if (!current || current.session.title !== null) return;
-    const firstPrompt = current.nodes.find((n) => isTurnBoundary(n.message));
-    const title = firstPrompt ? heuristicTitle(messageText(firstPrompt.message)) : null;
+    // Untitled: title it from its first prompt once its first run completes (this run's, when the tree was empty).
+    let firstPrompt = session.nextNodeId === 1 ? position.firstPrompt : null;
+    if (!firstPrompt) {
+      const current = await this.deps.store.loadTree(scope, session.id);
+      if (!current || current.session.title !== null) return;
+      firstPrompt = current.nodes.find((n) => isTurnBoundary(n.message))?.message ?? null;
+    }
+    const title = firstPrompt ? heuristicTitle(messageText(firstPrompt)) : null;
     if (!title) return;
     try {
       const { changed } = await this.deps.store.updateState(scope, session.id, { title });

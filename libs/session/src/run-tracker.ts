@@ -29,8 +29,13 @@ interface Tracked {
   finishedAt: number | null;
 }
 
+/** Finished runs kept per session at most (older ones are forgotten first). */
+const MAX_FINISHED = 100;
+
 export class RunTracker {
   private readonly runs = new Map<string, Tracked>();
+  /** Finished runs in the order they finished: pruning looks at the oldest only. */
+  private readonly finished: string[] = [];
 
   constructor(private readonly keepMs: number) {}
 
@@ -135,16 +140,22 @@ export class RunTracker {
       usage: t.usage,
       durationMs: Math.max(0, at - t.startedAt),
     };
-    if (status !== 'paused') t.finishedAt = at;
+    if (status !== 'paused') {
+      t.finishedAt = at;
+      this.finished.push(t.runId);
+    }
     const waiters = t.waiters;
     t.waiters = [];
     for (const w of waiters) w(t.result);
   }
 
   private prune(now: number): void {
-    for (const [id, t] of this.runs) {
-      if (t.finishedAt !== null && now - t.finishedAt > this.keepMs && t.waiters.length === 0)
-        this.runs.delete(id);
+    while (this.finished.length > 0) {
+      const t = this.runs.get(this.finished[0]!);
+      const expired = !t || t.finishedAt === null || now - t.finishedAt > this.keepMs;
+      if (!expired && this.finished.length <= MAX_FINISHED) return;
+      this.finished.shift();
+      if (t && t.finishedAt !== null) this.runs.delete(t.runId);
     }
   }
 }

@@ -224,12 +224,11 @@ export class SessionService {
 
   async prompt(scope: Scope, id: string, input: PromptInput): Promise<CommandResult> {
     const content = this.checkContent(input.content);
-    const session = await this.get(scope, id);
-    if (session.status !== 'idle' && input.ifBusy === 'steer') {
+    if (input.ifBusy === 'steer') {
+      // Staged only while a run is in flight; an idle session starts a run instead.
       const staged = await this.deps.store.stageSteer(scope, id, { content, maxSteps: input.maxSteps });
       if (staged) return { runId: staged.runId, staged: true };
     }
-    await this.liveSession(scope, id);
     return this.start(scope, id, 'prompt', { content, maxSteps: input.maxSteps });
   }
 
@@ -393,8 +392,15 @@ export class SessionService {
 
   // Internals
 
+  /** The live session, opened if needed. The caller's scope decides visibility: the live session is shared. */
   private async liveSession(scope: Scope, id: string): Promise<LiveSession> {
-    await this.get(scope, id); // the caller's scope decides visibility; the live session is shared
+    const open = this.live.get(scope.tenantId, id);
+    if (open) {
+      if (scope.userId !== undefined && open.info.userId !== scope.userId)
+        throw CanopyException.notFound('session');
+      return open;
+    }
+    await this.get(scope, id);
     const live = await this.live.open(scope.tenantId, id);
     if (!live) throw CanopyException.notFound('session');
     return live;
@@ -408,11 +414,12 @@ export class SessionService {
     position?: PositionRecord,
     rollback?: PositionRecord,
   ): Promise<CommandResult> {
+    // startRun is scoped: an invisible session answers not_found here, before anything is opened or published.
     const started = await this.deps.store.startRun(scope, {
       sessionId: id,
       kind,
       input: input as JsonObject,
-      status: 'queued',
+      status: this.deps.queue.runsInline ? 'running' : 'queued',
       ...(position ? { position } : {}),
       ...(rollback ? { rollback } : {}),
     });
@@ -423,6 +430,7 @@ export class SessionService {
         : new CanopyException('session_paused', 'a run is waiting for a decision');
     }
     const runId = started.run.id;
+    await this.live.open(scope.tenantId, id); // live before its first event, so waiters and subscribers see it all
     const events = [{ type: 'status' as const, data: { status: 'busy' as const, runId } }];
     await this.publisher.publish(
       scope.tenantId,

@@ -1,5 +1,5 @@
 // @canopy/store: persistence. The tenant-scoped Database, the embedded PGlite runtime, migrations, and (with
-// the session engine) the SessionStore port and its Prisma adapter. Prisma types never leave this library.
+// the session engine) the SessionStore port and its Postgres adapter. Prisma types never leave this library.
 
 export * from './database';
 export * from './database.module';

@@ -1,7 +1,9 @@
 // The Postgres adapter of the SessionStore port: sessions, their tree nodes and their runs. Every method runs in
 // one tenant transaction and speaks SQL directly, so each state change is one visible, conditional statement
-// (compare-and-set on status / active_run_id) and the hot paths (tree load, turn commit) are single named
-// queries. Rows become domain records here; no Prisma type leaves this file.
+// (compare-and-set on status / active_run_id) and the hot paths (run load, turn commit) are single named
+// queries. The schema is Prisma's, but the statements go over node-postgres (Database.withTenantSql): a Prisma
+// interactive transaction costs several times the CPU of the statements it carries. Rows become domain records
+// here; no database type leaves this file.
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
@@ -20,16 +22,18 @@ import {
   type TreeNode,
   type Usage,
 } from '@canopy/core';
-import { Database, isUuid, type Tx } from './database';
-import { Prisma } from './generated/prisma/client';
+import { Database, isUuid, type SqlTx } from './database';
+import { empty, join, query, raw, sql, type Sql } from './sql';
 import type {
   CommitInput,
+  CommitResult,
   CreateSessionInput,
   EndRunInput,
   FencedResult,
   JsonObject,
   ListSessionsQuery,
   PositionRecord,
+  RunContext,
   RunRecord,
   SessionPage,
   SessionRecord,
@@ -45,7 +49,7 @@ const MAX_PAGE = 100;
 
 // Columns are qualified by their table name (never an alias) so one list serves SELECT, UPDATE ... RETURNING
 // and INSERT ... RETURNING alike; enums and uuids come back as plain text.
-const SESSION_COLUMNS = Prisma.raw(
+const SESSION_COLUMNS = raw(
   [
     'sessions.tenant_id::text AS tenant_id',
     'sessions.id',
@@ -69,25 +73,34 @@ const SESSION_COLUMNS = Prisma.raw(
   ].join(', '),
 );
 
-const RUN_COLUMNS = Prisma.raw(
-  [
-    'runs.id::text AS id',
-    'runs.tenant_id::text AS tenant_id',
-    'runs.session_id',
-    'runs.kind::text AS kind',
-    'runs.status::text AS status',
-    'runs.input',
-    'runs.pending',
-    'runs.steer',
-    'runs.rollback',
-    'runs.error',
-    'runs.usage',
-    'runs.attempts',
-    'runs.created_at',
-    'runs.started_at',
-    'runs.finished_at',
-  ].join(', '),
-);
+const RUN_COLUMN_LIST = [
+  'runs.id::text AS id',
+  'runs.tenant_id::text AS tenant_id',
+  'runs.session_id',
+  'runs.kind::text AS kind',
+  'runs.status::text AS status',
+  'runs.input',
+  'runs.pending',
+  'runs.steer',
+  'runs.rollback',
+  'runs.error',
+  'runs.usage',
+  'runs.attempts',
+  'runs.created_at',
+  'runs.started_at',
+  'runs.finished_at',
+];
+const RUN_COLUMNS = raw(RUN_COLUMN_LIST.join(', '));
+/** The output names of RUN_COLUMNS (the alias, or the bare column). */
+const RUN_NAMES = RUN_COLUMN_LIST.map((c) => c.split(' AS ')[1] ?? c.slice('runs.'.length));
+
+/**
+ * The run columns of a CTE that returned RUN_COLUMNS, renamed run_<name>: one row can then carry a session and
+ * its run side by side (both have id, status, usage ...). runFrom reads them back.
+ */
+function runColumnsOf(cte: string): Sql {
+  return raw(RUN_NAMES.map((name) => `${cte}.${name} AS run_${name}`).join(', '));
+}
 
 interface SessionRow {
   tenant_id: string;
@@ -129,12 +142,20 @@ interface RunRow {
   finished_at: Date | null;
 }
 
+/** A run's columns as runColumnsOf names them. */
+type PrefixedRunRow = { [K in keyof RunRow as `run_${K}`]: RunRow[K] };
+
 interface NodeJson {
   id: number;
   parentId: number | null;
   message: Message;
   usage: unknown;
 }
+
+/** A node as json_build_object for NodeJson (the tree and path loads aggregate nodes beside their session). */
+const NODE_JSON = raw(
+  `json_build_object('id', nodes.id, 'parentId', nodes.parent_id, 'message', nodes.message, 'usage', nodes.usage)`,
+);
 
 @Injectable()
 export class PrismaSessionStore implements SessionStore {
@@ -147,92 +168,87 @@ export class PrismaSessionStore implements SessionStore {
     // A user token creates sessions for its own user only: anything else would be invisible to its creator.
     const userId = scope.userId ?? input.userId ?? null;
     // ON CONFLICT keeps create-if-absent one atomic statement; no row back means the id is taken in this tenant.
-    const [row] = await this.db.withTenant(
-      scope,
-      (tx) => tx.$queryRaw<SessionRow[]>`
+    const [row] = await this.db.withTenantSql(scope, (tx) =>
+      query<SessionRow>(
+        tx,
+        sql`
         INSERT INTO sessions
           (tenant_id, id, user_id, title, model, system, opts, tools, metadata, idle_shutdown_after_ms)
-        VALUES (${scope.tenantId}::uuid, ${id}, ${userId}::text, ${input.title ?? null}::text, ${input.model},
-                ${input.system ?? null}::text, ${json(input.opts ?? {})}, ${json(input.tools ?? [])},
-                ${json(input.metadata ?? {})}, ${input.idleShutdownAfterMs ?? null}::int)
+        VALUES (${scope.tenantId}::uuid, ${id}::text, ${userId}::text, ${input.title ?? null}::text,
+                ${input.model}::text, ${input.system ?? null}::text, ${json(input.opts ?? {})},
+                ${json(input.tools ?? [])}, ${json(input.metadata ?? {})}, ${input.idleShutdownAfterMs ?? null}::int)
         ON CONFLICT (tenant_id, id) DO NOTHING
         RETURNING ${SESSION_COLUMNS}`,
+      ),
     );
     if (!row) throw new CanopyException('already_exists', `session ${id} already exists`, { id });
     return toSession(row);
   }
 
   async get(scope: Scope, id: string): Promise<SessionRecord | null> {
-    const [row] = await this.db.withTenant(
-      scope,
-      (tx) =>
-        tx.$queryRaw<SessionRow[]>`SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${whereSession(scope, id)}`,
+    const [row] = await this.db.withTenantSql(scope, (tx) =>
+      query<SessionRow>(tx, sql`SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${whereSession(scope, id)}`),
     );
     return row ? toSession(row) : null;
   }
 
   async exists(scope: Scope, id: string): Promise<boolean> {
-    const [row] = await this.db.withTenant(
-      scope,
-      (tx) =>
-        tx.$queryRaw<
-          { found: boolean }[]
-        >`SELECT EXISTS (SELECT 1 FROM sessions WHERE ${whereSession(scope, id)}) AS found`,
+    const [row] = await this.db.withTenantSql(scope, (tx) =>
+      query<{ found: boolean }>(
+        tx,
+        sql`SELECT EXISTS (SELECT 1 FROM sessions WHERE ${whereSession(scope, id)}) AS found`,
+      ),
     );
     return row?.found === true;
   }
 
   async loadTree(scope: Scope, id: string): Promise<{ session: SessionRecord; nodes: TreeNode[] } | null> {
     // One statement: the session row with its whole tree aggregated beside it, in id order.
-    const [row] = await this.db.withTenant(
-      scope,
-      (tx) => tx.$queryRaw<(SessionRow & { nodes: NodeJson[] })[]>`
+    const [row] = await this.db.withTenantSql(scope, (tx) =>
+      query<SessionRow & { nodes: NodeJson[] }>(
+        tx,
+        sql`
         SELECT ${SESSION_COLUMNS},
-               COALESCE((SELECT json_agg(json_build_object('id', nodes.id, 'parentId', nodes.parent_id,
-                                                           'message', nodes.message, 'usage', nodes.usage)
-                                         ORDER BY nodes.id)
+               COALESCE((SELECT json_agg(${NODE_JSON} ORDER BY nodes.id)
                            FROM nodes
                           WHERE nodes.tenant_id = sessions.tenant_id AND nodes.session_id = sessions.id),
                         '[]') AS nodes
           FROM sessions
          WHERE ${whereSession(scope, id)}`,
+      ),
     );
     if (!row) return null;
-    const nodes = row.nodes.map((n): TreeNode => ({
-      id: n.id,
-      parentId: n.parentId,
-      message: n.message,
-      usage: n.usage === null ? null : toUsage(n.usage),
-    }));
-    return { session: toSession(row), nodes };
+    return { session: toSession(row), nodes: row.nodes.map(toNode) };
   }
 
-  async list(scope: Scope, query: ListSessionsQuery): Promise<SessionPage> {
+  async list(scope: Scope, listQuery: ListSessionsQuery): Promise<SessionPage> {
     // The service validates the limit; clamping here only keeps a bad caller from asking for everything.
-    const limit = Math.min(MAX_PAGE, Math.max(1, Math.trunc(query.limit) || 1));
-    const after = query.cursor ? decodeCursor(query.cursor) : null;
-    const conditions: Prisma.Sql[] = [Prisma.sql`sessions.tenant_id = ${scope.tenantId}::uuid`];
-    if (scope.userId !== undefined) conditions.push(Prisma.sql`sessions.user_id = ${scope.userId}`);
-    if (query.userId !== undefined) conditions.push(Prisma.sql`sessions.user_id = ${query.userId}`);
+    const limit = Math.min(MAX_PAGE, Math.max(1, Math.trunc(listQuery.limit) || 1));
+    const after = listQuery.cursor ? decodeCursor(listQuery.cursor) : null;
+    const conditions: Sql[] = [sql`sessions.tenant_id = ${scope.tenantId}::uuid`];
+    if (scope.userId !== undefined) conditions.push(sql`sessions.user_id = ${scope.userId}::text`);
+    if (listQuery.userId !== undefined) conditions.push(sql`sessions.user_id = ${listQuery.userId}::text`);
     // Keys are arbitrary user strings: bound as parameters, never spliced into the SQL. `->>` keeps the port's
     // text comparison (a stored number 5 matches "5"), which the jsonb_path_ops index (`@>`) could not.
-    for (const [key, value] of Object.entries(query.metadata ?? {})) {
-      conditions.push(Prisma.sql`sessions.metadata ->> ${key}::text = ${value}::text`);
+    for (const [key, value] of Object.entries(listQuery.metadata ?? {})) {
+      conditions.push(sql`sessions.metadata ->> ${key}::text = ${value}::text`);
     }
     if (after) {
       conditions.push(
-        Prisma.sql`(sessions.updated_at, sessions.id) < (${after.updatedAt}::timestamptz, ${after.id}::text)`,
+        sql`(sessions.updated_at, sessions.id) < (${after.updatedAt}::timestamptz, ${after.id}::text)`,
       );
     }
     // One row past the page tells whether another page follows.
-    const rows = await this.db.withTenant(
-      scope,
-      (tx) => tx.$queryRaw<SessionRow[]>`
+    const rows = await this.db.withTenantSql(scope, (tx) =>
+      query<SessionRow>(
+        tx,
+        sql`
         SELECT ${SESSION_COLUMNS}
           FROM sessions
-         WHERE ${Prisma.join(conditions, ' AND ')}
+         WHERE ${join(conditions, ' AND ')}
          ORDER BY sessions.updated_at DESC, sessions.id DESC
-         LIMIT ${limit + 1}`,
+         LIMIT ${limit + 1}::int`,
+      ),
     );
     const data = rows.slice(0, limit).map(toSession);
     const last = data[data.length - 1];
@@ -245,44 +261,48 @@ export class PrismaSessionStore implements SessionStore {
     patch: SessionStatePatch,
     options: { idleOnly?: boolean } = {},
   ): Promise<{ session: SessionRecord; changed: boolean }> {
-    const fields: Array<[column: string, value: Prisma.Sql]> = [];
-    if (patch.title !== undefined) fields.push(['title', Prisma.sql`${patch.title}::text`]);
-    if (patch.model !== undefined) fields.push(['model', Prisma.sql`${patch.model}::text`]);
-    if (patch.system !== undefined) fields.push(['system', Prisma.sql`${patch.system}::text`]);
+    const fields: Array<[column: string, value: Sql]> = [];
+    if (patch.title !== undefined) fields.push(['title', sql`${patch.title}::text`]);
+    if (patch.model !== undefined) fields.push(['model', sql`${patch.model}::text`]);
+    if (patch.system !== undefined) fields.push(['system', sql`${patch.system}::text`]);
     if (patch.opts !== undefined) fields.push(['opts', json(patch.opts)]);
     if (patch.tools !== undefined) fields.push(['tools', json(patch.tools)]);
     if (patch.metadata !== undefined) fields.push(['metadata', json(patch.metadata)]);
     // jsonb `IS DISTINCT FROM` compares values, not text: a metadata object with its keys reordered is unchanged.
     const differs = fields.length
-      ? Prisma.join(
-          fields.map(
-            ([column, value]) => Prisma.sql`sessions.${Prisma.raw(column)} IS DISTINCT FROM ${value}`,
-          ),
+      ? join(
+          fields.map(([column, value]) => sql`sessions.${raw(column)} IS DISTINCT FROM ${value}`),
           ' OR ',
         )
-      : Prisma.sql`FALSE`;
-    const idle = options.idleOnly ? Prisma.sql`AND sessions.status = 'idle'` : Prisma.empty;
+      : raw('FALSE');
+    const idle = options.idleOnly ? raw(`AND sessions.status = 'idle'`) : empty;
 
-    return this.db.withTenant(scope, async (tx) => {
+    return this.db.withTenantSql(scope, async (tx) => {
       const write = () =>
-        tx.$queryRaw<SessionRow[]>`
+        query<SessionRow>(
+          tx,
+          sql`
           UPDATE sessions
-             SET ${Prisma.join(
-               fields.map(([column, value]) => Prisma.sql`${Prisma.raw(column)} = ${value}`),
+             SET ${join(
+               fields.map(([column, value]) => sql`${raw(column)} = ${value}`),
                ', ',
              )}, updated_at = now()
            WHERE ${whereSession(scope, id)} ${idle} AND (${differs})
-          RETURNING ${SESSION_COLUMNS}`;
+          RETURNING ${SESSION_COLUMNS}`,
+        );
       // The common case is one conditional UPDATE; only when it touches nothing do we look at why.
       if (fields.length) {
         const [written] = await write();
         if (written) return { session: toSession(written), changed: true };
       }
-      const [current] = await tx.$queryRaw<(SessionRow & { differs: boolean })[]>`
+      const [current] = await query<SessionRow & { differs: boolean }>(
+        tx,
+        sql`
         SELECT ${SESSION_COLUMNS}, (${differs}) AS differs
           FROM sessions
          WHERE ${whereSession(scope, id)}
-           FOR UPDATE`;
+           FOR UPDATE`,
+      );
       if (!current) throw CanopyException.notFound('session');
       if (options.idleOnly && current.status !== 'idle') throw refusal(current.status);
       if (!current.differs) return { session: toSession(current), changed: false };
@@ -293,12 +313,15 @@ export class PrismaSessionStore implements SessionStore {
   }
 
   async savePosition(scope: Scope, id: string, position: PositionRecord): Promise<SessionRecord> {
-    return this.db.withTenant(scope, async (tx) => {
+    return this.db.withTenantSql(scope, async (tx) => {
       const write = () =>
-        tx.$queryRaw<SessionRow[]>`
+        query<SessionRow>(
+          tx,
+          sql`
           UPDATE sessions SET ${setPosition(position)}, updated_at = now()
            WHERE ${whereSession(scope, id)} AND sessions.status = 'idle'
-          RETURNING ${SESSION_COLUMNS}`;
+          RETURNING ${SESSION_COLUMNS}`,
+        );
       const [written] = await write();
       if (written) return toSession(written);
       const status = await lockStatus(tx, scope, id);
@@ -312,11 +335,10 @@ export class PrismaSessionStore implements SessionStore {
 
   async delete(scope: Scope, id: string): Promise<boolean> {
     // Nodes and runs go with the session (ON DELETE CASCADE).
-    const count = await this.db.withTenant(
-      scope,
-      (tx) => tx.$executeRaw`DELETE FROM sessions WHERE ${whereSession(scope, id)}`,
+    const rows = await this.db.withTenantSql(scope, (tx) =>
+      query(tx, sql`DELETE FROM sessions WHERE ${whereSession(scope, id)} RETURNING 1 AS deleted`),
     );
-    return count > 0;
+    return rows.length > 0;
   }
 
   // Runs
@@ -324,106 +346,176 @@ export class PrismaSessionStore implements SessionStore {
   async startRun(scope: Scope, input: StartRunInput): Promise<StartRunResult> {
     const runId = randomUUID();
     const running = input.status === 'running';
-    return this.db.withTenant(scope, async (tx): Promise<StartRunResult> => {
-      // Compare-and-set on status: of racing starts, the first to lock the idle row wins; the others re-check
-      // the row after it commits, find it busy, and update nothing.
-      const claim = () =>
-        tx.$queryRaw<SessionRow[]>`
-          UPDATE sessions
-             SET status = 'busy', active_run_id = ${runId}::uuid,
-                 ${input.position ? Prisma.sql`${setPosition(input.position)},` : Prisma.empty}
-                 updated_at = now()
-           WHERE ${whereSession(scope, input.sessionId)} AND sessions.status = 'idle'
-          RETURNING ${SESSION_COLUMNS}`;
-      let [session] = await claim();
-      if (!session) {
+    // One statement claims and inserts: compare-and-set on status (of racing starts, the first to lock the idle
+    // row wins; the others re-check the row after it commits, find it busy, and update nothing), then the run,
+    // inserted only from the claimed row. When nothing was claimed, the same statement answers why: the status
+    // as of its snapshot, which is also what the claim saw (busy or paused: refused as if the command came a
+    // moment earlier than a concurrent end; no row: not found).
+    const start = sql`
+      WITH claimed AS (
+        UPDATE sessions
+           SET status = 'busy', active_run_id = ${runId}::uuid,
+               ${input.position ? sql`${setPosition(input.position)},` : empty}
+               updated_at = now()
+         WHERE ${whereSession(scope, input.sessionId)} AND sessions.status = 'idle'
+        RETURNING ${SESSION_COLUMNS}
+      ), started AS (
+        INSERT INTO runs (id, tenant_id, session_id, kind, status, input, rollback, attempts, started_at)
+        SELECT ${runId}::uuid, ${scope.tenantId}::uuid, claimed.id, ${input.kind}::run_kind,
+               ${input.status}::run_status, ${json(input.input)}, ${jsonOrNull(input.rollback)},
+               ${running ? 1 : 0}::int, ${running ? raw('now()') : raw('NULL::timestamptz')}
+          FROM claimed
+        RETURNING ${RUN_COLUMNS}
+      )
+      SELECT claimed.*, ${runColumnsOf('started')},
+             CASE WHEN claimed.id IS NULL THEN
+               (SELECT sessions.status::text FROM sessions WHERE ${whereSession(scope, input.sessionId)})
+             END AS seen_status
+        FROM (SELECT 1) AS one
+        LEFT JOIN claimed ON TRUE
+        LEFT JOIN started ON TRUE`;
+    type StartRow = Nullable<SessionRow> & Nullable<PrefixedRunRow> & { seen_status: SessionStatus | null };
+    return this.db.withTenantSql(scope, async (tx): Promise<StartRunResult> => {
+      let [row] = await query<StartRow>(tx, start);
+      if (row?.id == null) {
+        const seen = row?.seen_status ?? null;
+        if (seen === null) return { ok: false, reason: 'not_found' };
+        if (seen !== 'idle') return { ok: false, reason: seen };
+        // Idle in the snapshot yet not claimed: a concurrent writer changed the row meanwhile. Lock it and look
+        // again; if it is idle now, the claim cannot miss.
         const status = await lockStatus(tx, scope, input.sessionId);
         if (!status) return { ok: false, reason: 'not_found' };
         if (status !== 'idle') return { ok: false, reason: status };
-        [session] = await claim();
+        [row] = await query<StartRow>(tx, start);
       }
-      const claimed = mustHave(session, 'session');
-      const [run] = await tx.$queryRaw<RunRow[]>`
-        INSERT INTO runs (id, tenant_id, session_id, kind, status, input, rollback, attempts, started_at)
-        VALUES (${runId}::uuid, ${scope.tenantId}::uuid, ${claimed.id}, ${input.kind}::run_kind,
-                ${input.status}::run_status, ${json(input.input)}, ${jsonOrNull(input.rollback)},
-                ${running ? 1 : 0}::int, ${running ? Prisma.sql`now()` : Prisma.sql`NULL`})
-        RETURNING ${RUN_COLUMNS}`;
-      return { ok: true, run: toRun(mustHave(run, 'run')), session: toSession(claimed) };
+      const claimed = mustHave(row?.id == null ? undefined : row, 'session');
+      return {
+        ok: true,
+        run: toRun(runFrom(claimed as PrefixedRunRow)),
+        session: toSession(claimed as SessionRow),
+      };
     });
   }
 
   async getRun(scope: Scope, runId: string): Promise<RunRecord | null> {
     if (!isUuid(runId)) return null;
-    const [row] = await this.db.withTenant(
-      scope,
-      (tx) => tx.$queryRaw<RunRow[]>`
+    const [row] = await this.db.withTenantSql(scope, (tx) =>
+      query<RunRow>(
+        tx,
+        sql`
         SELECT ${RUN_COLUMNS} FROM runs
          WHERE runs.tenant_id = ${scope.tenantId}::uuid AND runs.id = ${runId}::uuid ${runUserFilter(scope)}`,
+      ),
     );
     return row ? toRun(row) : null;
   }
 
-  async markRunning(scope: Scope, sessionId: string, runId: string): Promise<FencedResult> {
-    if (!isUuid(runId)) return 'fenced';
-    // A run already `running` may be taken again (a worker died holding it): that is one more attempt.
-    // FOR SHARE holds the session row so no end or pause can slip in between the fence check and the write.
-    const count = await this.db.withTenant(
-      scope,
-      (tx) => tx.$executeRaw`
-        UPDATE runs
-           SET status = 'running', attempts = runs.attempts + 1,
-               started_at = COALESCE(runs.started_at, now()), updated_at = now()
-         WHERE runs.tenant_id = ${scope.tenantId}::uuid
-           AND runs.status IN ('queued', 'running')
-           AND runs.id = (SELECT sessions.active_run_id FROM sessions
-                           WHERE ${whereSession(scope, sessionId)}
-                             AND sessions.status = 'busy' AND sessions.active_run_id = ${runId}::uuid
-                             FOR SHARE)`,
-    );
-    return count > 0 ? 'ok' : 'fenced';
+  async loadRun(scope: Scope, sessionId: string, runId: string): Promise<RunContext | null> {
+    if (!isUuid(runId)) return null;
+    return this.db.withTenantSql(scope, async (tx): Promise<RunContext | null> => {
+      // One statement: lock the session the run must own (FOR SHARE: no end, pause or commit slips in, and the
+      // row read is the latest), take the run (queued -> running, or a running one taken over: one more attempt
+      // either way), and gather the nodes of the active path in path order.
+      const [row] = await query<SessionRow & PrefixedRunRow & { path_nodes: NodeJson[] }>(
+        tx,
+        sql`
+        WITH owner AS (
+          SELECT ${SESSION_COLUMNS} FROM sessions
+           WHERE ${whereSession(scope, sessionId)}
+             AND sessions.status = 'busy' AND sessions.active_run_id = ${runId}::uuid
+             FOR SHARE
+        ), taken AS (
+          UPDATE runs
+             SET status = 'running', attempts = runs.attempts + 1,
+                 started_at = COALESCE(runs.started_at, now()), updated_at = now()
+            FROM owner
+           WHERE runs.tenant_id = ${scope.tenantId}::uuid AND runs.id = ${runId}::uuid
+             AND runs.status IN ('queued', 'running')
+          RETURNING ${RUN_COLUMNS}
+        )
+        SELECT owner.*, ${runColumnsOf('taken')},
+               COALESCE((SELECT json_agg(${NODE_JSON} ORDER BY step.ord)
+                           FROM unnest(owner.path) WITH ORDINALITY AS step(id, ord)
+                           JOIN nodes ON nodes.tenant_id = ${scope.tenantId}::uuid
+                                     AND nodes.session_id = owner.id AND nodes.id = step.id),
+                        '[]') AS path_nodes
+          FROM owner, taken`,
+      );
+      if (!row) return null;
+      let nodes = row.path_nodes;
+      if (nodes.length !== row.path.length) {
+        // The lock waited for a commit that appended nodes after this statement's snapshot: the session row is
+        // the new one, its nodes were not visible yet. A new statement sees them (nodes are never updated).
+        nodes = await pathNodes(tx, scope, sessionId, row.path);
+      }
+      return { session: toSession(row), run: toRun(runFrom(row)), pathNodes: nodes.map(toNode) };
+    });
   }
 
-  async commit(scope: Scope, input: CommitInput): Promise<FencedResult> {
-    if (!isUuid(input.runId)) return 'fenced';
-    return this.db.withTenant(scope, async (tx): Promise<FencedResult> => {
+  async commit(scope: Scope, input: CommitInput): Promise<CommitResult> {
+    if (!isUuid(input.runId)) return { status: 'fenced' };
+    return this.db.withTenantSql(scope, async (tx): Promise<CommitResult> => {
       // 1. The fence, which also locks the session and reads its usage total (summed here with makeUsage, so a
-      //    partial or `{}` stored usage counts its missing fields as zero, exactly as reads do).
-      const [owner] = await tx.$queryRaw<{ usage: unknown }[]>`
+      //    partial or `{}` stored usage counts its missing fields as zero, exactly as reads do). Every writer of
+      //    a run locks its session first, so from here on the run row is ours too.
+      const [owner] = await query<{ usage: unknown }>(
+        tx,
+        sql`
         SELECT sessions.usage FROM sessions
          WHERE ${whereSession(scope, input.sessionId)} AND sessions.active_run_id = ${input.runId}::uuid
-           FOR UPDATE`;
-      if (!owner) return 'fenced';
+           FOR UPDATE`,
+      );
+      if (!owner) return { status: 'fenced' };
       const usage = addUsage(toUsage(owner.usage), toUsage(input.usage));
 
       // 2. The append of the turn: nodes, run and session in one statement. Node parents inserted by the same
-      //    statement satisfy the foreign key, which is checked once the statement ends.
-      const appendNodes = input.nodes.length
-        ? Prisma.sql`appended AS (
-            INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage)
-            VALUES ${Prisma.join(
-              input.nodes.map(
-                (n) => Prisma.sql`(${scope.tenantId}::uuid, ${input.sessionId}, ${n.id}::int,
-                  ${n.parentId}::int, ${n.message.role}::message_role, ${json(n.message)}, ${jsonOrNull(n.usage)})`,
-              ),
-            )}
-          ),`
-        : Prisma.empty;
-      const finishRun = input.finish
-        ? Prisma.sql`status = 'completed', usage = ${json(toUsage(input.finish.usage))}, finished_at = now(),`
-        : Prisma.empty;
-      const finishSession = input.finish ? Prisma.sql`status = 'idle', active_run_id = NULL,` : Prisma.empty;
-      await tx.$executeRaw`
-        WITH ${appendNodes}
-        finished_run AS (
-          UPDATE runs SET rollback = NULL, ${finishRun} updated_at = now()
-           WHERE runs.tenant_id = ${scope.tenantId}::uuid AND runs.id = ${input.runId}::uuid
-        )
+      //    statement satisfy the foreign key, which is checked once the statement ends. With `finish`, a prompt
+      //    steered onto the run (read in this statement, after the lock above, so none staged before it is
+      //    missed) keeps the run going: it is cleared and handed back instead of ending the run.
+      const ctes: Sql[] = [];
+      if (input.finish) {
+        ctes.push(sql`staged AS (
+          SELECT runs.steer FROM runs
+           WHERE runs.tenant_id = ${scope.tenantId}::uuid AND runs.id = ${input.runId}::uuid)`);
+      }
+      if (input.nodes.length) {
+        ctes.push(sql`appended AS (
+          INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage)
+          VALUES ${join(
+            input.nodes.map(
+              (n) => sql`(${scope.tenantId}::uuid, ${input.sessionId}::text, ${n.id}::int, ${n.parentId}::int,
+                          ${n.message.role}::message_role, ${json(n.message)}, ${jsonOrNull(n.usage)})`,
+            ),
+            ', ',
+          )})`);
+      }
+      // In SET, runs.steer is the value before this UPDATE clears it.
+      const endRun = input.finish
+        ? sql`steer = NULL,
+              status = CASE WHEN runs.steer IS NULL THEN 'completed' ELSE runs.status END,
+              usage = CASE WHEN runs.steer IS NULL THEN ${json(toUsage(input.finish.usage))} ELSE runs.usage END,
+              finished_at = CASE WHEN runs.steer IS NULL THEN now() ELSE runs.finished_at END,`
+        : empty;
+      ctes.push(sql`written_run AS (
+        UPDATE runs SET rollback = NULL, pending = NULL, ${endRun} updated_at = now()
+         WHERE runs.tenant_id = ${scope.tenantId}::uuid AND runs.id = ${input.runId}::uuid)`);
+      const steered = raw('(SELECT staged.steer FROM staged)');
+      const endSession = input.finish
+        ? sql`status = CASE WHEN ${steered} IS NULL THEN 'idle' ELSE sessions.status END,
+              active_run_id = CASE WHEN ${steered} IS NULL THEN NULL ELSE sessions.active_run_id END,`
+        : empty;
+      const [written] = await query<{ steer: unknown }>(
+        tx,
+        sql`
+        WITH ${join(ctes, ', ')}
         UPDATE sessions
            SET ${setPosition(input.position)}, next_node_id = ${input.nextNodeId}::int, usage = ${json(usage)},
-               ${finishSession} updated_at = now()
-         WHERE ${whereSession(scope, input.sessionId)}`;
-      return 'ok';
+               ${endSession} updated_at = now()
+         WHERE ${whereSession(scope, input.sessionId)}
+        RETURNING ${input.finish ? steered : raw('NULL::jsonb')} AS steer`,
+      );
+      const steer = written?.steer ?? null;
+      return { status: 'ok', steer: steer === null ? null : jsonObject(steer) };
     });
   }
 
@@ -432,92 +524,85 @@ export class PrismaSessionStore implements SessionStore {
       scope,
       sessionId,
       runId,
-      Prisma.sql`status = 'paused'`,
-      Prisma.sql`status = 'paused', pending = ${json(pending)}`,
+      sql`status = 'paused'`,
+      sql`status = 'paused', pending = ${json(pending)}`,
     );
   }
 
   async updatePausedRun(scope: Scope, input: UpdatePausedRunInput): Promise<UpdatePausedRunResult> {
-    return this.db.withTenant(scope, async (tx): Promise<UpdatePausedRunResult> => {
+    return this.db.withTenantSql(scope, async (tx): Promise<UpdatePausedRunResult> => {
       // Every writer of a run's pending state locks its session first, so after this lock the pending state
       // read by the next statement is the latest and stays so until we commit.
-      const [session] = await tx.$queryRaw<SessionRow[]>`
-        SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${whereSession(scope, input.sessionId)} FOR UPDATE`;
+      const [session] = await query<SessionRow>(
+        tx,
+        sql`SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${whereSession(scope, input.sessionId)} FOR UPDATE`,
+      );
       if (!session) return { ok: false, reason: 'not_found' };
       if (session.status !== 'paused' || session.active_run_id !== input.runId.toLowerCase()) {
         return { ok: false, reason: 'not_paused' };
       }
-      const [run] = await tx.$queryRaw<RunRow[]>`
+      const [run] = await query<RunRow>(
+        tx,
+        sql`
         UPDATE runs
            SET pending = ${json(input.pending)},
-               ${input.resume ? Prisma.sql`status = 'running',` : Prisma.empty} updated_at = now()
+               ${input.resume ? raw(`status = 'running',`) : empty} updated_at = now()
          WHERE runs.tenant_id = ${scope.tenantId}::uuid AND runs.id = ${input.runId}::uuid
            AND runs.pending = ${json(input.expectedPending)}
-        RETURNING ${RUN_COLUMNS}`;
+        RETURNING ${RUN_COLUMNS}`,
+      );
       if (!run) return { ok: false, reason: 'conflict' };
       if (!input.resume) return { ok: true, run: toRun(run), session: toSession(session) };
-      const [resumed] = await tx.$queryRaw<SessionRow[]>`
+      const [resumed] = await query<SessionRow>(
+        tx,
+        sql`
         UPDATE sessions SET status = 'busy', updated_at = now()
          WHERE ${whereSession(scope, input.sessionId)}
-        RETURNING ${SESSION_COLUMNS}`;
+        RETURNING ${SESSION_COLUMNS}`,
+      );
       return { ok: true, run: toRun(run), session: toSession(mustHave(resumed, 'session')) };
     });
   }
 
   async endRun(scope: Scope, input: EndRunInput): Promise<FencedResult> {
-    const restore = input.restore ? Prisma.sql`, ${setPosition(input.restore)}` : Prisma.empty;
+    const restore = input.restore ? sql`, ${setPosition(input.restore)}` : empty;
     return this.fencedWrite(
       scope,
       input.sessionId,
       input.runId,
-      Prisma.sql`status = 'idle', active_run_id = NULL ${restore}`,
-      Prisma.sql`status = ${input.status}::run_status, error = ${jsonOrNull(input.error)},
-                 usage = ${json(toUsage(input.usage))}, finished_at = now()`,
+      sql`status = 'idle', active_run_id = NULL ${restore}`,
+      sql`status = ${input.status}::run_status, error = ${jsonOrNull(input.error)},
+          usage = ${json(toUsage(input.usage))}, finished_at = now()`,
     );
   }
 
   async stageSteer(scope: Scope, sessionId: string, prompt: JsonObject): Promise<{ runId: string } | null> {
     // FOR SHARE: a run ending concurrently either waits for this staging or makes it find the session idle.
-    const [row] = await this.db.withTenant(
-      scope,
-      (tx) => tx.$queryRaw<{ id: string }[]>`
+    const [row] = await this.db.withTenantSql(scope, (tx) =>
+      query<{ id: string }>(
+        tx,
+        sql`
         UPDATE runs SET steer = ${json(prompt)}, updated_at = now()
          WHERE runs.tenant_id = ${scope.tenantId}::uuid
            AND runs.id = (SELECT sessions.active_run_id FROM sessions
                            WHERE ${whereSession(scope, sessionId)} AND sessions.status IN ('busy', 'paused')
                              FOR SHARE)
         RETURNING runs.id::text AS id`,
+      ),
     );
     return row ? { runId: row.id } : null;
-  }
-
-  async takeSteer(scope: Scope, runId: string): Promise<JsonObject | null> {
-    if (!isUuid(runId)) return null;
-    // The locked sub-select yields the value as it was before this UPDATE cleared it: read and clear in one go.
-    const [row] = await this.db.withTenant(
-      scope,
-      (tx) => tx.$queryRaw<{ steer: unknown }[]>`
-        UPDATE runs SET steer = NULL, updated_at = now()
-          FROM (SELECT runs.id, runs.steer FROM runs
-                 WHERE runs.tenant_id = ${scope.tenantId}::uuid AND runs.id = ${runId}::uuid
-                   AND runs.steer IS NOT NULL ${runUserFilter(scope)}
-                   FOR UPDATE) AS taken
-         WHERE runs.id = taken.id
-        RETURNING taken.steer`,
-    );
-    return row ? jsonObject(row.steer) : null;
   }
 
   async unfinishedRuns(): Promise<
     Array<{ tenantId: string; sessionId: string; runId: string; status: RunStatus }>
   > {
-    const rows = await this.db.withAdmin(
-      'recovery: runs left unfinished in every tenant',
-      (tx) => tx.$queryRaw<{ tenant_id: string; session_id: string; id: string; status: RunStatus }[]>`
-        SELECT runs.tenant_id::text AS tenant_id, runs.session_id, runs.id::text AS id, runs.status::text AS status
-          FROM runs
-         WHERE runs.status IN ('queued', 'running', 'paused')
-         ORDER BY runs.created_at, runs.id`,
+    const rows = await this.db.withAdminSql('recovery: runs left unfinished in every tenant', (tx) =>
+      tx.query<{ tenant_id: string; session_id: string; id: string; status: RunStatus }>(
+        `SELECT runs.tenant_id::text AS tenant_id, runs.session_id, runs.id::text AS id, runs.status::text AS status
+           FROM runs
+          WHERE runs.status IN ('queued', 'running', 'paused')
+          ORDER BY runs.created_at, runs.id`,
+      ),
     );
     return rows.map((r) => ({
       tenantId: r.tenant_id,
@@ -535,13 +620,14 @@ export class PrismaSessionStore implements SessionStore {
     scope: Scope,
     sessionId: string,
     runId: string,
-    setSession: Prisma.Sql,
-    setRun: Prisma.Sql,
+    setSession: Sql,
+    setRun: Sql,
   ): Promise<FencedResult> {
     if (!isUuid(runId)) return 'fenced';
-    const count = await this.db.withTenant(
-      scope,
-      (tx) => tx.$executeRaw`
+    const rows = await this.db.withTenantSql(scope, (tx) =>
+      query(
+        tx,
+        sql`
         WITH fenced AS (
           UPDATE sessions SET ${setSession}, updated_at = now()
            WHERE ${whereSession(scope, sessionId)} AND sessions.active_run_id = ${runId}::uuid
@@ -549,40 +635,59 @@ export class PrismaSessionStore implements SessionStore {
         )
         UPDATE runs SET ${setRun}, updated_at = now()
           FROM fenced
-         WHERE runs.tenant_id = fenced.tenant_id AND runs.id = ${runId}::uuid`,
+         WHERE runs.tenant_id = fenced.tenant_id AND runs.id = ${runId}::uuid
+        RETURNING 1 AS written`,
+      ),
     );
-    return count > 0 ? 'ok' : 'fenced';
+    return rows.length > 0 ? 'ok' : 'fenced';
   }
 }
 
+type Nullable<T> = { [K in keyof T]: T[K] | null };
+
 /** The session by id in the scope's tenant, and only the scope's user's when it has one. */
-function whereSession(scope: Scope, id: string): Prisma.Sql {
-  return Prisma.sql`sessions.tenant_id = ${scope.tenantId}::uuid AND sessions.id = ${id} ${userFilter(scope)}`;
+function whereSession(scope: Scope, id: string): Sql {
+  return sql`sessions.tenant_id = ${scope.tenantId}::uuid AND sessions.id = ${id}::text ${userFilter(scope)}`;
 }
 
-function userFilter(scope: Scope): Prisma.Sql {
+function userFilter(scope: Scope): Sql {
   // A session with no user (user_id NULL) never equals a user: invisible to user scopes, as it should be.
-  return scope.userId === undefined ? Prisma.empty : Prisma.sql`AND sessions.user_id = ${scope.userId}`;
+  return scope.userId === undefined ? empty : sql`AND sessions.user_id = ${scope.userId}::text`;
 }
 
 /** Runs of other users' sessions are as invisible as the sessions. */
-function runUserFilter(scope: Scope): Prisma.Sql {
+function runUserFilter(scope: Scope): Sql {
   return scope.userId === undefined
-    ? Prisma.empty
-    : Prisma.sql`AND EXISTS (SELECT 1 FROM sessions
-                              WHERE sessions.tenant_id = runs.tenant_id AND sessions.id = runs.session_id
-                                AND sessions.user_id = ${scope.userId})`;
+    ? empty
+    : sql`AND EXISTS (SELECT 1 FROM sessions
+                       WHERE sessions.tenant_id = runs.tenant_id AND sessions.id = runs.session_id
+                         AND sessions.user_id = ${scope.userId}::text)`;
 }
 
 /** Locks the session row and answers its status (null: no such session for this scope). */
-async function lockStatus(tx: Tx, scope: Scope, id: string): Promise<SessionStatus | null> {
-  const [row] = await tx.$queryRaw<{ status: SessionStatus }[]>`
-    SELECT sessions.status::text AS status FROM sessions WHERE ${whereSession(scope, id)} FOR UPDATE`;
+async function lockStatus(tx: SqlTx, scope: Scope, id: string): Promise<SessionStatus | null> {
+  const [row] = await query<{ status: SessionStatus }>(
+    tx,
+    sql`SELECT sessions.status::text AS status FROM sessions WHERE ${whereSession(scope, id)} FOR UPDATE`,
+  );
   return row?.status ?? null;
 }
 
-function setPosition(position: PositionRecord): Prisma.Sql {
-  return Prisma.sql`path = ${position.path}::int[], cursors = ${json(position.cursors)}, head = ${position.head}::int`;
+/** The nodes of a path, in path order (ids not found are left out). */
+async function pathNodes(tx: SqlTx, scope: Scope, sessionId: string, path: number[]): Promise<NodeJson[]> {
+  const [row] = await query<{ nodes: NodeJson[] }>(
+    tx,
+    sql`
+    SELECT COALESCE(json_agg(${NODE_JSON} ORDER BY step.ord), '[]') AS nodes
+      FROM unnest(${path}::int[]) WITH ORDINALITY AS step(id, ord)
+      JOIN nodes ON nodes.tenant_id = ${scope.tenantId}::uuid AND nodes.session_id = ${sessionId}::text
+                AND nodes.id = step.id`,
+  );
+  return row?.nodes ?? [];
+}
+
+function setPosition(position: PositionRecord): Sql {
+  return sql`path = ${position.path}::int[], cursors = ${json(position.cursors)}, head = ${position.head}::int`;
 }
 
 function refusal(status: 'busy' | 'paused'): CanopyException {
@@ -598,12 +703,12 @@ function mustHave<T>(value: T | undefined, what: string): T {
 }
 
 // JSON travels as text and is cast, so Postgres (not the driver) decides how it is stored.
-function json(value: unknown): Prisma.Sql {
-  return Prisma.sql`${JSON.stringify(value)}::jsonb`;
+function json(value: unknown): Sql {
+  return sql`${JSON.stringify(value)}::jsonb`;
 }
 
-function jsonOrNull(value: unknown): Prisma.Sql {
-  return value === null || value === undefined ? Prisma.sql`NULL::jsonb` : json(value);
+function jsonOrNull(value: unknown): Sql {
+  return value === null || value === undefined ? raw('NULL::jsonb') : json(value);
 }
 
 // Cursor: the last row's sort key. Opaque to clients; anything we did not make is a bad request.
@@ -658,6 +763,13 @@ function toSession(row: SessionRow): SessionRecord {
   };
 }
 
+/** The run of a row that carries it as runColumnsOf names it. */
+function runFrom(row: PrefixedRunRow): RunRow {
+  const run: Record<string, unknown> = {};
+  for (const name of RUN_NAMES) run[name] = (row as unknown as Record<string, unknown>)[`run_${name}`];
+  return run as unknown as RunRow;
+}
+
 function toRun(row: RunRow): RunRecord {
   return {
     id: row.id,
@@ -675,6 +787,15 @@ function toRun(row: RunRow): RunRecord {
     createdAt: row.created_at,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
+  };
+}
+
+function toNode(n: NodeJson): TreeNode {
+  return {
+    id: n.id,
+    parentId: n.parentId,
+    message: n.message,
+    usage: n.usage === null ? null : toUsage(n.usage),
   };
 }
 

@@ -14,38 +14,29 @@ import {
   userMessage,
   type Scope,
 } from '@canopy/core';
-import { Database, type Tx } from './database';
+import { Database, type SqlTx, type Tx } from './database';
 import { PrismaSessionStore } from './prisma-session.store';
 import type { NewNode, PositionRecord, StartRunInput } from './session-store.port';
 
-/** Counts the SQL statements a store method sends (set_config of the transaction itself excluded). */
+/** Counts the SQL statements a store method sends (BEGIN, the transaction's settings and COMMIT excluded). */
 class CountingDatabase extends Database {
   statements = 0;
 
-  override withTenant<T>(scope: Pick<Scope, 'tenantId'>, fn: (tx: Tx) => Promise<T>): Promise<T> {
-    return super.withTenant(scope, (tx) => fn(this.counting(tx)));
+  override withTenantSql<T>(scope: Pick<Scope, 'tenantId'>, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
+    return super.withTenantSql(scope, (tx) => fn(this.counting(tx)));
   }
 
-  private counting(tx: Tx): Tx {
-    const count = () => this.statements++;
-    const wrap = <O extends object>(target: O): O =>
-      new Proxy(target, {
-        get(t, prop, receiver) {
-          const value: unknown = Reflect.get(t, prop, receiver);
-          if (typeof value === 'function') {
-            return (...args: unknown[]) => {
-              count();
-              return (value as (...a: unknown[]) => unknown).apply(t, args);
-            };
-          }
-          // Model delegates (tx.session.findMany, ...) count too, should the store ever use them.
-          if (value && typeof value === 'object' && typeof prop === 'string' && !prop.startsWith('_')) {
-            return wrap(value);
-          }
-          return value;
-        },
-      });
-    return wrap(tx);
+  override withAdminSql<T>(reason: string, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
+    return super.withAdminSql(reason, (tx) => fn(this.counting(tx)));
+  }
+
+  private counting(tx: SqlTx): SqlTx {
+    return {
+      query: <R>(text: string, params?: unknown[]) => {
+        this.statements++;
+        return tx.query<R>(text, params);
+      },
+    };
   }
 }
 
@@ -122,6 +113,9 @@ const node = (
   u
     ? { id, parentId, message: assistantMessage(text, 1_000 + id), usage: u }
     : { id, parentId, message: userMessage(text, 1_000 + id), usage: null };
+
+const OK = { status: 'ok', steer: null } as const;
+const FENCED = { status: 'fenced' } as const;
 
 const codeOf = (p: Promise<unknown>) =>
   p.then(
@@ -233,7 +227,7 @@ describe('tenant isolation', () => {
     expect(
       await store.startRun(stranger, { sessionId: 's', kind: 'prompt', input: {}, status: 'queued' }),
     ).toEqual({ ok: false, reason: 'not_found' });
-    expect(await store.markRunning(stranger, 's', run.id)).toBe('fenced');
+    expect(await store.loadRun(stranger, 's', run.id)).toBeNull();
     expect(
       await store.commit(stranger, {
         sessionId: 's',
@@ -242,8 +236,9 @@ describe('tenant isolation', () => {
         position: pos([1]),
         nextNodeId: 2,
         usage: emptyUsage(),
+        finish: { usage: emptyUsage() },
       }),
-    ).toBe('fenced');
+    ).toEqual(FENCED);
     expect(await store.pauseRun(stranger, 's', run.id, { a: 1 })).toBe('fenced');
     expect(
       await store.updatePausedRun(stranger, {
@@ -255,7 +250,6 @@ describe('tenant isolation', () => {
       }),
     ).toEqual({ ok: false, reason: 'not_found' });
     expect(await store.stageSteer(stranger, 's', { content: 'x' })).toBeNull();
-    expect(await store.takeSteer(stranger, run.id)).toBeNull();
     expect(
       await store.endRun(stranger, {
         sessionId: 's',
@@ -270,6 +264,7 @@ describe('tenant isolation', () => {
     expect(await store.get(owner, 's')).toMatchObject({ status: 'busy', activeRunId: run.id, nextNodeId: 1 });
     expect(await store.getRun(owner, run.id)).toMatchObject({
       status: 'running',
+      attempts: 1,
       steer: { content: 'steer' },
     });
   });
@@ -318,8 +313,7 @@ describe('user isolation', () => {
     expect(await store.stageSteer(tenant, 'b1', { content: 'mine' })).toEqual({ runId: run.id });
     expect(await store.getRun(alice, run.id)).toBeNull();
     expect(await store.stageSteer(alice, 'b1', { content: 'x' })).toBeNull();
-    expect(await store.takeSteer(alice, run.id)).toBeNull();
-    expect(await store.markRunning(alice, 'b1', run.id)).toBe('fenced');
+    expect(await store.loadRun(alice, 'b1', run.id)).toBeNull();
     expect(await store.pauseRun(alice, 'b1', run.id, {})).toBe('fenced');
     expect(
       await store.commit(alice, {
@@ -329,14 +323,16 @@ describe('user isolation', () => {
         position: pos([]),
         nextNodeId: 1,
         usage: emptyUsage(),
+        finish: { usage: emptyUsage() },
       }),
-    ).toBe('fenced');
+    ).toEqual(FENCED);
     expect(
       await store.endRun(alice, { sessionId: 'b1', runId: run.id, status: 'cancelled', usage: emptyUsage() }),
     ).toBe('fenced');
 
     expect(await store.getRun(tenant, run.id)).toMatchObject({
       status: 'running',
+      attempts: 1,
       steer: { content: 'mine' },
     });
     expect(await store.getRun(tenantScope(t, { userId: 'bob' }), run.id)).toMatchObject({ id: run.id });
@@ -360,7 +356,7 @@ describe('loadTree', () => {
         nextNodeId: 4,
         usage: u,
       }),
-    ).toBe('ok');
+    ).toEqual(OK);
     expect(
       await store.commit(scope, {
         sessionId: 't',
@@ -371,7 +367,7 @@ describe('loadTree', () => {
         usage: u,
         finish: { usage: addTwice(u) },
       }),
-    ).toBe('ok');
+    ).toEqual(OK);
 
     let tree: Awaited<ReturnType<PrismaSessionStore['loadTree']>> = null;
     expect(
@@ -628,7 +624,13 @@ describe('startRun', () => {
   it('queues a run without starting it, moving the position when given', async () => {
     const scope = await newScope();
     await store.create(scope, { id: 's', model: 'm' });
-    const { run, session } = await startRun(scope, 's', { status: 'queued', position: pos([]) });
+    let started: Awaited<ReturnType<typeof startRun>> | undefined;
+    expect(
+      await count(async () => {
+        started = await startRun(scope, 's', { status: 'queued', position: pos([]) });
+      }),
+    ).toBe(1);
+    const { run, session } = started!;
     expect(run).toMatchObject({ status: 'queued', attempts: 0, startedAt: null, rollback: null });
     expect(session).toMatchObject({ path: [], head: null, status: 'busy' });
   });
@@ -668,22 +670,118 @@ describe('startRun', () => {
   });
 });
 
-describe('markRunning', () => {
-  it('starts a queued run and counts every attempt, fenced on the active run', async () => {
+describe('loadRun', () => {
+  it('takes a queued run and answers the session, the run and the active path root first, in one statement', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run: first } = await startRun(scope, 's');
+    // Two branches from root 1: 1 -> 2 -> 3 and 1 -> 4 -> 5; the active path is the second.
+    const u = usage(3, 5, 0.001);
+    await store.commit(scope, {
+      sessionId: 's',
+      runId: first.id,
+      nodes: [
+        node(1, null, 'q'),
+        node(2, 1, 'a', u),
+        node(3, 2, 'q2'),
+        node(4, 1, 'a-bis', u),
+        node(5, 4, 'q3'),
+      ],
+      position: pos([1, 4, 5]),
+      nextNodeId: 6,
+      usage: addTwice(u),
+      finish: { usage: addTwice(u) },
+    });
+    const { run } = await startRun(scope, 's', { status: 'queued' });
+
+    let context: Awaited<ReturnType<PrismaSessionStore['loadRun']>> = null;
+    expect(
+      await count(async () => {
+        context = await store.loadRun(scope, 's', run.id);
+      }),
+    ).toBe(1);
+    expect(context).not.toBeNull();
+    const { session, run: taken, pathNodes } = context!;
+    expect(session).toEqual(await store.get(scope, 's'));
+    expect(session).toMatchObject({ status: 'busy', activeRunId: run.id, path: [1, 4, 5], nextNodeId: 6 });
+    expect(taken).toEqual({
+      ...run,
+      status: 'running',
+      attempts: 1,
+      startedAt: expect.any(Date) as Date,
+    });
+    expect(await store.getRun(scope, run.id)).toEqual(taken);
+    expect(pathNodes).toEqual([
+      { id: 1, parentId: null, message: userMessage('q', 1_001), usage: null },
+      { id: 4, parentId: 1, message: assistantMessage('a-bis', 1_004), usage: u },
+      { id: 5, parentId: 4, message: userMessage('q3', 1_005), usage: null },
+    ]);
+  });
+
+  it('counts one more attempt when a running run is taken over, keeping its start time', async () => {
     const scope = await newScope();
     await store.create(scope, { id: 's', model: 'm' });
     const { run } = await startRun(scope, 's', { status: 'queued' });
-    expect(await store.markRunning(scope, 's', run.id)).toBe('ok');
-    const first = (await store.getRun(scope, run.id))!;
-    expect(first).toMatchObject({ status: 'running', attempts: 1, startedAt: expect.any(Date) as Date });
-    expect(await store.markRunning(scope, 's', run.id)).toBe('ok');
-    expect(await store.getRun(scope, run.id)).toMatchObject({ attempts: 2, startedAt: first.startedAt });
+    const first = (await store.loadRun(scope, 's', run.id))!;
+    expect(first.run).toMatchObject({ status: 'running', attempts: 1 });
+    expect(first.pathNodes).toEqual([]);
+    const second = (await store.loadRun(scope, 's', run.id))!;
+    expect(second.run).toMatchObject({ status: 'running', attempts: 2, startedAt: first.run.startedAt });
+    // A run started running (inline) counts its first attempt at start: taking it is the second.
+    const other = await newScope();
+    await store.create(other, { id: 's', model: 'm' });
+    const { run: inline } = await startRun(other, 's');
+    expect((await store.loadRun(other, 's', inline.id))?.run).toMatchObject({ attempts: 2 });
+  });
 
-    expect(await store.markRunning(scope, 's', randomUUID())).toBe('fenced');
-    expect(await store.markRunning(scope, 's', 'nope')).toBe('fenced');
+  it('answers null, changing nothing, when the run is not the active one or has nothing to execute', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's', { status: 'queued' });
+    expect(await store.loadRun(scope, 's', randomUUID())).toBeNull();
+    expect(await store.loadRun(scope, 's', 'not-a-uuid')).toBeNull();
+    expect(await store.loadRun(scope, 'ghost', run.id)).toBeNull();
+    expect(await store.getRun(scope, run.id)).toMatchObject({
+      status: 'queued',
+      attempts: 0,
+      startedAt: null,
+    });
+
+    // Paused: nothing to execute until a decision resumes it.
+    await store.loadRun(scope, 's', run.id);
+    await store.pauseRun(scope, 's', run.id, { awaiting: ['t1'] });
+    expect(await store.loadRun(scope, 's', run.id)).toBeNull();
+    expect(await store.getRun(scope, run.id)).toMatchObject({ status: 'paused', attempts: 1 });
+    await store.updatePausedRun(scope, {
+      sessionId: 's',
+      runId: run.id,
+      expectedPending: { awaiting: ['t1'] },
+      pending: { awaiting: [] },
+      resume: true,
+    });
+    expect((await store.loadRun(scope, 's', run.id))?.run).toMatchObject({ status: 'running', attempts: 2 });
+
+    // Ended, then superseded by a newer run: the old one is never taken again.
     await store.endRun(scope, { sessionId: 's', runId: run.id, status: 'cancelled', usage: emptyUsage() });
-    expect(await store.markRunning(scope, 's', run.id)).toBe('fenced');
+    expect(await store.loadRun(scope, 's', run.id)).toBeNull();
+    const { run: next } = await startRun(scope, 's', { status: 'queued' });
+    expect(await store.loadRun(scope, 's', run.id)).toBeNull();
     expect(await store.getRun(scope, run.id)).toMatchObject({ status: 'cancelled', attempts: 2 });
+    expect(await store.getRun(scope, next.id)).toMatchObject({ status: 'queued', attempts: 0 });
+  });
+
+  it("hides another user's runs and another tenant's", async () => {
+    const t = await newTenant();
+    const tenant = tenantScope(t);
+    await store.create(tenant, { id: 'b', model: 'm', userId: 'bob' });
+    const { run } = await startRun(tenant, 'b', { status: 'queued' });
+    expect(await store.loadRun(tenantScope(t, { userId: 'alice' }), 'b', run.id)).toBeNull();
+    expect(await store.loadRun(await newScope(), 'b', run.id)).toBeNull();
+    expect(await store.getRun(tenant, run.id)).toMatchObject({ status: 'queued', attempts: 0 });
+    expect((await store.loadRun(tenantScope(t, { userId: 'bob' }), 'b', run.id))?.run).toMatchObject({
+      status: 'running',
+      attempts: 1,
+    });
   });
 });
 
@@ -704,7 +802,7 @@ describe('commit', () => {
         usage: u1,
       });
     });
-    expect(result).toBe('ok');
+    expect(result).toEqual(OK);
     expect(statements).toBe(2);
 
     const after = (await store.get(scope, 's'))!;
@@ -739,7 +837,7 @@ describe('commit', () => {
         nextNodeId: 3,
         usage: emptyUsage(),
       }),
-    ).toBe('ok');
+    ).toEqual(OK);
     const u2 = usage(1, 2, 0.02);
     const total = makeUsage({ inputTokens: 11, outputTokens: 22, inputCost: 0.01 + 0.02 });
     expect(
@@ -752,7 +850,7 @@ describe('commit', () => {
         usage: u2,
         finish: { usage: total },
       }),
-    ).toBe('ok');
+    ).toEqual(OK);
     const finished = (await store.get(scope, 's'))!;
     expect(finished).toMatchObject({
       status: 'idle',
@@ -788,12 +886,147 @@ describe('commit', () => {
       usage: usage(5, 5),
       finish: { usage: usage(5, 5) },
     };
-    expect(await store.commit(scope, stale)).toBe('fenced');
-    expect(await store.commit(scope, { ...stale, runId: 'not-a-uuid' })).toBe('fenced');
+    expect(await store.commit(scope, stale)).toEqual(FENCED);
+    expect(await store.commit(scope, { ...stale, runId: 'not-a-uuid' })).toEqual(FENCED);
     expect(await store.get(scope, 's')).toEqual(before);
     expect(await sql(scope, (tx) => tx.node.count())).toBe(0);
     expect(await store.getRun(scope, old.id)).toMatchObject({ status: 'cancelled' });
     expect(before).toMatchObject({ status: 'busy', activeRunId: current.id });
+  });
+
+  it('clears the pending state of a resumed run', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's');
+    const decided = { toolUses: [{ id: 't1' }], decisions: { t1: 'execute' } };
+    await store.pauseRun(scope, 's', run.id, { toolUses: [{ id: 't1' }], decisions: {} });
+    await store.updatePausedRun(scope, {
+      sessionId: 's',
+      runId: run.id,
+      expectedPending: { toolUses: [{ id: 't1' }], decisions: {} },
+      pending: decided,
+      resume: true,
+    });
+    expect(await store.getRun(scope, run.id)).toMatchObject({ status: 'running', pending: decided });
+    const result = await store.commit(scope, {
+      sessionId: 's',
+      runId: run.id,
+      nodes: [node(1, null, 'tool result')],
+      position: pos([1]),
+      nextNodeId: 2,
+      usage: emptyUsage(),
+    });
+    expect(result).toEqual(OK);
+    expect(await store.getRun(scope, run.id)).toMatchObject({ status: 'running', pending: null });
+  });
+
+  it('folds a steered prompt into a finishing commit: applied, not finished, the steer handed back once', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's');
+    const u1 = usage(1, 2, 0.01);
+    expect(await store.stageSteer(scope, 's', { content: 'first' })).toEqual({ runId: run.id });
+    expect(await store.stageSteer(scope, 's', { content: 'then this' })).toEqual({ runId: run.id });
+
+    // A commit that does not finish leaves the steer staged for the last one.
+    expect(
+      await store.commit(scope, {
+        sessionId: 's',
+        runId: run.id,
+        nodes: [node(1, null, 'q')],
+        position: pos([1]),
+        nextNodeId: 2,
+        usage: emptyUsage(),
+      }),
+    ).toEqual(OK);
+    expect((await store.getRun(scope, run.id))?.steer).toEqual({ content: 'then this' });
+
+    let result: unknown;
+    const statements = await count(async () => {
+      result = await store.commit(scope, {
+        sessionId: 's',
+        runId: run.id,
+        nodes: [node(2, 1, 'a', u1)],
+        position: pos([1, 2]),
+        nextNodeId: 3,
+        usage: u1,
+        finish: { usage: u1 },
+      });
+    });
+    expect(statements).toBe(2);
+    expect(result).toEqual({ status: 'ok', steer: { content: 'then this' } });
+    // The turn is committed, the run goes on: the session stays busy and owned, the run running and unfinished.
+    expect(await store.get(scope, 's')).toMatchObject({
+      status: 'busy',
+      activeRunId: run.id,
+      path: [1, 2],
+      head: 2,
+      nextNodeId: 3,
+      usage: u1,
+    });
+    expect(await store.getRun(scope, run.id)).toMatchObject({
+      status: 'running',
+      steer: null,
+      usage: emptyUsage(),
+      finishedAt: null,
+    });
+    expect((await store.loadTree(scope, 's'))?.nodes.map((n) => n.id)).toEqual([1, 2]);
+
+    // The steered prompt's turn, then the finishing commit with nothing staged ends the run.
+    const u2 = usage(4, 8, 0.02);
+    const total = makeUsage({ inputTokens: 5, outputTokens: 10, inputCost: 0.03 });
+    expect(
+      await store.commit(scope, {
+        sessionId: 's',
+        runId: run.id,
+        nodes: [node(3, 2, 'then this'), node(4, 3, 'a2', u2)],
+        position: pos([1, 2, 3, 4]),
+        nextNodeId: 5,
+        usage: u2,
+        finish: { usage: total },
+      }),
+    ).toEqual(OK);
+    expect(await store.get(scope, 's')).toMatchObject({
+      status: 'idle',
+      activeRunId: null,
+      path: [1, 2, 3, 4],
+    });
+    expect(await store.getRun(scope, run.id)).toMatchObject({
+      status: 'completed',
+      steer: null,
+      usage: total,
+      finishedAt: expect.any(Date) as Date,
+    });
+  });
+
+  it('never loses a steer racing a finishing commit: staged before it is handed back, after it is refused', async () => {
+    const scope = await newScope();
+    for (let i = 0; i < 20; i++) {
+      const id = `race-${i}`;
+      await store.create(scope, { id, model: 'm' });
+      const { run } = await startRun(scope, id);
+      const [staged, committed] = await Promise.all([
+        store.stageSteer(scope, id, { content: `steer ${i}` }),
+        store.commit(scope, {
+          sessionId: id,
+          runId: run.id,
+          nodes: [],
+          position: pos([]),
+          nextNodeId: 1,
+          usage: emptyUsage(),
+          finish: { usage: emptyUsage() },
+        }),
+      ]);
+      const session = (await store.get(scope, id))!;
+      if (staged) {
+        expect(committed).toEqual({ status: 'ok', steer: { content: `steer ${i}` } });
+        expect(session).toMatchObject({ status: 'busy', activeRunId: run.id });
+      } else {
+        expect(committed).toEqual(OK);
+        expect(session).toMatchObject({ status: 'idle', activeRunId: null });
+      }
+      expect((await store.getRun(scope, run.id))?.steer).toBeNull();
+    }
   });
 });
 
@@ -958,29 +1191,24 @@ describe('endRun', () => {
   });
 });
 
-describe('steer', () => {
-  it('stages on a busy or paused session (last one wins) and is taken exactly once', async () => {
+describe('stageSteer', () => {
+  it('stages on a busy or paused session, last one wins, and never on an idle one', async () => {
     const scope = await newScope();
     await store.create(scope, { id: 's', model: 'm' });
     expect(await store.stageSteer(scope, 's', { content: 'too early' })).toBeNull();
     expect(await store.stageSteer(scope, 'ghost', { content: 'x' })).toBeNull();
 
     const { run } = await startRun(scope, 's');
-    expect(await store.takeSteer(scope, run.id)).toBeNull();
     expect(await store.stageSteer(scope, 's', { content: 'first' })).toEqual({ runId: run.id });
     expect(await store.stageSteer(scope, 's', { content: 'second' })).toEqual({ runId: run.id });
-    expect(await store.takeSteer(scope, run.id)).toEqual({ content: 'second' });
-    expect(await store.takeSteer(scope, run.id)).toBeNull();
-    expect((await store.getRun(scope, run.id))?.steer).toBeNull();
+    expect((await store.getRun(scope, run.id))?.steer).toEqual({ content: 'second' });
 
     await store.pauseRun(scope, 's', run.id, {});
     expect(await store.stageSteer(scope, 's', { content: 'while paused' })).toEqual({ runId: run.id });
-    const takes = await Promise.all([store.takeSteer(scope, run.id), store.takeSteer(scope, run.id)]);
-    expect(takes.filter((t) => t !== null)).toEqual([{ content: 'while paused' }]);
+    expect((await store.getRun(scope, run.id))?.steer).toEqual({ content: 'while paused' });
 
     await store.endRun(scope, { sessionId: 's', runId: run.id, status: 'cancelled', usage: emptyUsage() });
     expect(await store.stageSteer(scope, 's', { content: 'too late' })).toBeNull();
-    expect(await store.takeSteer(scope, 'not-a-uuid')).toBeNull();
   });
 });
 

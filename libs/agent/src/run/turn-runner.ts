@@ -59,12 +59,14 @@ export interface CommitRequest {
 
 export interface RunIO {
   emit(event: SessionEventInput): void;
-  /** Commits; throws RunFencedError when the run no longer owns the session. */
-  commit(request: CommitRequest): Promise<void>;
+  /**
+   * Commits; throws RunFencedError when the run no longer owns the session. A `stop` commit that finds a prompt
+   * staged on the run (`ifBusy: "steer"`, last one wins) does not end the run: it returns that prompt, and the
+   * run continues with it.
+   */
+  commit(request: CommitRequest): Promise<Message | null>;
   /** Persists the paused state; throws RunFencedError like commit. */
   pause(state: PendingState): Promise<void>;
-  /** A prompt staged while the run was busy (last one wins), taken at the run's boundary. */
-  takeSteer(): Promise<Message | null>;
 }
 
 export type RunOutcome =
@@ -139,7 +141,11 @@ class TurnRun {
 
   private async loop(): Promise<RunOutcome> {
     for (;;) {
-      if (this.step >= this.spec.maxSteps) return this.finish('max_steps');
+      if (this.step >= this.spec.maxSteps) {
+        // The cap comes after a tool round: its results are in, so no tool use is left without one.
+        const done = await this.finish('max_steps');
+        if (done) return done;
+      }
       const { assistant, halt } = await this.modelStep();
       const uses = toolUses(assistant);
       if (uses.length > 0 && halt) {
@@ -150,13 +156,9 @@ class TurnRun {
         );
       }
       if (uses.length === 0 || halt) {
-        const steered = halt ? null : await this.io.takeSteer();
-        if (steered) {
-          await this.commit('continue', 'steer');
-          this.appendUser(steered);
-          continue;
-        }
-        return this.finish(halt ? 'hook_halted' : 'stop');
+        const done = await this.finish(halt ? 'hook_halted' : 'stop');
+        if (done) return done;
+        continue; // a steered prompt follows
       }
       const done = await this.toolRound(uses);
       if (done) return done;
@@ -356,7 +358,7 @@ class TurnRun {
       calls.map((c) => c.result!),
       calls.map((c) => c.block),
     );
-    return this.step >= this.spec.maxSteps ? this.finish('max_steps') : null;
+    return null;
   }
 
   private async runServerCalls(calls: ToolCallState[]): Promise<void> {
@@ -405,21 +407,24 @@ class TurnRun {
     this.runUsage = pending.runUsage;
   }
 
-  private async commit(stop: 'stop' | 'continue', reason: string): Promise<void> {
-    await this.io.commit({
+  /**
+   * Commits the segment as the run's end. Returns the outcome, or null when a steered prompt was staged: the
+   * commit then only closed a turn, and the run goes on with that prompt (its own chain of up to maxSteps).
+   */
+  private async finish(reason: string): Promise<RunOutcome | null> {
+    const steered = await this.io.commit({
       messages: this.segment,
       usage: this.segmentUsage,
       runUsage: this.runUsage,
-      stop,
+      stop: 'stop',
       reason,
     });
     this.segment = [];
     this.segmentUsage = emptyUsage();
-  }
-
-  private async finish(reason: string): Promise<RunOutcome> {
-    await this.commit('stop', reason);
-    return { status: 'completed', usage: this.runUsage };
+    if (!steered) return { status: 'completed', usage: this.runUsage };
+    this.step = 0;
+    this.appendUser(steered);
+    return null;
   }
 
   private failure(err: unknown): RunOutcome {

@@ -1,0 +1,317 @@
+// The raw-SQL road of Database (withTenantSql / withAdminSql) against the machine's Postgres, as a role RLS
+// applies to: the same isolation as the Prisma road, nothing left on a pooled connection after a transaction,
+// rollback on failure, one pool for both roads, the transaction deadline, the pool's wait, and error mapping.
+
+import { randomUUID } from 'node:crypto';
+import { CanopyException } from '@canopy/common';
+import { createTestDatabase, type TestDatabase } from '@canopy/testing';
+import { Database, type SqlTx } from './database';
+
+let testDb: TestDatabase;
+let db: Database;
+let a: string;
+let b: string;
+
+const opened: Database[] = [];
+
+/** A Database of its own (closed after the file), e.g. with a pool of one to see connection reuse. */
+function open(options: Partial<ConstructorParameters<typeof Database>[0]> = {}): Database {
+  const created = new Database({
+    url: testDb.url,
+    poolMax: 4,
+    txMaxWaitMs: 5_000,
+    txTimeoutMs: 10_000,
+    ...options,
+  });
+  opened.push(created);
+  return created;
+}
+
+beforeAll(async () => {
+  testDb = await createTestDatabase();
+  db = open();
+  a = await newTenant('A');
+  b = await newTenant('B');
+  for (const t of [a, b]) {
+    await db.withTenantSql({ tenantId: t }, async (tx) => {
+      await tx.query(`INSERT INTO sessions (tenant_id, id, model) VALUES ($1::uuid, $2, 'm')`, [t, `s-${t}`]);
+      await tx.query(`INSERT INTO runs (tenant_id, session_id, kind) VALUES ($1::uuid, $2, 'prompt')`, [
+        t,
+        `s-${t}`,
+      ]);
+    });
+  }
+});
+
+afterAll(async () => {
+  for (const d of opened) await d.disconnect();
+  await testDb?.drop();
+});
+
+async function newTenant(name: string): Promise<string> {
+  const id = randomUUID();
+  await db.withTenantSql({ tenantId: id }, (tx) =>
+    tx.query('INSERT INTO tenants (id, name) VALUES ($1::uuid, $2)', [id, name]),
+  );
+  return id;
+}
+
+const visible = (tx: SqlTx) =>
+  tx.query<{ tenants: string[]; sessions: string[]; runs: string[] }>(
+    `SELECT ARRAY(SELECT id::text FROM tenants) AS tenants,
+            ARRAY(SELECT tenant_id::text FROM sessions) AS sessions,
+            ARRAY(SELECT tenant_id::text FROM runs) AS runs`,
+  );
+
+const codeOf = (p: Promise<unknown>) =>
+  p.then(
+    () => 'resolved',
+    (e: unknown) => (e instanceof CanopyException ? e.code : `not a CanopyException: ${String(e)}`),
+  );
+
+describe('withTenantSql', () => {
+  it("sees the scope's tenant only, like withTenant", async () => {
+    for (const [me, other] of [
+      [a, b],
+      [b, a],
+    ] as const) {
+      const [seen] = await db.withTenantSql({ tenantId: me }, visible);
+      expect(seen).toEqual({ tenants: [me], sessions: [me], runs: [me] });
+      const [byId] = await db.withTenantSql({ tenantId: me }, (tx) =>
+        tx.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions WHERE tenant_id = $1::uuid', [
+          other,
+        ]),
+      );
+      expect(byId?.n).toBe(0);
+    }
+    const [nobody] = await db.withTenantSql({ tenantId: randomUUID() }, visible);
+    expect(nobody).toEqual({ tenants: [], sessions: [], runs: [] });
+  });
+
+  it("refuses to write another tenant's rows", async () => {
+    await expect(
+      db.withTenantSql({ tenantId: a }, (tx) =>
+        tx.query(`INSERT INTO sessions (tenant_id, id, model) VALUES ($1::uuid, 'smuggled', 'm')`, [b]),
+      ),
+    ).rejects.toThrow(/row-level security/);
+    const updated = await db.withTenantSql({ tenantId: a }, (tx) =>
+      tx.query(`UPDATE sessions SET title = 'pwned' WHERE tenant_id = $1::uuid RETURNING id`, [b]),
+    );
+    expect(updated).toEqual([]);
+  });
+
+  it('answers not_found for a tenant id that is no uuid, before touching the database', async () => {
+    let ran = false;
+    const attempt = db.withTenantSql(
+      { tenantId: "x'); SELECT set_config('canopy.admin', 'on', true); --" },
+      () => {
+        ran = true;
+        return Promise.resolve();
+      },
+    );
+    expect(await codeOf(attempt)).toBe('not_found');
+    expect(ran).toBe(false);
+  });
+
+  it('leaves nothing on the connection: the next transaction on it has no tenant and the default deadlines', async () => {
+    const single = open({ poolMax: 1 });
+    const [scoped] = await single.withTenantSql({ tenantId: a }, (tx) =>
+      tx.query<{ pid: number; n: number; timeout: string }>(
+        `SELECT pg_backend_pid() AS pid, (SELECT count(*)::int FROM sessions) AS n,
+                current_setting('statement_timeout') AS timeout`,
+      ),
+    );
+    expect(scoped).toMatchObject({ n: 1, timeout: '10s' });
+    // withKeyHash sets neither the tenant nor a deadline: whatever it sees was left by the previous transaction.
+    const [after] = await single.withKeyHash(
+      'no such key',
+      (tx) =>
+        tx.$queryRaw<{ pid: number; tenant: string | null; n: number; timeout: string; idle: string }[]>`
+        SELECT pg_backend_pid() AS pid, current_setting('canopy.tenant_id', true) AS tenant,
+               (SELECT count(*)::int FROM sessions) AS n, current_setting('statement_timeout') AS timeout,
+               current_setting('idle_in_transaction_session_timeout') AS idle`,
+    );
+    expect(after).toEqual({ pid: scoped!.pid, tenant: '', n: 0, timeout: '0', idle: '0' });
+  });
+
+  it('rolls back everything on an error, thrown or from the database, and the connection serves on', async () => {
+    const single = open({ poolMax: 1 });
+    const scope = { tenantId: a };
+    const insert = (tx: SqlTx, id: string) =>
+      tx.query(`INSERT INTO sessions (tenant_id, id, model) VALUES ($1::uuid, $2, 'm')`, [a, id]);
+
+    await expect(
+      single.withTenantSql(scope, async (tx) => {
+        await insert(tx, 'thrown');
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    // A duplicate key, then a bad uuid, each after a write: mapped, and the write is gone.
+    expect(
+      await codeOf(
+        single.withTenantSql(scope, async (tx) => {
+          await insert(tx, 'dup-first');
+          await insert(tx, `s-${a}`);
+        }),
+      ),
+    ).toBe('already_exists');
+    expect(
+      await codeOf(
+        single.withTenantSql(scope, async (tx) => {
+          await insert(tx, 'bad-uuid');
+          await tx.query('SELECT $1::uuid', ['not-a-uuid']);
+        }),
+      ),
+    ).toBe('not_found');
+    expect(
+      await codeOf(
+        single.withTenantSql(scope, (tx) =>
+          tx.query(`INSERT INTO runs (tenant_id, session_id, kind) VALUES ($1::uuid, 'ghost', 'prompt')`, [
+            a,
+          ]),
+        ),
+      ),
+    ).toBe('not_found'); // foreign key
+
+    const [left] = await single.withTenantSql(scope, (tx) =>
+      tx.query<{ ids: string[] }>(
+        `SELECT ARRAY(SELECT id FROM sessions WHERE id IN ('thrown', 'dup-first', 'bad-uuid')) AS ids`,
+      ),
+    );
+    expect(left?.ids).toEqual([]);
+  });
+
+  it('shares one pool with the Prisma road: a pool of one serves both, in turn and concurrently', async () => {
+    const single = open({ poolMax: 1 });
+    const pid = async () =>
+      (
+        await single.withTenantSql({ tenantId: a }, (tx) =>
+          tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'),
+        )
+      )[0]!.pid;
+    const prismaPid = async () =>
+      (
+        await single.withTenant(
+          { tenantId: a },
+          (tx) => tx.$queryRaw<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`,
+        )
+      )[0]!.pid;
+    const first = await pid();
+    expect(await prismaPid()).toBe(first);
+    expect(await pid()).toBe(first);
+
+    const order: string[] = [];
+    await Promise.all([
+      single.withTenantSql({ tenantId: a }, async (tx) => {
+        await tx.query('SELECT pg_sleep(0.1)');
+        order.push('sql');
+      }),
+      single.withTenant({ tenantId: a }, async (tx) => {
+        order.push('prisma');
+        return tx.tenant.count();
+      }),
+      single.withTenantSql({ tenantId: b }, async (tx) => {
+        order.push('sql again');
+        return tx.query('SELECT 1');
+      }),
+    ]);
+    // The first holds the only connection: the others, whichever road, wait for it and then get it in turn.
+    expect(order[0]).toBe('sql');
+    expect([...order].sort()).toEqual(['prisma', 'sql', 'sql again']);
+    expect(await prismaPid()).toBe(first);
+  });
+
+  it('rolls back a transaction that runs past DATABASE_TX_TIMEOUT_MS, statement or idle, and serves on', async () => {
+    const quick = open({ poolMax: 1, txTimeoutMs: 300 });
+    const scope = { tenantId: a };
+    const insert = (tx: SqlTx, id: string) =>
+      tx.query(`INSERT INTO sessions (tenant_id, id, model) VALUES ($1::uuid, $2, 'm')`, [a, id]);
+
+    const started = performance.now();
+    expect(
+      await codeOf(
+        quick.withTenantSql(scope, async (tx) => {
+          await insert(tx, 'slow-statement');
+          await tx.query('SELECT pg_sleep(2)');
+        }),
+      ),
+    ).toBe('unavailable');
+    expect(performance.now() - started).toBeLessThan(1_500);
+
+    // Left idle inside the transaction: the server ends it (and its connection).
+    expect(
+      await codeOf(
+        quick.withTenantSql(scope, async (tx) => {
+          await insert(tx, 'idle');
+          await new Promise((r) => setTimeout(r, 600));
+          await tx.query('SELECT 1');
+        }),
+      ),
+    ).toBe('unavailable');
+
+    // Many quick steps past the deadline: refused before the next one.
+    expect(
+      await codeOf(
+        quick.withTenantSql(scope, async (tx) => {
+          await insert(tx, 'many-steps');
+          for (let i = 0; i < 8; i++) {
+            await tx.query('SELECT pg_sleep(0.05)');
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        }),
+      ),
+    ).toBe('unavailable');
+
+    const [left] = await quick.withTenantSql(scope, (tx) =>
+      tx.query<{ ids: string[] }>(
+        `SELECT ARRAY(SELECT id FROM sessions WHERE id IN ('slow-statement', 'idle', 'many-steps')) AS ids`,
+      ),
+    );
+    expect(left?.ids).toEqual([]);
+  });
+
+  it('waits at most DATABASE_TX_MAX_WAIT_MS for a connection, then answers unavailable', async () => {
+    const busy = open({ poolMax: 1, txMaxWaitMs: 150 });
+    const holding = busy.withTenantSql({ tenantId: a }, (tx) => tx.query('SELECT pg_sleep(0.5)'));
+    const started = performance.now();
+    expect(await codeOf(busy.withTenantSql({ tenantId: a }, (tx) => tx.query('SELECT 1')))).toBe(
+      'unavailable',
+    );
+    expect(performance.now() - started).toBeLessThan(450);
+    await holding;
+    await expect(busy.withTenantSql({ tenantId: a }, (tx) => tx.query('SELECT 1'))).resolves.toHaveLength(1);
+  });
+});
+
+describe('withAdminSql', () => {
+  it('spans tenants, and needs a reason', async () => {
+    const [seen] = await db.withAdminSql('test: cross-tenant read', (tx) =>
+      tx.query<{ ids: string[] }>(
+        'SELECT ARRAY(SELECT id::text FROM tenants WHERE id = ANY($1::uuid[])) AS ids',
+        [[a, b]],
+      ),
+    );
+    expect([...seen!.ids].sort()).toEqual([a, b].sort());
+    await expect(db.withAdminSql('', () => Promise.resolve())).rejects.toThrow(/reason/);
+  });
+});
+
+describe('an unreachable database', () => {
+  it('answers unavailable on both roads and on ping', async () => {
+    const nowhere = open({ url: 'postgresql://canopy@127.0.0.1:1/canopy', txMaxWaitMs: 1_000 });
+    expect(await codeOf(nowhere.ping())).toBe('unavailable');
+    expect(await codeOf(nowhere.withTenantSql({ tenantId: a }, (tx) => tx.query('SELECT 1')))).toBe(
+      'unavailable',
+    );
+    expect(await codeOf(nowhere.withAdminSql('test', (tx) => tx.query('SELECT 1')))).toBe('unavailable');
+    expect(await codeOf(nowhere.withTenant({ tenantId: a }, (tx) => tx.tenant.count()))).toBe('unavailable');
+  });
+
+  it('closes its pool once, however often disconnect is called', async () => {
+    const closing = open();
+    await closing.ping();
+    await closing.disconnect();
+    await expect(closing.disconnect()).resolves.toBeUndefined();
+    await expect(closing.withTenantSql({ tenantId: a }, (tx) => tx.query('SELECT 1'))).rejects.toBeDefined();
+  });
+});
