@@ -29,7 +29,7 @@ import {
 } from '@canopy/agent';
 import { DeltaCoalescer } from '@canopy/realtime';
 import type { RunJob } from '@canopy/queue';
-import type { NewNode, PositionRecord, RunRecord, SessionRecord } from '@canopy/store';
+import type { NewNode, PositionRecord, RunContext, RunRecord, SessionRecord } from '@canopy/store';
 import type { SessionEngineDeps } from './session-deps';
 import type { SessionPublisher } from './session-publisher';
 import type { LiveSessions } from './live-sessions';
@@ -59,12 +59,22 @@ interface RunPosition {
 
 export class RunExecutor {
   private readonly running = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  /** Runs started in this process for the inline queue: their context, so execution needs no reload. */
+  private readonly started = new Map<string, { session: SessionRecord; run: RunRecord }>();
 
   constructor(
     private readonly deps: SessionEngineDeps,
     private readonly publisher: SessionPublisher,
     private readonly live: LiveSessions,
   ) {}
+
+  /**
+   * Hands over what startRun returned for a run the inline queue executes here, sparing the executor a
+   * database round trip. Runs without it (resumed, recovered, or taken by another process) load their context.
+   */
+  prepare(session: SessionRecord, run: RunRecord): void {
+    this.started.set(run.id, { session, run });
+  }
 
   isRunning(runId: string): boolean {
     return this.running.has(runId);
@@ -106,7 +116,8 @@ export class RunExecutor {
 
   private async executeOwned(job: RunJob, controller: AbortController): Promise<void> {
     const scope = systemScope(job.tenantId);
-    const context = await this.deps.store.loadRun(scope, job.sessionId, job.runId);
+    const context =
+      this.preparedContext(job) ?? (await this.deps.store.loadRun(scope, job.sessionId, job.runId));
     if (!context) return; // superseded or already ended: nothing to do
     const { session, run, pathNodes } = context;
     const position: RunPosition = {
@@ -186,6 +197,26 @@ export class RunExecutor {
       case 'fenced':
         break;
     }
+  }
+
+  /**
+   * The context of a run started here: the session and run as startRun left them (its compare-and-set made them
+   * current), and the path's messages from the live tree — committed messages never change, so any copy will do.
+   * Null when something is missing (then the store is asked).
+   */
+  private preparedContext(job: RunJob): RunContext | null {
+    const prepared = this.started.get(job.runId);
+    if (!prepared) return null;
+    this.started.delete(job.runId);
+    const tree = this.live.get(job.tenantId, job.sessionId)?.tree;
+    if (!tree) return null;
+    const pathNodes: TreeNode[] = [];
+    for (const id of prepared.session.path) {
+      const node = tree.getNode(id);
+      if (!node) return null;
+      pathNodes.push(node);
+    }
+    return { ...prepared, pathNodes };
   }
 
   /** Builds what the runner needs from the run's kind and input; null when the input is unusable. */

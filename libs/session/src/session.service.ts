@@ -431,6 +431,7 @@ export class SessionService {
     }
     const runId = started.run.id;
     await this.live.open(scope.tenantId, id); // live before its first event, so waiters and subscribers see it all
+    if (this.deps.queue.runsInline) this.executor.prepare(started.session, started.run);
     const events = [{ type: 'status' as const, data: { status: 'busy' as const, runId } }];
     await this.publisher.publish(
       scope.tenantId,

@@ -33,7 +33,12 @@ export class EngineHarness {
 
   async setup(): Promise<Engine> {
     this.testDb = await createTestDatabase();
-    this.db = new Database({ url: this.testDb.url, poolMax: 8, txMaxWaitMs: 10_000, txTimeoutMs: 15_000 });
+    this.db = new Database({
+      url: this.testDb.url,
+      poolMax: (this as { poolOverride?: number }).poolOverride ?? 8,
+      txMaxWaitMs: 10_000,
+      txTimeoutMs: 15_000,
+    });
     return this.engine();
   }
 
