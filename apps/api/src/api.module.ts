@@ -1,20 +1,71 @@
 // The api deployable: wiring only. Capabilities live in libs and are imported here.
 
 import { DynamicModule, Module } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
-import { AllExceptionsFilter, ConfigModule, LoggingModule, type CanopyConfig } from '@canopy/common';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+import { ThrottlerModule } from '@nestjs/throttler';
+import { ZodValidationPipe } from 'nestjs-zod';
+import {
+  AllExceptionsFilter,
+  CANOPY_CONFIG,
+  ConfigModule,
+  LoggingModule,
+  type CanopyConfig,
+} from '@canopy/common';
+import { AuthGuard, AuthModule } from '@canopy/auth';
 import { SessionModule } from '@canopy/session';
 import { DatabaseModule } from '@canopy/store';
-import { HealthController } from './health/health.controller';
+import { AdminController } from './http/admin.controller';
+import { CommandsController } from './http/commands.controller';
+import { LiveController, WebSocketDocController } from './http/live.controller';
+import { LiveGateway } from './http/live.gateway';
+import { RunsController } from './http/runs.controller';
+import { SessionsController } from './http/sessions.controller';
+import { SseRegistry } from './http/sse';
+import { TokensController } from './http/tokens.controller';
+import { TreeController } from './http/tree.controller';
+import { MetricsService } from './ops/metrics.service';
+import { OpsController } from './ops/ops.controller';
+import { RateLimitGuard, rateLimitOptions } from './ops/rate-limit.guard';
+import { ShutdownService } from './ops/shutdown.service';
 
 @Module({})
 export class ApiModule {
   static forRoot(config: CanopyConfig): DynamicModule {
     return {
       module: ApiModule,
-      imports: [ConfigModule.forRoot(config), LoggingModule, DatabaseModule, SessionModule],
-      controllers: [HealthController],
-      providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],
+      imports: [
+        ConfigModule.forRoot(config),
+        LoggingModule,
+        DatabaseModule,
+        SessionModule,
+        AuthModule,
+        ThrottlerModule.forRootAsync({
+          inject: [CANOPY_CONFIG],
+          useFactory: (c: CanopyConfig) => rateLimitOptions(c),
+        }),
+      ],
+      controllers: [
+        OpsController,
+        AdminController,
+        TokensController,
+        SessionsController,
+        TreeController,
+        CommandsController,
+        RunsController,
+        LiveController,
+        WebSocketDocController,
+      ],
+      providers: [
+        { provide: APP_FILTER, useClass: AllExceptionsFilter },
+        { provide: APP_PIPE, useClass: ZodValidationPipe },
+        // Order matters: who is calling first, then how often.
+        { provide: APP_GUARD, useClass: AuthGuard },
+        { provide: APP_GUARD, useClass: RateLimitGuard },
+        SseRegistry,
+        LiveGateway,
+        MetricsService,
+        ShutdownService,
+      ],
     };
   }
 }

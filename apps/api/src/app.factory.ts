@@ -3,10 +3,15 @@
 
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { Request, Response } from 'express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { WsAdapter } from '@nestjs/platform-ws';
+import { cleanupOpenApiDoc } from 'nestjs-zod';
 import { Logger } from 'nestjs-pino';
 import { assignRequestId, type CanopyConfig } from '@canopy/common';
 import { ApiModule } from './api.module';
+import { MetricsService } from './ops/metrics.service';
+import { ShutdownService } from './ops/shutdown.service';
 
 export async function createApiApp(config: CanopyConfig): Promise<NestExpressApplication> {
   const app = await NestFactory.create<NestExpressApplication>(ApiModule.forRoot(config), {
@@ -26,20 +31,35 @@ export async function createApiApp(config: CanopyConfig): Promise<NestExpressApp
       next();
     },
   );
+  app.use(app.get(ShutdownService).middleware);
+  const metrics = app.get(MetricsService);
+  app.use((req: Request, res: Response, next: () => void) => {
+    const end = metrics.httpDuration.startTimer({ method: req.method });
+    res.on('finish', () => {
+      // The route pattern (/v1/sessions/:id), never the raw URL: ids would explode the label set.
+      const matched = (req as { route?: { path?: unknown } }).route?.path;
+      const route = typeof matched === 'string' ? `${req.baseUrl}${matched}` : 'unmatched';
+      end({ route, status: String(res.statusCode) });
+    });
+    next();
+  });
   app.useBodyParser('json', { limit: config.http.bodyLimit });
+  app.useWebSocketAdapter(new WsAdapter(app));
   app.disable('x-powered-by');
   app.enableShutdownHooks();
 
-  const document = SwaggerModule.createDocument(
-    app,
-    new DocumentBuilder()
-      .setTitle('Canopy')
-      .setDescription(
-        'Multi-tenant session manager for LLM chat products: branching conversation trees, agent runs, live sessions.',
-      )
-      .setVersion('1')
-      .addBearerAuth()
-      .build(),
+  const document = cleanupOpenApiDoc(
+    SwaggerModule.createDocument(
+      app,
+      new DocumentBuilder()
+        .setTitle('Canopy')
+        .setDescription(
+          'Multi-tenant session manager for LLM chat products: branching conversation trees, agent runs, live sessions.',
+        )
+        .setVersion('1')
+        .addBearerAuth()
+        .build(),
+    ),
   );
   SwaggerModule.setup('docs', app, document, {
     jsonDocumentUrl: 'docs/openapi.json',

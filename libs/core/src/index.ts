@@ -8,3 +8,4 @@ export * from './turn';
 export * from './turn-result';
 export * from './scope';
 export * from './events';
+export * from './api/schemas';

@@ -19,6 +19,8 @@ export interface EngineSettings {
   retry: RetryPolicy;
   /** How long a finished run's result stays available to `waitForRun`. */
   resultTtlMs: number;
+  /** Busy sessions a tenant may have in this process before new runs answer rate_limited. */
+  maxBusyPerTenant?: number;
 }
 
 export interface EngineLogger {
@@ -37,6 +39,8 @@ export interface SessionEngineDeps {
   hooks: HookRegistry;
   settings: EngineSettings;
   logger: EngineLogger;
+  /** Told how many events each publish carried (metrics). */
+  onPublished?: (count: number) => void;
 }
 
 export const SESSION_ENGINE_DEPS = Symbol('SESSION_ENGINE_DEPS');

@@ -10,11 +10,13 @@ export class SessionPublisher {
     private readonly bus: EventBus,
     private readonly feed: ActivityFeed,
     private readonly logger: EngineLogger,
+    private readonly onPublished: (count: number) => void = () => undefined,
   ) {}
 
   async publish(tenantId: string, sessionId: string, events: SessionEventInput[]): Promise<SessionEvent[]> {
     if (events.length === 0) return [];
     const published = await this.bus.publish(tenantId, sessionId, events);
+    this.onPublished(published.length);
     for (const e of events) {
       if (e.type === 'status') {
         await this.activity({

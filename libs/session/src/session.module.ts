@@ -127,6 +127,7 @@ function nestLogger(): EngineLogger {
             maxSteps: c.sessions.maxSteps,
             retry: DEFAULT_RETRY_POLICY,
             resultTtlMs: 10 * 60_000,
+            maxBusyPerTenant: c.limits.concurrentRunsPerTenant,
           },
           logger: nestLogger(),
         };

@@ -4,6 +4,7 @@
 // win; events follow every change, `status` first.
 
 import {
+  Tree,
   TurnResult,
   isToolResultMessage,
   isTurnBoundary,
@@ -68,7 +69,7 @@ export class SessionService {
   private readonly publisher: SessionPublisher;
 
   constructor(private readonly deps: SessionEngineDeps) {
-    this.publisher = new SessionPublisher(deps.bus, deps.feed, deps.logger);
+    this.publisher = new SessionPublisher(deps.bus, deps.feed, deps.logger, deps.onPublished);
     this.live = new LiveSessions(deps, this.publisher);
     this.executor = new RunExecutor(deps, this.publisher, this.live);
     deps.queue.process((job) => this.executor.execute(job));
@@ -214,6 +215,15 @@ export class SessionService {
       roots: tree.roots(),
       usage: tree.usage(),
     };
+  }
+
+  /** The stored session and its whole tree (a read: the session is not made live). */
+  async loadTree(scope: Scope, id: string): Promise<{ session: SessionRecord; tree: Tree }> {
+    const loaded = await this.deps.store.loadTree(scope, id);
+    if (!loaded) throw CanopyException.notFound('session');
+    const { session, nodes } = loaded;
+    const tree = Tree.hydrate({ nodes, path: session.path, cursors: session.cursors, nextId: session.nextNodeId });
+    return { session, tree };
   }
 
   async snapshot(scope: Scope, id: string): Promise<SessionSnapshot> {
@@ -414,6 +424,15 @@ export class SessionService {
     position?: PositionRecord,
     rollback?: PositionRecord,
   ): Promise<CommandResult> {
+    const limit = this.deps.settings.maxBusyPerTenant;
+    if (limit !== undefined) {
+      const busy = this.live.list().filter((s) => s.tenantId === scope.tenantId && s.status === 'busy').length;
+      if (busy >= limit) {
+        throw new CanopyException('rate_limited', `too many runs in flight for this tenant (limit ${limit})`, {
+          limit,
+        });
+      }
+    }
     // startRun is scoped: an invisible session answers not_found here, before anything is opened or published.
     const started = await this.deps.store.startRun(scope, {
       sessionId: id,

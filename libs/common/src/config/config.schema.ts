@@ -53,6 +53,17 @@ export const envSchema = z.object({
   TOOL_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(30_000),
   /** Default cap on model calls in one run (a request's maxSteps may lower it). */
   RUN_MAX_STEPS: z.coerce.number().int().min(1).max(1_000).default(25),
+  /** Signs end-user tokens (HS256). Unset: embedded runs keep a generated one in the data directory. */
+  CANOPY_JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  TOKEN_DEFAULT_TTL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(3_600),
+  TOKEN_MAX_TTL_SECONDS: z.coerce.number().int().min(10).max(604_800).default(86_400),
+  /** Requests per minute per credential (API key or user token) and per tenant; 0 disables. */
+  RATE_LIMIT_PER_KEY: z.coerce.number().int().min(0).max(1_000_000).default(1_200),
+  RATE_LIMIT_PER_TENANT: z.coerce.number().int().min(0).max(10_000_000).default(6_000),
+  /** Runs in flight per tenant (busy sessions) before prompts answer rate_limited. */
+  MAX_CONCURRENT_RUNS_PER_TENANT: z.coerce.number().int().min(1).max(100_000).default(100),
+  /** Session subscriptions one WebSocket connection may hold. */
+  WS_MAX_SUBSCRIPTIONS: z.coerce.number().int().min(1).max(10_000).default(100),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
 });
 
@@ -81,6 +92,17 @@ export interface CanopyConfig {
     readonly anthropic: { readonly apiKey: string | null; readonly baseUrl: string | null };
     readonly openai: { readonly apiKey: string | null; readonly baseUrl: string | null };
     readonly openaiCompatible: { readonly apiKey: string | null; readonly baseUrl: string | null };
+  };
+  readonly auth: {
+    readonly jwtSecret: string | null;
+    readonly tokenDefaultTtlSeconds: number;
+    readonly tokenMaxTtlSeconds: number;
+  };
+  readonly limits: {
+    readonly perKeyPerMinute: number;
+    readonly perTenantPerMinute: number;
+    readonly concurrentRunsPerTenant: number;
+    readonly wsSubscriptions: number;
   };
   readonly sessions: {
     readonly idleShutdownMs: number;
@@ -143,7 +165,21 @@ export function loadConfig(
     providers: {
       anthropic: { apiKey: e.ANTHROPIC_API_KEY ?? null, baseUrl: e.ANTHROPIC_BASE_URL ?? null },
       openai: { apiKey: e.OPENAI_API_KEY ?? null, baseUrl: e.OPENAI_BASE_URL ?? null },
-      openaiCompatible: { apiKey: e.OPENAI_COMPATIBLE_API_KEY ?? null, baseUrl: e.OPENAI_COMPATIBLE_BASE_URL ?? null },
+      openaiCompatible: {
+        apiKey: e.OPENAI_COMPATIBLE_API_KEY ?? null,
+        baseUrl: e.OPENAI_COMPATIBLE_BASE_URL ?? null,
+      },
+    },
+    auth: {
+      jwtSecret: e.CANOPY_JWT_SECRET ?? null,
+      tokenDefaultTtlSeconds: e.TOKEN_DEFAULT_TTL_SECONDS,
+      tokenMaxTtlSeconds: e.TOKEN_MAX_TTL_SECONDS,
+    },
+    limits: {
+      perKeyPerMinute: e.RATE_LIMIT_PER_KEY,
+      perTenantPerMinute: e.RATE_LIMIT_PER_TENANT,
+      concurrentRunsPerTenant: e.MAX_CONCURRENT_RUNS_PER_TENANT,
+      wsSubscriptions: e.WS_MAX_SUBSCRIPTIONS,
     },
     sessions: {
       idleShutdownMs: e.SESSION_IDLE_SHUTDOWN_MS,

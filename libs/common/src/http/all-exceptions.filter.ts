@@ -32,6 +32,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
       res.end();
       return;
     }
+    if (d.code === 'rate_limited' && !res.getHeader('retry-after')) {
+      const retry = d.details?.retryAfterSeconds;
+      res.setHeader('retry-after', String(typeof retry === 'number' ? Math.ceil(retry) : 1));
+    }
     const body: ErrorBody = {
       error: { code: d.code, message: d.message, ...(d.details ? { details: d.details } : {}) },
       requestId,
@@ -51,6 +55,8 @@ export function describe(exception: unknown): Described {
   }
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
+    const zodError = (exception as { getZodError?: () => unknown }).getZodError?.();
+    if (status === 400 && zodError) return validationError(zodError);
     const code = codeForStatus(status);
     return { status, code, message: status >= 500 ? 'internal error' : httpMessage(exception) };
   }
@@ -81,4 +87,18 @@ function httpMessage(exception: HttpException): string {
   if (typeof message === 'string') return message;
   if (Array.isArray(message)) return message.join('; ');
   return exception.message;
+}
+
+/** A request that failed its schema: bad_request, with every offending field named. */
+function validationError(zodError: unknown): Described {
+  const issues = (
+    (zodError as { issues?: Array<{ path: PropertyKey[]; message: string }> }).issues ?? []
+  ).map((i) => ({ path: i.path.map(String).join('.'), message: i.message }));
+  const first = issues[0];
+  return {
+    status: 400,
+    code: 'bad_request',
+    message: first ? `invalid request: ${first.path || '(body)'}: ${first.message}` : 'invalid request',
+    details: { issues },
+  };
 }

@@ -1,14 +1,21 @@
-// Liveness and readiness for load balancers and orchestrators.
+// Operations: /healthz (process up), /readyz (database answers), /metrics (Prometheus).
 
-import { Controller, Get, HttpCode } from '@nestjs/common';
+import { Controller, Get, HttpCode, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
 import { CanopyException } from '@canopy/common';
+import { Public } from '@canopy/auth';
 import { Database } from '@canopy/store';
+import { MetricsService } from './metrics.service';
 
 @ApiTags('operations')
+@Public()
 @Controller()
-export class HealthController {
-  constructor(private readonly database: Database) {}
+export class OpsController {
+  constructor(
+    private readonly database: Database,
+    private readonly metrics: MetricsService,
+  ) {}
 
   @Get('healthz')
   @HttpCode(200)
@@ -34,5 +41,12 @@ export class HealthController {
       );
     }
     return { status: 'ok', checks: { database: 'ok' } };
+  }
+
+  @Get('metrics')
+  @ApiOperation({ summary: 'Prometheus metrics' })
+  async metricsText(@Res() res: Response): Promise<void> {
+    res.setHeader('content-type', this.metrics.registry.contentType);
+    res.send(await this.metrics.registry.metrics());
   }
 }

@@ -1,0 +1,40 @@
+// Admin routes (the admin key): tenants and their API keys.
+
+import { Body, Controller, Delete, HttpCode, Param, Post } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { CanopyException } from '@canopy/common';
+import { Access, AuthService, TenantsRepository } from '@canopy/auth';
+import { CreateKeyDto, CreateTenantDto } from './dto';
+
+@ApiTags('admin')
+@ApiBearerAuth()
+@Access('admin')
+@Controller('v1/admin')
+export class AdminController {
+  constructor(
+    private readonly tenants: TenantsRepository,
+    private readonly auth: AuthService,
+  ) {}
+
+  @Post('tenants')
+  @ApiOperation({ summary: 'Create a tenant; answers its first API key (shown once)' })
+  async createTenant(@Body() body: CreateTenantDto) {
+    const { tenant, apiKey } = await this.tenants.createTenant(body.name);
+    return { id: tenant.id, name: tenant.name, apiKey };
+  }
+
+  @Post('tenants/:tenantId/keys')
+  @ApiOperation({ summary: 'Create another API key for a tenant (shown once)' })
+  async createKey(@Param('tenantId') tenantId: string, @Body() body: CreateKeyDto) {
+    return this.tenants.createKey(tenantId, body?.name ?? null);
+  }
+
+  @Delete('keys/:keyId')
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Revoke an API key' })
+  async revokeKey(@Param('keyId') keyId: string): Promise<void> {
+    const key = await this.tenants.revokeKey(keyId);
+    if (!key) throw CanopyException.notFound('key');
+    this.auth.forgetKey(key.id);
+  }
+}

@@ -1,0 +1,88 @@
+// Sessions: create, list, read, update, close, delete.
+
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Request } from 'express';
+import type { Scope } from '@canopy/core';
+import { CanopyException } from '@canopy/common';
+import { CurrentScope } from '@canopy/auth';
+import { SessionService } from '@canopy/session';
+import { CreateSessionDto, ListSessionsQueryDto, UpdateSessionDto } from './dto';
+import { sessionDetailView, sessionView } from './views';
+
+@ApiTags('sessions')
+@ApiBearerAuth()
+@Controller('v1/sessions')
+export class SessionsController {
+  constructor(private readonly sessions: SessionService) {}
+
+  @Post()
+  @ApiOperation({ summary: 'Create a session (persisted at once); a user token’s userId is forced' })
+  create(@CurrentScope() scope: Scope, @Body() body: CreateSessionDto) {
+    return this.sessions.create(scope, body);
+  }
+
+  @Get()
+  @ApiOperation({
+    summary: 'List sessions, newest updatedAt first; filter by userId, live and metadata.<key>',
+  })
+  async list(@CurrentScope() scope: Scope, @Query() query: ListSessionsQueryDto, @Req() req: Request) {
+    const metadata: Record<string, string> = {};
+    for (const [key, value] of Object.entries(req.query)) {
+      if (!key.startsWith('metadata.')) continue;
+      const name = key.slice('metadata.'.length);
+      if (!name || name.length > 100 || typeof value !== 'string' || value.length > 1_000) {
+        throw CanopyException.badRequest(`invalid metadata filter "${key}"`, { field: key });
+      }
+      metadata[name] = value;
+    }
+    if (Object.keys(metadata).length > 16) throw CanopyException.badRequest('at most 16 metadata filters');
+    const page = await this.sessions.list(scope, {
+      limit: query.limit,
+      cursor: query.cursor ?? null,
+      ...(query.userId ? { userId: query.userId } : {}),
+      ...(Object.keys(metadata).length ? { metadata } : {}),
+    });
+    let data = page.data;
+    if (query.live !== undefined) {
+      const live = query.live === 'true';
+      data = data.filter((s) => (this.sessions.live.get(scope.tenantId, s.id) !== undefined) === live);
+    }
+    return { data: data.map(sessionView), nextCursor: page.nextCursor };
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'A session with its status, path, usage, live subscribers and the run in flight' })
+  async get(@CurrentScope() scope: Scope, @Param('id') id: string) {
+    const record = await this.sessions.get(scope, id);
+    let live = this.sessions.live.get(scope.tenantId, id);
+    if (!live && record.status !== 'idle') live = await this.sessions.open(scope, id);
+    return sessionDetailView(
+      record,
+      live ? { controllers: live.controllers, observers: live.observers } : null,
+      live?.inFlight ?? null,
+    );
+  }
+
+  @Patch(':id')
+  @ApiOperation({
+    summary: 'Change title, model, system, opts, tools, metadata (model/system/opts/tools idle only)',
+  })
+  update(@CurrentScope() scope: Scope, @Param('id') id: string, @Body() body: UpdateSessionDto) {
+    return this.sessions.update(scope, id, body);
+  }
+
+  @Post(':id/close')
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Stop the session being live (stored data untouched; idempotent)' })
+  async close(@CurrentScope() scope: Scope, @Param('id') id: string): Promise<void> {
+    await this.sessions.close(scope, id);
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Delete a session with its tree and runs' })
+  async delete(@CurrentScope() scope: Scope, @Param('id') id: string): Promise<void> {
+    await this.sessions.delete(scope, id);
+  }
+}

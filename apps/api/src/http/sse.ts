@@ -1,0 +1,91 @@
+// Server-Sent Events over a plain response: `id` / `event` / `data` frames, a retry hint, heartbeat comments
+// so proxies keep the stream open, and an orderly close (with a reconnect hint on shutdown). Every open stream
+// is tracked so a shutdown can close them all.
+
+import type { Request, Response } from 'express';
+
+const HEARTBEAT_MS = 15_000;
+
+export class SseStream {
+  private closed = false;
+  private readonly heartbeat: NodeJS.Timeout;
+  private readonly onClose: Array<() => void> = [];
+
+  constructor(
+    private readonly req: Request,
+    private readonly res: Response,
+    private readonly registry: SseRegistry,
+  ) {
+    res.status(200);
+    res.setHeader('content-type', 'text/event-stream; charset=utf-8');
+    res.setHeader('cache-control', 'no-cache, no-transform');
+    res.setHeader('connection', 'keep-alive');
+    res.setHeader('x-accel-buffering', 'no');
+    res.flushHeaders();
+    res.write('retry: 2000\n\n');
+    this.heartbeat = setInterval(() => this.comment('ping'), HEARTBEAT_MS);
+    this.heartbeat.unref();
+    req.on('close', () => this.close());
+    registry.add(this);
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Runs when the stream closes, whoever closed it (client gone, session ended, shutdown). */
+  whenClosed(fn: () => void): void {
+    if (this.closed) fn();
+    else this.onClose.push(fn);
+  }
+
+  send(event: { id?: number | string; event?: string; data: unknown }): void {
+    if (this.closed) return;
+    let frame = '';
+    if (event.id !== undefined) frame += `id: ${event.id}\n`;
+    if (event.event) frame += `event: ${event.event}\n`;
+    frame += `data: ${JSON.stringify(event.data)}\n\n`;
+    this.res.write(frame);
+  }
+
+  comment(text: string): void {
+    if (!this.closed) this.res.write(`: ${text}\n\n`);
+  }
+
+  /** Ends the stream; with a reason, tells the client first (`event: end`, and whether to reconnect). */
+  close(reason?: { reason: string; reconnect: boolean }): void {
+    if (this.closed) return;
+    if (reason) this.send({ event: 'end', data: reason });
+    this.closed = true;
+    clearInterval(this.heartbeat);
+    this.registry.delete(this);
+    for (const fn of this.onClose.splice(0)) {
+      try {
+        fn();
+      } catch {
+        // a close handler must not keep the others from running
+      }
+    }
+    this.res.end();
+  }
+}
+
+export class SseRegistry {
+  private readonly streams = new Set<SseStream>();
+
+  add(stream: SseStream): void {
+    this.streams.add(stream);
+  }
+
+  delete(stream: SseStream): void {
+    this.streams.delete(stream);
+  }
+
+  get size(): number {
+    return this.streams.size;
+  }
+
+  closeAll(reason: { reason: string; reconnect: boolean }): void {
+    for (const s of [...this.streams]) s.close(reason);
+  }
+}

@@ -1,0 +1,26 @@
+// User tokens: a tenant mints short-lived tokens for its end users (their browsers then talk to Canopy directly).
+
+import { Body, Controller, Post } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Access, AuthService, CurrentPrincipal, type Principal } from '@canopy/auth';
+import { CreateTokenDto } from './dto';
+
+@ApiTags('tokens')
+@ApiBearerAuth()
+@Controller('v1/tokens')
+export class TokensController {
+  constructor(private readonly auth: AuthService) {}
+
+  @Post()
+  @Access('tenant')
+  @ApiOperation({ summary: 'Mint a user token (JWT HS256, subject = userId) for one of the tenant’s users' })
+  async mint(@CurrentPrincipal() principal: Principal, @Body() body: CreateTokenDto) {
+    if (principal.kind !== 'tenant') throw new Error('unreachable: guarded by @Access("tenant")');
+    const { token, expiresAt } = await this.auth.tokens.mint(
+      principal.tenantId,
+      body.userId,
+      body.ttlSeconds,
+    );
+    return { token, expiresAt: expiresAt.toISOString() };
+  }
+}

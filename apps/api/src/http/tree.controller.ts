@@ -1,0 +1,122 @@
+// The tree of a session and its views: nodes, children, siblings, paths, the active path's messages, UI turns.
+
+import { Controller, Get, Param, ParseIntPipe } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { allTurns, getTurn, sumUsage, TurnProjectionError, type Scope, type Tree } from '@canopy/core';
+import { CanopyException } from '@canopy/common';
+import { CurrentScope } from '@canopy/auth';
+import { SessionService } from '@canopy/session';
+import { nodeView } from './views';
+
+const nodeIdPipe = new ParseIntPipe({
+  exceptionFactory: () => CanopyException.badRequest('nodeId must be an integer', { field: 'nodeId' }),
+});
+
+@ApiTags('tree')
+@ApiBearerAuth()
+@Controller('v1/sessions/:id')
+export class TreeController {
+  constructor(private readonly sessions: SessionService) {}
+
+  @Get('tree')
+  @ApiOperation({ summary: 'Every node, the active path, cursors, roots, head and total usage' })
+  async tree(@CurrentScope() scope: Scope, @Param('id') id: string) {
+    const { tree } = await this.sessions.loadTree(scope, id);
+    const data = tree.toJSON();
+    return {
+      nodes: data.nodes.map(nodeView),
+      path: data.path,
+      cursors: data.cursors,
+      roots: tree.roots(),
+      head: tree.head,
+      usage: sumUsage(data.nodes.map((n) => n.usage)),
+    };
+  }
+
+  @Get('nodes/:nodeId')
+  @ApiOperation({ summary: 'One node' })
+  async node(
+    @CurrentScope() scope: Scope,
+    @Param('id') id: string,
+    @Param('nodeId', nodeIdPipe) nodeId: number,
+  ) {
+    const tree = await this.treeOf(scope, id);
+    return nodeView(this.existing(tree, nodeId));
+  }
+
+  @Get('nodes/:nodeId/children')
+  @ApiOperation({ summary: 'Ids of the node’s children, ascending' })
+  async children(
+    @CurrentScope() scope: Scope,
+    @Param('id') id: string,
+    @Param('nodeId', nodeIdPipe) nodeId: number,
+  ) {
+    const tree = await this.treeOf(scope, id);
+    this.existing(tree, nodeId);
+    return { ids: tree.children(nodeId) };
+  }
+
+  @Get('nodes/:nodeId/siblings')
+  @ApiOperation({ summary: 'Ids of the node’s siblings (for a root: the other roots)' })
+  async siblings(
+    @CurrentScope() scope: Scope,
+    @Param('id') id: string,
+    @Param('nodeId', nodeIdPipe) nodeId: number,
+  ) {
+    const tree = await this.treeOf(scope, id);
+    this.existing(tree, nodeId);
+    return { ids: tree.siblings(nodeId) };
+  }
+
+  @Get('nodes/:nodeId/path')
+  @ApiOperation({ summary: 'Ids from the root to the node' })
+  async path(
+    @CurrentScope() scope: Scope,
+    @Param('id') id: string,
+    @Param('nodeId', nodeIdPipe) nodeId: number,
+  ) {
+    const tree = await this.treeOf(scope, id);
+    this.existing(tree, nodeId);
+    return { ids: tree.pathTo(nodeId) };
+  }
+
+  @Get('messages')
+  @ApiOperation({ summary: 'Messages along the active path' })
+  async messages(@CurrentScope() scope: Scope, @Param('id') id: string) {
+    return { data: (await this.treeOf(scope, id)).messages() };
+  }
+
+  @Get('turns')
+  @ApiOperation({ summary: 'The active path as UI turns (edits and regenerations included)' })
+  async turns(@CurrentScope() scope: Scope, @Param('id') id: string) {
+    const tree = await this.treeOf(scope, id);
+    try {
+      return { data: allTurns(tree) };
+    } catch (err) {
+      if (err instanceof TurnProjectionError) throw new CanopyException('internal', err.message);
+      throw err;
+    }
+  }
+
+  @Get('turns/:nodeId')
+  @ApiOperation({ summary: 'The turn starting at a user node of the active path' })
+  async turn(
+    @CurrentScope() scope: Scope,
+    @Param('id') id: string,
+    @Param('nodeId', nodeIdPipe) nodeId: number,
+  ) {
+    const turn = getTurn(await this.treeOf(scope, id), nodeId);
+    if (!turn) throw CanopyException.notFound('turn');
+    return turn;
+  }
+
+  private async treeOf(scope: Scope, id: string): Promise<Tree> {
+    return (await this.sessions.loadTree(scope, id)).tree;
+  }
+
+  private existing(tree: Tree, nodeId: number) {
+    const node = tree.getNode(nodeId);
+    if (!node) throw CanopyException.notFound('node');
+    return node;
+  }
+}

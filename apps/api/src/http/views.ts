@@ -1,0 +1,64 @@
+// Response bodies of the API, mapped from domain records (Prisma and store types never reach a response).
+
+import { emptyUsage, type InFlight, type SessionInfo, type TreeNode } from '@canopy/core';
+import type { LiveEntry } from '@canopy/realtime';
+import type { RunRecord, SessionRecord } from '@canopy/store';
+import { toSessionInfo } from '@canopy/session';
+
+export function sessionView(record: SessionRecord): SessionInfo {
+  return toSessionInfo(record);
+}
+
+export function sessionDetailView(
+  record: SessionRecord,
+  live: { controllers: number; observers: number } | null,
+  inFlight: InFlight | null,
+) {
+  return {
+    ...toSessionInfo(record),
+    head: record.head,
+    path: record.path,
+    usage: record.usage,
+    ...(live ? { live } : {}),
+    ...(inFlight
+      ? { inFlight: { runId: inFlight.runId, pending: inFlight.pending, partial: inFlight.partial } }
+      : {}),
+  };
+}
+
+/** A node as the API shows it; `createdAt` is when its message was produced. */
+export function nodeView(node: TreeNode) {
+  return {
+    id: node.id,
+    parentId: node.parentId,
+    message: node.message,
+    usage: node.usage,
+    createdAt: new Date(node.message.timestamp).toISOString(),
+  };
+}
+
+export function runView(run: RunRecord) {
+  return {
+    id: run.id,
+    sessionId: run.sessionId,
+    kind: run.kind,
+    status: run.status,
+    ...(run.error ? { error: run.error } : {}),
+    usage: run.usage ?? emptyUsage(),
+    startedAt: run.startedAt?.toISOString() ?? null,
+    finishedAt: run.finishedAt?.toISOString() ?? null,
+  };
+}
+
+export function liveView(entry: LiveEntry) {
+  return {
+    id: entry.id,
+    title: entry.title,
+    status: entry.status,
+    userId: entry.userId,
+    controllers: entry.controllers,
+    observers: entry.observers,
+    since: entry.since,
+    where: entry.where,
+  };
+}

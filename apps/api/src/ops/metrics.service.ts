@@ -1,0 +1,74 @@
+// Prometheus metrics (prom-client): HTTP latency by route, runs by final status, live sessions and subscribers,
+// events published, plus the process's default metrics.
+
+import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ACTIVITY_FEED, type ActivityFeed, type Unsubscribe } from '@canopy/realtime';
+import { SessionService } from '@canopy/session';
+
+@Injectable()
+export class MetricsService implements OnModuleInit, OnModuleDestroy {
+  readonly registry = new Registry();
+  readonly httpDuration = new Histogram({
+    name: 'canopy_http_request_duration_seconds',
+    help: 'HTTP request latency by method, route and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly runs = new Counter({
+    name: 'canopy_runs_total',
+    help: 'Runs that ended, by final status',
+    labelNames: ['status'],
+    registers: [this.registry],
+  });
+  readonly events = new Counter({
+    name: 'canopy_events_published_total',
+    help: 'Session events published',
+    registers: [this.registry],
+  });
+  private unsubscribe: Unsubscribe | null = null;
+
+  constructor(
+    private readonly sessions: SessionService,
+    @Inject(ACTIVITY_FEED) private readonly feed: ActivityFeed,
+  ) {
+    collectDefaultMetrics({ register: this.registry, prefix: 'canopy_' });
+    const live = () => this.sessions.live.list();
+    new Gauge({
+      name: 'canopy_live_sessions',
+      help: 'Live sessions served by this instance',
+      registers: [this.registry],
+      collect() {
+        this.set(live().length);
+      },
+    });
+    new Gauge({
+      name: 'canopy_subscribers',
+      help: 'Subscribers of live sessions on this instance, by mode',
+      labelNames: ['mode'],
+      registers: [this.registry],
+      collect() {
+        const sessions = live();
+        this.set(
+          { mode: 'controller' },
+          sessions.reduce((n, s) => n + s.controllers, 0),
+        );
+        this.set(
+          { mode: 'observer' },
+          sessions.reduce((n, s) => n + s.observers, 0),
+        );
+      },
+    });
+  }
+
+  async onModuleInit(): Promise<void> {
+    this.unsubscribe = await this.feed.subscribe(null, (event) => {
+      if (event.type === 'run_finished') this.runs.inc({ status: event.data.status });
+    });
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.unsubscribe?.();
+  }
+}

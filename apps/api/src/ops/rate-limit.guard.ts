@@ -1,0 +1,54 @@
+// Request rate limits per credential (API key or user token) and per tenant, counted in fixed windows of a
+// minute (@nestjs/throttler). Over a limit: 429 rate_limited with Retry-After.
+
+import { Injectable, type ExecutionContext } from '@nestjs/common';
+import { ThrottlerGuard, type ThrottlerLimitDetail, type ThrottlerModuleOptions } from '@nestjs/throttler';
+import { CanopyException, type CanopyConfig } from '@canopy/common';
+import { credentialId, type Principal } from '@canopy/auth';
+
+const WINDOW_MS = 60_000;
+
+@Injectable()
+export class RateLimitGuard extends ThrottlerGuard {
+  protected override throwThrottlingException(
+    _ctx: ExecutionContext,
+    detail: ThrottlerLimitDetail,
+  ): Promise<void> {
+    throw new CanopyException('rate_limited', `too many requests: ${detail.limit} per minute`, {
+      limit: detail.limit,
+      retryAfterSeconds: detail.timeToBlockExpire,
+    });
+  }
+}
+
+function principalOf(req: Record<string, unknown>): Principal | undefined {
+  return (req as { principal?: Principal }).principal;
+}
+
+export function rateLimitOptions(config: CanopyConfig): ThrottlerModuleOptions {
+  const limit = (n: number) => (n === 0 ? Number.MAX_SAFE_INTEGER : n);
+  return {
+    // Public routes (health, docs, metrics) and the admin are not limited.
+    skipIf: (ctx) => {
+      const p = principalOf(ctx.switchToHttp().getRequest<Record<string, unknown>>());
+      return !p || p.kind === 'admin';
+    },
+    throttlers: [
+      {
+        name: 'credential',
+        ttl: WINDOW_MS,
+        limit: limit(config.limits.perKeyPerMinute),
+        getTracker: (req) => credentialId(principalOf(req)!),
+      },
+      {
+        name: 'tenant',
+        ttl: WINDOW_MS,
+        limit: limit(config.limits.perTenantPerMinute),
+        getTracker: (req) => {
+          const p = principalOf(req)!;
+          return p.kind === 'admin' ? 'admin' : `tenant:${p.tenantId}`;
+        },
+      },
+    ],
+  };
+}

@@ -1,0 +1,63 @@
+// Turns a bearer credential into a Principal. API key lookups are cached briefly (a revocation made in this
+// process takes effect at once; one made elsewhere within KEY_CACHE_MS); the admin key is compared in constant
+// time; user tokens are verified on every use.
+
+import { timingSafeEqual } from 'node:crypto';
+import { CanopyException } from '@canopy/common';
+import { hashApiKey, looksLikeApiKey } from './api-keys';
+import type { Principal } from './principal';
+import type { TenantsRepository } from './tenants.repository';
+import type { UserTokens } from './tokens';
+
+const KEY_CACHE_MS = 10_000;
+const KEY_CACHE_MAX = 10_000;
+
+export class AuthService {
+  private readonly keyCache = new Map<string, { principal: Principal | null; until: number }>();
+
+  constructor(
+    private readonly adminKey: string,
+    private readonly tenants: TenantsRepository,
+    readonly tokens: UserTokens,
+  ) {}
+
+  async authenticate(credential: string | undefined): Promise<Principal> {
+    if (!credential) throw new CanopyException('unauthorized', 'missing credentials');
+    if (constantTimeEquals(credential, this.adminKey)) return { kind: 'admin' };
+    if (looksLikeApiKey(credential)) {
+      const principal = await this.apiKey(credential);
+      if (!principal) throw new CanopyException('unauthorized', 'invalid or revoked API key');
+      return principal;
+    }
+    if (credential.split('.').length === 3) {
+      const claims = await this.tokens.verify(credential);
+      return { kind: 'user', tenantId: claims.tenantId, userId: claims.userId };
+    }
+    throw new CanopyException('unauthorized', 'invalid credentials');
+  }
+
+  /** Forgets cached lookups of a revoked key. */
+  forgetKey(keyId: string): void {
+    for (const [hash, entry] of this.keyCache) {
+      if (entry.principal?.kind === 'tenant' && entry.principal.keyId === keyId) this.keyCache.delete(hash);
+    }
+  }
+
+  private async apiKey(key: string): Promise<Principal | null> {
+    const hash = hashApiKey(key);
+    const cached = this.keyCache.get(hash);
+    if (cached && cached.until > Date.now()) return cached.principal;
+    const found = await this.tenants.findKeyByHash(hash);
+    const principal: Principal | null =
+      found && !found.revoked ? { kind: 'tenant', tenantId: found.tenantId, keyId: found.id } : null;
+    if (this.keyCache.size >= KEY_CACHE_MAX) this.keyCache.clear();
+    this.keyCache.set(hash, { principal, until: Date.now() + KEY_CACHE_MS });
+    return principal;
+  }
+}
+
+function constantTimeEquals(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}

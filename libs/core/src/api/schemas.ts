@@ -1,0 +1,184 @@
+// The request shapes of the public API (API.md) as zod schemas, shared by the service (validation and the
+// OpenAPI document) and the SDK (types). Every string and list has a bound, and free-form JSON (opts, metadata,
+// tool schemas, tool results) has a nesting limit, so no input can make the service work without bound.
+
+import { z } from 'zod';
+
+export const LIMITS = {
+  text: 200_000,
+  blocks: 100,
+  system: 100_000,
+  jsonDepth: 32,
+  tools: 128,
+  metadataKeys: 64,
+  id: 128,
+} as const;
+
+/** Free-form JSON with a nesting bound (deeper input is refused before it reaches JSON.stringify or Postgres). */
+export function boundedJson(depth = LIMITS.jsonDepth) {
+  return z.unknown().refine((v) => jsonDepth(v, depth + 1) <= depth, {
+    message: `nested deeper than ${depth} levels`,
+  });
+}
+
+export function jsonDepth(value: unknown, stopAt = Number.POSITIVE_INFINITY): number {
+  let max = 0;
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length) {
+    const [v, d] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    const depth = d + 1;
+    if (depth > max) max = depth;
+    if (max >= stopAt) return max;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth]);
+  }
+  return max;
+}
+
+const jsonObject = z.record(z.string().max(200), z.unknown()).superRefine((v, ctx) => {
+  if (jsonDepth(v, LIMITS.jsonDepth + 1) > LIMITS.jsonDepth) {
+    ctx.addIssue({ code: 'custom', message: `nested deeper than ${LIMITS.jsonDepth} levels` });
+  }
+});
+
+export const textBlockSchema = z
+  .object({ type: z.literal('text'), text: z.string().max(LIMITS.text) })
+  .strict();
+
+export const attachmentBlockSchema = z
+  .object({
+    type: z.literal('attachment'),
+    mediaType: z.string().min(1).max(200),
+    data: z.string().max(10_000_000).optional(),
+    url: z.url().max(4_000).optional(),
+    name: z.string().max(500).optional(),
+  })
+  .strict()
+  .refine((b) => (b.data === undefined) !== (b.url === undefined), { message: 'give either data or url' });
+
+/** What a prompt may carry: text, or text and attachment blocks. */
+export const promptContentSchema = z.union([
+  z.string().min(1).max(LIMITS.text),
+  z
+    .array(z.discriminatedUnion('type', [textBlockSchema, attachmentBlockSchema]))
+    .min(1)
+    .max(LIMITS.blocks),
+]);
+
+export const toolNameSchema = z
+  .string()
+  .regex(/^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/, 'letters, digits, _ and -, 64 at most');
+
+export const clientToolSchema = z
+  .object({
+    name: toolNameSchema,
+    description: z.string().max(4_000),
+    inputSchema: jsonObject,
+    approval: z.boolean().optional(),
+  })
+  .strict();
+
+const metadataSchema = z
+  .record(z.string().min(1).max(100), z.union([z.string().max(1_000), z.number(), z.boolean(), z.null()]))
+  .refine((m) => Object.keys(m).length <= LIMITS.metadataKeys, {
+    message: `at most ${LIMITS.metadataKeys} keys`,
+  });
+
+export const sessionIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,128}$/, 'letters, digits, _ and -, 128 at most');
+export const modelSchema = z.string().min(3).max(200);
+
+export const createSessionSchema = z
+  .object({
+    id: sessionIdSchema.optional(),
+    title: z.string().max(500).nullable().optional(),
+    model: modelSchema,
+    system: z.string().max(LIMITS.system).nullable().optional(),
+    opts: jsonObject.optional(),
+    tools: z.array(clientToolSchema).max(LIMITS.tools).optional(),
+    metadata: metadataSchema.optional(),
+    userId: z.string().min(1).max(200).optional(),
+    idleShutdownAfterMs: z.number().int().min(0).max(86_400_000).nullable().optional(),
+  })
+  .strict();
+
+export const updateSessionSchema = z
+  .object({
+    title: z.string().max(500).nullable().optional(),
+    model: modelSchema.optional(),
+    system: z.string().max(LIMITS.system).nullable().optional(),
+    opts: jsonObject.optional(),
+    tools: z.array(clientToolSchema).max(LIMITS.tools).optional(),
+    metadata: metadataSchema.optional(),
+  })
+  .strict()
+  .refine((p) => Object.keys(p).length > 0, { message: 'nothing to change' });
+
+const waitOptions = {
+  wait: z.boolean().optional(),
+  format: z.enum(['turn', 'json']).optional(),
+};
+
+export const promptSchema = z
+  .object({
+    content: promptContentSchema,
+    ifBusy: z.enum(['reject', 'steer']).optional(),
+    maxSteps: z.number().int().min(1).max(1_000).optional(),
+    ...waitOptions,
+  })
+  .strict();
+
+export const branchSchema = z
+  .object({
+    nodeId: z.number().int().min(1).nullable(),
+    content: promptContentSchema.optional(),
+    maxSteps: z.number().int().min(1).max(1_000).optional(),
+    ...waitOptions,
+  })
+  .strict();
+
+export const navigateSchema = z.object({ nodeId: z.number().int().min(1).nullable() }).strict();
+
+export const decisionSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('execute') }).strict(),
+  z.object({ type: z.literal('reject'), reason: z.string().max(2_000).optional() }).strict(),
+  z
+    .object({
+      type: z.literal('result'),
+      content: promptContentSchema,
+      isError: z.boolean().optional(),
+    })
+    .strict(),
+]);
+
+export const resumeSchema = z
+  .object({ toolUseId: z.string().min(1).max(200).optional(), decision: decisionSchema, ...waitOptions })
+  .strict();
+
+export const createTenantSchema = z.object({ name: z.string().trim().min(1).max(200) }).strict();
+export const createKeySchema = z.object({ name: z.string().trim().min(1).max(200).optional() }).strict();
+export const createTokenSchema = z
+  .object({ userId: z.string().min(1).max(200), ttlSeconds: z.number().int().min(10).optional() })
+  .strict();
+
+export const listSessionsQuerySchema = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  cursor: z.string().max(500).optional(),
+  userId: z.string().min(1).max(200).optional(),
+  live: z.enum(['true', 'false']).optional(),
+});
+
+export const eventsQuerySchema = z.object({
+  mode: z.enum(['controller', 'observer']).optional(),
+  after: z.coerce.number().int().min(0).optional(),
+  token: z.string().max(4_000).optional(),
+});
+
+export type CreateSessionRequest = z.infer<typeof createSessionSchema>;
+export type UpdateSessionRequest = z.infer<typeof updateSessionSchema>;
+export type PromptRequest = z.infer<typeof promptSchema>;
+export type BranchRequest = z.infer<typeof branchSchema>;
+export type NavigateRequest = z.infer<typeof navigateSchema>;
+export type ResumeRequest = z.infer<typeof resumeSchema>;
+export type CreateTokenRequest = z.infer<typeof createTokenSchema>;
