@@ -6,6 +6,9 @@ import { loadConfig, type CanopyConfig } from '@canopy/common';
 import { createTestDatabase, type TestDatabase } from '@canopy/testing';
 import { createApiApp } from '../../src/app.factory';
 
+/** The admin key every test app accepts. */
+export const TEST_ADMIN_KEY = 'test-admin-key-0123456789abcdef';
+
 export interface TestApp {
   readonly url: string;
   readonly config: CanopyConfig;
@@ -28,6 +31,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     PORT: '0',
     LOG_LEVEL: 'silent',
     NODE_ENV: 'test',
+    CANOPY_ADMIN_KEY: TEST_ADMIN_KEY,
+    CANOPY_JWT_SECRET: 'test-jwt-secret-0123456789-abcdefghijklmnopqrstuvwxyz',
     ...(database ? { DATABASE_URL: database.url } : { CANOPY_DATA_DIR: options.embeddedDataDir }),
     ...options.env,
   });
