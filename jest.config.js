@@ -20,8 +20,9 @@ const base = {
   roots: ['<rootDir>/apps', '<rootDir>/libs'],
   testEnvironment: 'node',
   transform: { '^.+\\.(t|j)s$': ['@swc/jest', swc] },
-  // Prisma's WASM schema engine ships as ES modules only; jest runs CommonJS, so it is transformed too.
-  transformIgnorePatterns: ['/node_modules/(?!@prisma/schema-engine-wasm/)'],
+  // Prisma's WASM schema engine and jose (user tokens) ship as ES modules only; jest runs CommonJS, so they
+  // are transformed too.
+  transformIgnorePatterns: ['/node_modules/(?!(@prisma/schema-engine-wasm|jose)/)'],
   moduleNameMapper: {
     '^@canopy/([^/]+)$': '<rootDir>/libs/$1/src',
     '^@canopy/([^/]+)/(.*)$': '<rootDir>/libs/$1/src/$2',

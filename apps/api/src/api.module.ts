@@ -21,6 +21,7 @@ import { LiveGateway } from './http/live.gateway';
 import { RunsController } from './http/runs.controller';
 import { SessionsController } from './http/sessions.controller';
 import { SseRegistry } from './http/sse';
+import { StorableTextPipe } from './http/storable-text.pipe';
 import { TokensController } from './http/tokens.controller';
 import { TreeController } from './http/tree.controller';
 import { MetricsService } from './ops/metrics.service';
@@ -57,6 +58,8 @@ export class ApiModule {
       ],
       providers: [
         { provide: APP_FILTER, useClass: AllExceptionsFilter },
+        // Text no column can store is refused before the schemas (and their transforms) see it.
+        { provide: APP_PIPE, useClass: StorableTextPipe },
         { provide: APP_PIPE, useClass: ZodValidationPipe },
         // Order matters: who is calling first, then how often.
         { provide: APP_GUARD, useClass: AuthGuard },

@@ -7,3 +7,4 @@ export * from './errors/error-code';
 export * from './errors/canopy.exception';
 export * from './http/all-exceptions.filter';
 export * from './logging/logging.module';
+export * from './process';

@@ -53,6 +53,17 @@ export class LiveSessions {
     return opening;
   }
 
+  /**
+   * A run started or stopped executing in this process: the session's presence names this instance as its
+   * `worker` while it runs (the `status` event that announced the run came before execution began).
+   */
+  runHere(tenantId: string, sessionId: string, runId: string, running: boolean): void {
+    if (running) this.localRuns.add(runId);
+    else this.localRuns.delete(runId);
+    const live = this.get(tenantId, sessionId);
+    if (live) this.presence(live);
+  }
+
   list(): LiveSession[] {
     return [...this.sessions.values()];
   }

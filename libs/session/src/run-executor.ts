@@ -104,12 +104,12 @@ export class RunExecutor {
     let finish!: () => void;
     const done = new Promise<void>((r) => (finish = r));
     this.running.set(job.runId, { controller, done });
-    this.live.localRuns.add(job.runId);
+    this.live.runHere(job.tenantId, job.sessionId, job.runId, true);
     try {
       await this.executeOwned(job, controller);
     } finally {
       this.running.delete(job.runId);
-      this.live.localRuns.delete(job.runId);
+      this.live.runHere(job.tenantId, job.sessionId, job.runId, false);
       finish();
     }
   }

@@ -39,8 +39,6 @@ export interface SessionEngineDeps {
   hooks: HookRegistry;
   settings: EngineSettings;
   logger: EngineLogger;
-  /** Told how many events each publish carried (metrics). */
-  onPublished?: (count: number) => void;
 }
 
 export const SESSION_ENGINE_DEPS = Symbol('SESSION_ENGINE_DEPS');

@@ -28,6 +28,7 @@ import type {
   ListSessionsQuery,
   PositionRecord,
   RunRecord,
+  SessionPage,
   SessionRecord,
   SessionStatePatch,
 } from '@canopy/store';
@@ -67,12 +68,21 @@ export class SessionService {
   readonly live: LiveSessions;
   readonly executor: RunExecutor;
   private readonly publisher: SessionPublisher;
+  private readonly publishedListeners = new Set<(count: number) => void>();
 
   constructor(private readonly deps: SessionEngineDeps) {
-    this.publisher = new SessionPublisher(deps.bus, deps.feed, deps.logger, deps.onPublished);
+    this.publisher = new SessionPublisher(deps.bus, deps.feed, deps.logger, (count) => {
+      for (const listener of this.publishedListeners) listener(count);
+    });
     this.live = new LiveSessions(deps, this.publisher);
     this.executor = new RunExecutor(deps, this.publisher, this.live);
     deps.queue.process((job) => this.executor.execute(job));
+  }
+
+  /** Tells `listener` how many events each publish carried (metrics); the returned function stops it. */
+  onEventsPublished(listener: (count: number) => void): () => void {
+    this.publishedListeners.add(listener);
+    return () => void this.publishedListeners.delete(listener);
   }
 
   // Lifecycle
@@ -129,8 +139,13 @@ export class SessionService {
     return record;
   }
 
-  list(scope: Scope, query: ListSessionsQuery) {
-    return this.deps.store.list(scope, scope.userId ? { ...query, userId: scope.userId } : query);
+  list(scope: Scope, query: ListSessionsQuery): Promise<SessionPage> {
+    if (scope.userId === undefined) return this.deps.store.list(scope, query);
+    // A user sees only their own sessions: a filter naming someone else matches nothing (it is not replaced).
+    if (query.userId !== undefined && query.userId !== scope.userId) {
+      return Promise.resolve({ data: [], nextCursor: null });
+    }
+    return this.deps.store.list(scope, { ...query, userId: scope.userId });
   }
 
   /**
@@ -222,7 +237,12 @@ export class SessionService {
     const loaded = await this.deps.store.loadTree(scope, id);
     if (!loaded) throw CanopyException.notFound('session');
     const { session, nodes } = loaded;
-    const tree = Tree.hydrate({ nodes, path: session.path, cursors: session.cursors, nextId: session.nextNodeId });
+    const tree = Tree.hydrate({
+      nodes,
+      path: session.path,
+      cursors: session.cursors,
+      nextId: session.nextNodeId,
+    });
     return { session, tree };
   }
 
@@ -426,11 +446,17 @@ export class SessionService {
   ): Promise<CommandResult> {
     const limit = this.deps.settings.maxBusyPerTenant;
     if (limit !== undefined) {
-      const busy = this.live.list().filter((s) => s.tenantId === scope.tenantId && s.status === 'busy').length;
+      const busy = this.live
+        .list()
+        .filter((s) => s.tenantId === scope.tenantId && s.status === 'busy').length;
       if (busy >= limit) {
-        throw new CanopyException('rate_limited', `too many runs in flight for this tenant (limit ${limit})`, {
-          limit,
-        });
+        throw new CanopyException(
+          'rate_limited',
+          `too many runs in flight for this tenant (limit ${limit})`,
+          {
+            limit,
+          },
+        );
       }
     }
     // startRun is scoped: an invisible session answers not_found here, before anything is opened or published.

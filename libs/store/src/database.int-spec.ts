@@ -283,6 +283,45 @@ describe('withTenantSql', () => {
   });
 });
 
+describe('callSql', () => {
+  it('sends one statement in autocommit: its transaction is its own, and nothing it sets outlives it', async () => {
+    const single = open({ poolMax: 1 });
+    const [first] = await single.callSql<{ pid: number; tenant: string; n: number }>(
+      { tenantId: a },
+      `SELECT pg_backend_pid() AS pid, set_config('canopy.tenant_id', $1, true) AS tenant,
+              (SELECT count(*)::int FROM sessions) AS n`,
+      [a],
+    );
+    expect(first).toEqual({ pid: expect.any(Number) as number, tenant: a, n: 1 });
+    const [next] = await single.callSql<{ pid: number; tenant: string; n: number }>(
+      { tenantId: a },
+      `SELECT pg_backend_pid() AS pid, current_setting('canopy.tenant_id', true) AS tenant,
+              (SELECT count(*)::int FROM sessions) AS n`,
+      [],
+    );
+    // The same connection, and the transaction-local tenant is gone: the first statement's transaction ended
+    // with it. A statement that declares no tenant sees nothing.
+    expect(next).toEqual({ pid: first!.pid, tenant: '', n: 0 });
+  });
+
+  it('answers not_found for a tenant id that is no uuid, before touching the database', async () => {
+    const nowhere = open({ url: 'postgresql://canopy@127.0.0.1:1/canopy', txMaxWaitMs: 500 });
+    expect(await codeOf(nowhere.callSql({ tenantId: 'not-a-uuid' }, 'SELECT 1', []))).toBe('not_found');
+    expect(await codeOf(nowhere.callSql({ tenantId: a }, 'SELECT 1', []))).toBe('unavailable');
+  });
+
+  it('maps errors like the other roads, and the connection serves on', async () => {
+    const single = open({ poolMax: 1 });
+    expect(await codeOf(single.callSql({ tenantId: a }, 'SELECT $1::uuid', ['not-a-uuid']))).toBe(
+      'not_found',
+    );
+    expect(await codeOf(single.callSql({ tenantId: a }, 'SELECT canopy_enter(NULL, 1000)', []))).toBe(
+      'not a CanopyException: error: canopy: a tenant id is required',
+    );
+    await expect(single.callSql({ tenantId: a }, 'SELECT 1 AS one', [])).resolves.toEqual([{ one: 1 }]);
+  });
+});
+
 describe('withAdminSql', () => {
   it('spans tenants, and needs a reason', async () => {
     const [seen] = await db.withAdminSql('test: cross-tenant read', (tx) =>

@@ -10,6 +10,11 @@
 //   costs several times the Node CPU of the same statements over pg (a tenant-scoped SELECT 1: ~1 ms against
 //   ~0.2 ms here), and the session store only speaks raw SQL, so it takes this road. Opening one costs a single
 //   round trip: BEGIN, the transaction's deadlines and its tenant travel together as one simple-protocol query.
+//
+// And one road with no BEGIN at all, for the session store's hot path: callSql sends ONE statement in autocommit
+// (its implicit transaction is the transaction) that declares its tenant itself, the canopy_* SQL functions
+// (see prisma/migrations/*_hot_path_functions). Each socket write costs real CPU (~140 µs on a small VM), and
+// BEGIN ... COMMIT around one statement is two more of them.
 
 import type { Scope } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
@@ -103,6 +108,47 @@ export class Database {
   withAdminSql<T>(reason: string, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
     if (!reason) return Promise.reject(new Error('withAdminSql needs a reason'));
     return this.sqlTransaction(`set_config('canopy.admin', 'on', true)`, fn);
+  }
+
+  /**
+   * The transaction deadline (DATABASE_TX_TIMEOUT_MS). The canopy_* functions take it as their p_timeout_ms and
+   * bound their lock waits by it: one statement run in autocommit cannot apply a statement timeout to itself.
+   */
+  get txTimeoutMs(): number {
+    return Math.trunc(this.options.txTimeoutMs);
+  }
+
+  /**
+   * Runs ONE parameterised statement on a pooled connection in autocommit: no BEGIN, no COMMIT, no settings of
+   * ours around it, so it costs one round trip. The statement must declare its tenant itself, as the canopy_*
+   * functions do (they set canopy.tenant_id, transaction-local: for this statement only); one that does not sees
+   * nothing, row-level security being what it is. The scope's tenant id is checked here like withTenantSql's: one
+   * that is no uuid finds nothing, before the database is touched. Errors are mapped as on the other roads.
+   */
+  async callSql<R = Record<string, unknown>>(
+    scope: Pick<Scope, 'tenantId'>,
+    text: string,
+    params: unknown[],
+  ): Promise<R[]> {
+    if (!isUuid(scope.tenantId)) throw CanopyException.notFound('tenant');
+    let client: PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw mapDbError(err);
+    }
+    // As in sqlTransaction: a connection that dies while we hold it is discarded, not returned to the pool.
+    let broken: Error | undefined;
+    const onError = (err: Error) => (broken ??= err);
+    client.on('error', onError);
+    try {
+      return (await client.query(text, params)).rows as R[];
+    } catch (err) {
+      throw mapDbError(err);
+    } finally {
+      client.removeListener('error', onError);
+      client.release(broken);
+    }
   }
 
   /** Resolves when the database answers. */

@@ -16,6 +16,7 @@ import {
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { isProcessAlive } from '@canopy/common';
 
 export const EMBEDDED_ROLE = 'canopy';
 
@@ -100,7 +101,7 @@ function acquireLock(path: string): () => void {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const holder = Number.parseInt(readFileSync(path, 'utf8'), 10);
       // A live holder, this very process included (an instance not stopped yet), keeps the directory.
-      if (Number.isInteger(holder) && isAlive(holder)) {
+      if (Number.isInteger(holder) && isProcessAlive(holder)) {
         throw new EmbeddedPostgresError(
           `the embedded database in ${path.replace(/[/\\]embedded\.lock$/, '')} is in use by process ${holder}; ` +
             'stop it, use another CANOPY_DATA_DIR, or set DATABASE_URL',
@@ -110,13 +111,4 @@ function acquireLock(path: string): () => void {
     }
   }
   throw new EmbeddedPostgresError(`could not lock ${path}`);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

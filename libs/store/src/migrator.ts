@@ -1,12 +1,13 @@
 // Applies the SQL migrations of prisma/migrations with Prisma's own schema engine compiled to WASM, so the
 // `_prisma_migrations` bookkeeping is exactly what `prisma migrate deploy` keeps (and that command can take over
-// wherever the native engine is available). Already-applied migrations are skipped.
+// wherever the native engine is available). Already-applied migrations are skipped. Each migration script goes
+// to Postgres whole, as the native engine sends it (see wholeScripts), so it may define functions.
 
 import { readFile, readdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { Pool } from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
-import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
+import { DriverAdapterError, bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
 import * as engineJs from '@prisma/schema-engine-wasm/schema_engine_bg';
 
 export interface MigrateOptions {
@@ -92,7 +93,7 @@ export async function applyMigrations(options: MigrateOptions): Promise<MigrateR
     engine = await engineJs.SchemaEngine.new(
       { datamodels: undefined },
       (line: string) => options.log?.(engineMessage(line)),
-      bindMigrationAwareSqlAdapterFactory(new PrismaPg(pool)),
+      bindMigrationAwareSqlAdapterFactory(wholeScripts(new PrismaPg(pool), pool)),
     );
     const out = await engine.applyMigrations({
       migrationsList: {
@@ -108,6 +109,53 @@ export async function applyMigrations(options: MigrateOptions): Promise<MigrateR
     engine?.free();
     await pool.end();
   }
+}
+
+/**
+ * The pg adapter, except that a migration script runs as ONE simple-protocol query, the way the native engine
+ * (`prisma migrate deploy`) sends it. The adapter's own executeScript cuts the script at every `;` and sends the
+ * pieces one by one, which breaks a function body (PL/pgSQL statements end with `;`), or a `;` in a comment or a
+ * string. Whole, a script is also atomic: Postgres runs a multi-statement query as one implicit transaction, so
+ * a migration that fails leaves nothing half-applied (a script that needs to run outside a transaction, e.g.
+ * CREATE INDEX CONCURRENTLY, must be a migration of that one statement).
+ */
+function wholeScripts(factory: PrismaPg, pool: Pool): PrismaPg {
+  const connect = factory.connect.bind(factory);
+  factory.connect = async () => {
+    const adapter = await connect();
+    adapter.executeScript = async (script: string) => {
+      try {
+        await pool.query(script);
+      } catch (err) {
+        throw asDriverError(err);
+      }
+    };
+    return adapter;
+  };
+  return factory;
+}
+
+/** A Postgres error as the engine reports the adapter's own (SQLSTATE, message, detail); anything else as is. */
+function asDriverError(err: unknown): unknown {
+  const e = err as {
+    code?: unknown;
+    severity?: unknown;
+    message?: unknown;
+    detail?: unknown;
+    column?: unknown;
+    hint?: unknown;
+  };
+  if (typeof e?.code !== 'string' || typeof e.severity !== 'string') return err;
+  const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+  return new DriverAdapterError({
+    kind: 'postgres',
+    code: e.code,
+    severity: e.severity,
+    message: text(e.message) ?? '',
+    detail: text(e.detail),
+    column: text(e.column),
+    hint: text(e.hint),
+  });
 }
 
 /** The engine logs JSON lines (the applied SQL included); keep the message only. */

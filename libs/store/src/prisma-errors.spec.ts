@@ -22,6 +22,7 @@ describe('mapDbError', () => {
     ['53300', 'unavailable'],
     ['57014', 'unavailable'],
     ['25P03', 'unavailable'],
+    ['55P03', 'unavailable'],
     ['42501', 'unmapped'],
     ['23514', 'unmapped'],
     ['40001', 'unmapped'],

@@ -17,10 +17,11 @@ const NETWORK_ERRNOS = new Set([
 /**
  * SQLSTATEs that mean the database (not the statement) failed: admin/crash shutdown, cannot connect now, too many
  * connections, and the transaction deadline (statement_timeout cancels with 57014, the idle-in-transaction
- * timeout ends the session with 25P03) — the pg counterpart of Prisma's P2028, which was unavailable too.
- * Class 08 (connection exceptions) is matched by prefix.
+ * timeout ends the session with 25P03, and the lock_timeout of the one-statement canopy_* functions with 55P03)
+ * — the pg counterpart of Prisma's P2028, which was unavailable too. Class 08 (connection exceptions) is matched
+ * by prefix.
  */
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '25P03']);
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '25P03', '55P03']);
 /** What node-postgres and its pool say when a connection cannot be had or is lost. */
 const CONNECTION_LOST =
   /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect|is not queryable/;

@@ -1,15 +1,17 @@
 // The Postgres adapter of the SessionStore port: sessions, their tree nodes and their runs. Every method runs in
 // one tenant transaction and speaks SQL directly, so each state change is one visible, conditional statement
-// (compare-and-set on status / active_run_id) and the hot paths (run load, turn commit) are single named
-// queries. The schema is Prisma's, but the statements go over node-postgres (Database.withTenantSql): a Prisma
-// interactive transaction costs several times the CPU of the statements it carries. Rows become domain records
-// here; no database type leaves this file.
+// (compare-and-set on status / active_run_id). The schema is Prisma's, but the statements go over node-postgres
+// (Database.withTenantSql): a Prisma interactive transaction costs several times the CPU of the statements it
+// carries. The hot path of a run (startRun, loadRun, commit) goes further: each is ONE call of a SQL function
+// (canopy_start_run, canopy_load_run, canopy_commit in prisma/migrations/*_hot_path_functions) sent in autocommit
+// by Database.callSql, one round trip where BEGIN ... COMMIT took three or four (each socket write costs the
+// engine ~140 µs of CPU on a small VM). Those functions hold the SQL of these three methods. Rows become domain
+// records here; no database type leaves this file.
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { CanopyException } from '@canopy/common';
 import {
-  addUsage,
   makeUsage,
   USAGE_FIELDS,
   type ClientTool,
@@ -21,6 +23,7 @@ import {
   type SessionStatus,
   type TreeNode,
   type Usage,
+  unstorableTextPath,
 } from '@canopy/core';
 import { Database, isUuid, type SqlTx } from './database';
 import { empty, join, query, raw, sql, type Sql } from './sql';
@@ -49,29 +52,28 @@ const MAX_PAGE = 100;
 
 // Columns are qualified by their table name (never an alias) so one list serves SELECT, UPDATE ... RETURNING
 // and INSERT ... RETURNING alike; enums and uuids come back as plain text.
-const SESSION_COLUMNS = raw(
-  [
-    'sessions.tenant_id::text AS tenant_id',
-    'sessions.id',
-    'sessions.user_id',
-    'sessions.title',
-    'sessions.model',
-    'sessions.system',
-    'sessions.opts',
-    'sessions.tools',
-    'sessions.metadata',
-    'sessions.status::text AS status',
-    'sessions.path',
-    'sessions.cursors',
-    'sessions.head',
-    'sessions.next_node_id',
-    'sessions.usage',
-    'sessions.idle_shutdown_after_ms',
-    'sessions.active_run_id::text AS active_run_id',
-    'sessions.created_at',
-    'sessions.updated_at',
-  ].join(', '),
-);
+const SESSION_COLUMN_LIST = [
+  'sessions.tenant_id::text AS tenant_id',
+  'sessions.id',
+  'sessions.user_id',
+  'sessions.title',
+  'sessions.model',
+  'sessions.system',
+  'sessions.opts',
+  'sessions.tools',
+  'sessions.metadata',
+  'sessions.status::text AS status',
+  'sessions.path',
+  'sessions.cursors',
+  'sessions.head',
+  'sessions.next_node_id',
+  'sessions.usage',
+  'sessions.idle_shutdown_after_ms',
+  'sessions.active_run_id::text AS active_run_id',
+  'sessions.created_at',
+  'sessions.updated_at',
+];
+const SESSION_COLUMNS = raw(SESSION_COLUMN_LIST.join(', '));
 
 const RUN_COLUMN_LIST = [
   'runs.id::text AS id',
@@ -95,11 +97,27 @@ const RUN_COLUMNS = raw(RUN_COLUMN_LIST.join(', '));
 const RUN_NAMES = RUN_COLUMN_LIST.map((c) => c.split(' AS ')[1] ?? c.slice('runs.'.length));
 
 /**
- * The run columns of a CTE that returned RUN_COLUMNS, renamed run_<name>: one row can then carry a session and
- * its run side by side (both have id, status, usage ...). runFrom reads them back.
+ * A column list read from a row value instead of its table (`(started.session).id` for `sessions.id`), each
+ * column named with `prefix`: the canopy_* functions answer whole session and run rows, and one result row
+ * carries a session and its run side by side as SessionRow and run_-prefixed RunRow columns (both have id,
+ * status, usage ...; runFrom reads the run back).
  */
-function runColumnsOf(cte: string): Sql {
-  return raw(RUN_NAMES.map((name) => `${cte}.${name} AS run_${name}`).join(', '));
+function fieldsOf(columns: readonly string[], table: string, row: string, prefix = ''): Sql {
+  return raw(
+    columns
+      .map((column) => {
+        const [expression = column, alias] = column.split(' AS ');
+        const name = alias ?? expression.slice(`${table}.`.length);
+        return `${row}.${expression.slice(`${table}.`.length)} AS ${prefix}${name}`;
+      })
+      .join(', '),
+  );
+}
+
+/** The session and run columns of a canopy_* function's result, from its `session` and `run` row values. */
+function sessionAndRunOf(result: string): Sql {
+  return sql`${fieldsOf(SESSION_COLUMN_LIST, 'sessions', `(${result}.session)`)},
+             ${fieldsOf(RUN_COLUMN_LIST, 'runs', `(${result}.run)`, 'run_')}`;
 }
 
 interface SessionRow {
@@ -152,7 +170,7 @@ interface NodeJson {
   usage: unknown;
 }
 
-/** A node as json_build_object for NodeJson (the tree and path loads aggregate nodes beside their session). */
+/** A node as json_build_object for NodeJson (loadTree aggregates nodes beside their session; canopy_load_run too). */
 const NODE_JSON = raw(
   `json_build_object('id', nodes.id, 'parentId', nodes.parent_id, 'message', nodes.message, 'usage', nodes.usage)`,
 );
@@ -344,57 +362,21 @@ export class PrismaSessionStore implements SessionStore {
   // Runs
 
   async startRun(scope: Scope, input: StartRunInput): Promise<StartRunResult> {
-    const runId = randomUUID();
-    const running = input.status === 'running';
-    // One statement claims and inserts: compare-and-set on status (of racing starts, the first to lock the idle
-    // row wins; the others re-check the row after it commits, find it busy, and update nothing), then the run,
-    // inserted only from the claimed row. When nothing was claimed, the same statement answers why: the status
-    // as of its snapshot, which is also what the claim saw (busy or paused: refused as if the command came a
-    // moment earlier than a concurrent end; no row: not found).
-    const start = sql`
-      WITH claimed AS (
-        UPDATE sessions
-           SET status = 'busy', active_run_id = ${runId}::uuid,
-               ${input.position ? sql`${setPosition(input.position)},` : empty}
-               updated_at = now()
-         WHERE ${whereSession(scope, input.sessionId)} AND sessions.status = 'idle'
-        RETURNING ${SESSION_COLUMNS}
-      ), started AS (
-        INSERT INTO runs (id, tenant_id, session_id, kind, status, input, rollback, attempts, started_at)
-        SELECT ${runId}::uuid, ${scope.tenantId}::uuid, claimed.id, ${input.kind}::run_kind,
-               ${input.status}::run_status, ${json(input.input)}, ${jsonOrNull(input.rollback)},
-               ${running ? 1 : 0}::int, ${running ? raw('now()') : raw('NULL::timestamptz')}
-          FROM claimed
-        RETURNING ${RUN_COLUMNS}
-      )
-      SELECT claimed.*, ${runColumnsOf('started')},
-             CASE WHEN claimed.id IS NULL THEN
-               (SELECT sessions.status::text FROM sessions WHERE ${whereSession(scope, input.sessionId)})
-             END AS seen_status
-        FROM (SELECT 1) AS one
-        LEFT JOIN claimed ON TRUE
-        LEFT JOIN started ON TRUE`;
-    type StartRow = Nullable<SessionRow> & Nullable<PrefixedRunRow> & { seen_status: SessionStatus | null };
-    return this.db.withTenantSql(scope, async (tx): Promise<StartRunResult> => {
-      let [row] = await query<StartRow>(tx, start);
-      if (row?.id == null) {
-        const seen = row?.seen_status ?? null;
-        if (seen === null) return { ok: false, reason: 'not_found' };
-        if (seen !== 'idle') return { ok: false, reason: seen };
-        // Idle in the snapshot yet not claimed: a concurrent writer changed the row meanwhile. Lock it and look
-        // again; if it is idle now, the claim cannot miss.
-        const status = await lockStatus(tx, scope, input.sessionId);
-        if (!status) return { ok: false, reason: 'not_found' };
-        if (status !== 'idle') return { ok: false, reason: status };
-        [row] = await query<StartRow>(tx, start);
-      }
-      const claimed = mustHave(row?.id == null ? undefined : row, 'session');
-      return {
-        ok: true,
-        run: toRun(runFrom(claimed as PrefixedRunRow)),
-        session: toSession(claimed as SessionRow),
-      };
-    });
+    // canopy_start_run: the compare-and-set on status (only an idle session starts a run; of racing starts one
+    // wins) and the run inserted from the claimed row, or why nothing was claimed.
+    const [row] = await this.call<{ outcome: 'ok' | 'not_found' | 'busy' | 'paused' } & StartedRow>(
+      scope,
+      sql`
+      SELECT started.outcome, ${sessionAndRunOf('started')}
+        FROM canopy_start_run(${scope.tenantId}::uuid, ${scope.userId ?? null}::text, ${input.sessionId}::text,
+                              ${randomUUID()}::uuid, ${input.kind}::run_kind, ${json(input.input)},
+                              ${input.status}::run_status, ${jsonOrNull(input.position)},
+                              ${jsonOrNull(input.rollback)}, ${this.db.txTimeoutMs}::int) AS started`,
+    );
+    const outcome = mustHave(row, 'canopy_start_run result').outcome;
+    if (outcome !== 'ok') return { ok: false, reason: outcome };
+    const started = row as SessionRow & PrefixedRunRow;
+    return { ok: true, run: toRun(runFrom(started)), session: toSession(started) };
   }
 
   async getRun(scope: Scope, runId: string): Promise<RunRecord | null> {
@@ -412,111 +394,41 @@ export class PrismaSessionStore implements SessionStore {
 
   async loadRun(scope: Scope, sessionId: string, runId: string): Promise<RunContext | null> {
     if (!isUuid(runId)) return null;
-    return this.db.withTenantSql(scope, async (tx): Promise<RunContext | null> => {
-      // One statement: lock the session the run must own (FOR SHARE: no end, pause or commit slips in, and the
-      // row read is the latest), take the run (queued -> running, or a running one taken over: one more attempt
-      // either way), and gather the nodes of the active path in path order.
-      const [row] = await query<SessionRow & PrefixedRunRow & { path_nodes: NodeJson[] }>(
-        tx,
-        sql`
-        WITH owner AS (
-          SELECT ${SESSION_COLUMNS} FROM sessions
-           WHERE ${whereSession(scope, sessionId)}
-             AND sessions.status = 'busy' AND sessions.active_run_id = ${runId}::uuid
-             FOR SHARE
-        ), taken AS (
-          UPDATE runs
-             SET status = 'running', attempts = runs.attempts + 1,
-                 started_at = COALESCE(runs.started_at, now()), updated_at = now()
-            FROM owner
-           WHERE runs.tenant_id = ${scope.tenantId}::uuid AND runs.id = ${runId}::uuid
-             AND runs.status IN ('queued', 'running')
-          RETURNING ${RUN_COLUMNS}
-        )
-        SELECT owner.*, ${runColumnsOf('taken')},
-               COALESCE((SELECT json_agg(${NODE_JSON} ORDER BY step.ord)
-                           FROM unnest(owner.path) WITH ORDINALITY AS step(id, ord)
-                           JOIN nodes ON nodes.tenant_id = ${scope.tenantId}::uuid
-                                     AND nodes.session_id = owner.id AND nodes.id = step.id),
-                        '[]') AS path_nodes
-          FROM owner, taken`,
-      );
-      if (!row) return null;
-      let nodes = row.path_nodes;
-      if (nodes.length !== row.path.length) {
-        // The lock waited for a commit that appended nodes after this statement's snapshot: the session row is
-        // the new one, its nodes were not visible yet. A new statement sees them (nodes are never updated).
-        nodes = await pathNodes(tx, scope, sessionId, row.path);
-      }
-      return { session: toSession(row), run: toRun(runFrom(row)), pathNodes: nodes.map(toNode) };
-    });
+    // canopy_load_run: the session the run must own, locked FOR SHARE (no end, pause or commit slips in, and the
+    // row read is the latest); the run taken (queued -> running, or a running one taken over: one more attempt
+    // either way); the nodes of the active path in path order, read after the lock so none committed before it
+    // is missed. All NULL when there is nothing to execute.
+    const [row] = await this.call<StartedRow & { path_nodes: NodeJson[] | null }>(
+      scope,
+      sql`
+      SELECT ${sessionAndRunOf('taken')}, taken.path_nodes
+        FROM canopy_load_run(${scope.tenantId}::uuid, ${scope.userId ?? null}::text, ${sessionId}::text,
+                             ${runId}::uuid, ${this.db.txTimeoutMs}::int) AS taken`,
+    );
+    if (row?.id == null) return null;
+    const taken = row as SessionRow & PrefixedRunRow & { path_nodes: NodeJson[] };
+    return { session: toSession(taken), run: toRun(runFrom(taken)), pathNodes: taken.path_nodes.map(toNode) };
   }
 
   async commit(scope: Scope, input: CommitInput): Promise<CommitResult> {
     if (!isUuid(input.runId)) return { status: 'fenced' };
-    return this.db.withTenantSql(scope, async (tx): Promise<CommitResult> => {
-      // 1. The fence, which also locks the session and reads its usage total (summed here with makeUsage, so a
-      //    partial or `{}` stored usage counts its missing fields as zero, exactly as reads do). Every writer of
-      //    a run locks its session first, so from here on the run row is ours too.
-      const [owner] = await query<{ usage: unknown }>(
-        tx,
-        sql`
-        SELECT sessions.usage FROM sessions
-         WHERE ${whereSession(scope, input.sessionId)} AND sessions.active_run_id = ${input.runId}::uuid
-           FOR UPDATE`,
-      );
-      if (!owner) return { status: 'fenced' };
-      const usage = addUsage(toUsage(owner.usage), toUsage(input.usage));
-
-      // 2. The append of the turn: nodes, run and session in one statement. Node parents inserted by the same
-      //    statement satisfy the foreign key, which is checked once the statement ends. With `finish`, a prompt
-      //    steered onto the run (read in this statement, after the lock above, so none staged before it is
-      //    missed) keeps the run going: it is cleared and handed back instead of ending the run.
-      const ctes: Sql[] = [];
-      if (input.finish) {
-        ctes.push(sql`staged AS (
-          SELECT runs.steer FROM runs
-           WHERE runs.tenant_id = ${scope.tenantId}::uuid AND runs.id = ${input.runId}::uuid)`);
-      }
-      if (input.nodes.length) {
-        ctes.push(sql`appended AS (
-          INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage)
-          VALUES ${join(
-            input.nodes.map(
-              (n) => sql`(${scope.tenantId}::uuid, ${input.sessionId}::text, ${n.id}::int, ${n.parentId}::int,
-                          ${n.message.role}::message_role, ${json(n.message)}, ${jsonOrNull(n.usage)})`,
-            ),
-            ', ',
-          )})`);
-      }
-      // In SET, runs.steer is the value before this UPDATE clears it.
-      const endRun = input.finish
-        ? sql`steer = NULL,
-              status = CASE WHEN runs.steer IS NULL THEN 'completed' ELSE runs.status END,
-              usage = CASE WHEN runs.steer IS NULL THEN ${json(toUsage(input.finish.usage))} ELSE runs.usage END,
-              finished_at = CASE WHEN runs.steer IS NULL THEN now() ELSE runs.finished_at END,`
-        : empty;
-      ctes.push(sql`written_run AS (
-        UPDATE runs SET rollback = NULL, pending = NULL, ${endRun} updated_at = now()
-         WHERE runs.tenant_id = ${scope.tenantId}::uuid AND runs.id = ${input.runId}::uuid)`);
-      const steered = raw('(SELECT staged.steer FROM staged)');
-      const endSession = input.finish
-        ? sql`status = CASE WHEN ${steered} IS NULL THEN 'idle' ELSE sessions.status END,
-              active_run_id = CASE WHEN ${steered} IS NULL THEN NULL ELSE sessions.active_run_id END,`
-        : empty;
-      const [written] = await query<{ steer: unknown }>(
-        tx,
-        sql`
-        WITH ${join(ctes, ', ')}
-        UPDATE sessions
-           SET ${setPosition(input.position)}, next_node_id = ${input.nextNodeId}::int, usage = ${json(usage)},
-               ${endSession} updated_at = now()
-         WHERE ${whereSession(scope, input.sessionId)}
-        RETURNING ${input.finish ? steered : raw('NULL::jsonb')} AS steer`,
-      );
-      const steer = written?.steer ?? null;
-      return { status: 'ok', steer: steer === null ? null : jsonObject(steer) };
-    });
+    // canopy_commit: the fence on active_run_id (which also locks the session), the nodes (NewNode as JSON is the
+    // shape it reads), the run (rollback and pending cleared; with finish, ended unless a steered prompt is
+    // staged, which is taken and handed back) and the session (position, next node id, usage total summed like
+    // addUsage; idle when the run ended).
+    const [row] = await this.call<{ outcome: 'ok' | 'fenced'; steer: unknown }>(
+      scope,
+      sql`
+      SELECT committed.outcome, committed.steer
+        FROM canopy_commit(${scope.tenantId}::uuid, ${scope.userId ?? null}::text, ${input.sessionId}::text,
+                           ${input.runId}::uuid, ${json(input.nodes)}, ${json(input.position)},
+                           ${input.nextNodeId}::int, ${json(toUsage(input.usage))},
+                           ${input.finish ? json(toUsage(input.finish.usage)) : raw('NULL::jsonb')},
+                           ${this.db.txTimeoutMs}::int) AS committed`,
+    );
+    const { outcome, steer } = mustHave(row, 'canopy_commit result');
+    if (outcome === 'fenced') return { status: 'fenced' };
+    return { status: 'ok', steer: steer === null ? null : jsonObject(steer) };
   }
 
   async pauseRun(scope: Scope, sessionId: string, runId: string, pending: JsonObject): Promise<FencedResult> {
@@ -612,6 +524,11 @@ export class PrismaSessionStore implements SessionStore {
     }));
   }
 
+  /** One statement in autocommit (Database.callSql): the hot path's canopy_* function calls. */
+  private call<R>(scope: Scope, statement: Sql): Promise<R[]> {
+    return this.db.callSql<R>(scope, statement.text, statement.values);
+  }
+
   /**
    * Writes the session and its run, fenced on the run still being the session's active run: the session update
    * (which locks the row) decides, and the run is written only from its result, so a fenced call writes nothing.
@@ -645,6 +562,9 @@ export class PrismaSessionStore implements SessionStore {
 
 type Nullable<T> = { [K in keyof T]: T[K] | null };
 
+/** A canopy_* function's session and run (sessionAndRunOf), NULL when it answered none. */
+type StartedRow = Nullable<SessionRow> & Nullable<PrefixedRunRow>;
+
 /** The session by id in the scope's tenant, and only the scope's user's when it has one. */
 function whereSession(scope: Scope, id: string): Sql {
   return sql`sessions.tenant_id = ${scope.tenantId}::uuid AND sessions.id = ${id}::text ${userFilter(scope)}`;
@@ -671,19 +591,6 @@ async function lockStatus(tx: SqlTx, scope: Scope, id: string): Promise<SessionS
     sql`SELECT sessions.status::text AS status FROM sessions WHERE ${whereSession(scope, id)} FOR UPDATE`,
   );
   return row?.status ?? null;
-}
-
-/** The nodes of a path, in path order (ids not found are left out). */
-async function pathNodes(tx: SqlTx, scope: Scope, sessionId: string, path: number[]): Promise<NodeJson[]> {
-  const [row] = await query<{ nodes: NodeJson[] }>(
-    tx,
-    sql`
-    SELECT COALESCE(json_agg(${NODE_JSON} ORDER BY step.ord), '[]') AS nodes
-      FROM unnest(${path}::int[]) WITH ORDINALITY AS step(id, ord)
-      JOIN nodes ON nodes.tenant_id = ${scope.tenantId}::uuid AND nodes.session_id = ${sessionId}::text
-                AND nodes.id = step.id`,
-  );
-  return row?.nodes ?? [];
 }
 
 function setPosition(position: PositionRecord): Sql {
@@ -727,7 +634,9 @@ function decodeCursor(cursor: string): { updatedAt: string; id: string } {
       if (typeof updatedAt === 'string' && typeof id === 'string') {
         const at = new Date(updatedAt);
         const iso = Number.isNaN(at.getTime()) ? '' : at.toISOString();
-        if (/^\d{4}-/.test(iso)) return { updatedAt: iso, id };
+        // The id goes to Postgres as text: one it could not store (a NUL, a lone surrogate) is no cursor of ours.
+        if (/^\d{4}-/.test(iso) && id.length <= 128 && unstorableTextPath(id) === null)
+          return { updatedAt: iso, id };
       }
     }
   } catch {

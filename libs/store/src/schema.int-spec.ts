@@ -93,6 +93,24 @@ describe('the migrated database', () => {
     expect(rows).toHaveLength(5);
     for (const r of rows) expect(r).toMatchObject({ relrowsecurity: true, relforcerowsecurity: true });
   });
+
+  it('records every migration directory, the hot-path functions included', async () => {
+    const { rows } = await raw.query<{ migration_name: string }>(
+      'SELECT migration_name FROM _prisma_migrations ORDER BY migration_name',
+    );
+    expect(rows.map((r) => r.migration_name)).toContain('20261122000000_hot_path_functions');
+  });
+
+  it('defines the hot-path functions SECURITY INVOKER, so row-level security applies to their caller', async () => {
+    const { rows } = await raw.query<{ name: string; definer: boolean }>(
+      `SELECT proname AS name, prosecdef AS definer FROM pg_proc
+        WHERE pronamespace = 'public'::regnamespace AND starts_with(proname, 'canopy_') ORDER BY proname`,
+    );
+    expect(rows.map((r) => r.name)).toEqual(
+      expect.arrayContaining(['canopy_commit', 'canopy_enter', 'canopy_load_run', 'canopy_start_run']),
+    );
+    for (const r of rows) expect(r).toMatchObject({ definer: false });
+  });
 });
 
 describe('every model through the generated client', () => {

@@ -1,11 +1,12 @@
 // The Postgres SessionStore against the machine's Postgres (a database of its own, RLS enforced): every port
 // method, tenant and user isolation, keyset pagination, the compare-and-set rules under real concurrency, and
-// the statement counts of the hot paths.
+// the statement and round-trip counts of the hot paths.
 
 import { randomUUID } from 'node:crypto';
 import { CanopyException } from '@canopy/common';
 import { createTestDatabase, type TestDatabase } from '@canopy/testing';
 import {
+  addUsage,
   assistantMessage,
   emptyUsage,
   makeUsage,
@@ -18,15 +19,27 @@ import { Database, type SqlTx, type Tx } from './database';
 import { PrismaSessionStore } from './prisma-session.store';
 import type { NewNode, PositionRecord, StartRunInput } from './session-store.port';
 
-/** Counts the SQL statements a store method sends (BEGIN, the transaction's settings and COMMIT excluded). */
+/**
+ * Counts the SQL statements a store method sends (BEGIN, the transaction's settings and COMMIT excluded), and the
+ * round trips: a transaction's statements plus its BEGIN and COMMIT, or one for a statement sent in autocommit.
+ */
 class CountingDatabase extends Database {
   statements = 0;
+  roundTrips = 0;
+
+  override callSql<R>(scope: Pick<Scope, 'tenantId'>, text: string, params: unknown[]): Promise<R[]> {
+    this.statements++;
+    this.roundTrips++;
+    return super.callSql<R>(scope, text, params);
+  }
 
   override withTenantSql<T>(scope: Pick<Scope, 'tenantId'>, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
+    this.roundTrips += 2;
     return super.withTenantSql(scope, (tx) => fn(this.counting(tx)));
   }
 
   override withAdminSql<T>(reason: string, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
+    this.roundTrips += 2;
     return super.withAdminSql(reason, (tx) => fn(this.counting(tx)));
   }
 
@@ -34,6 +47,7 @@ class CountingDatabase extends Database {
     return {
       query: <R>(text: string, params?: unknown[]) => {
         this.statements++;
+        this.roundTrips++;
         return tx.query<R>(text, params);
       },
     };
@@ -93,6 +107,12 @@ async function count(fn: () => Promise<unknown>): Promise<number> {
   const before = db.statements;
   await fn();
   return db.statements - before;
+}
+
+async function countRoundTrips(fn: () => Promise<unknown>): Promise<number> {
+  const before = db.roundTrips;
+  await fn();
+  return db.roundTrips - before;
 }
 
 const pos = (path: number[], head: number | null = path[path.length - 1] ?? null): PositionRecord => ({
@@ -621,12 +641,12 @@ describe('startRun', () => {
     expect(await store.getRun(scope, 'not-a-uuid')).toBeNull();
   });
 
-  it('queues a run without starting it, moving the position when given', async () => {
+  it('queues a run without starting it, moving the position when given, in one round trip', async () => {
     const scope = await newScope();
     await store.create(scope, { id: 's', model: 'm' });
     let started: Awaited<ReturnType<typeof startRun>> | undefined;
     expect(
-      await count(async () => {
+      await countRoundTrips(async () => {
         started = await startRun(scope, 's', { status: 'queued', position: pos([]) });
       }),
     ).toBe(1);
@@ -670,8 +690,32 @@ describe('startRun', () => {
   });
 });
 
+describe('startRun racing an end', () => {
+  it('either starts the next run or is refused busy, never both and never stuck', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    let { run } = await startRun(scope, 's');
+    for (let i = 0; i < 30; i++) {
+      const [ended, started] = await Promise.all([
+        store.endRun(scope, { sessionId: 's', runId: run.id, status: 'cancelled', usage: emptyUsage() }),
+        store.startRun(scope, { sessionId: 's', kind: 'prompt', input: { i }, status: 'running' }),
+      ]);
+      expect(ended).toBe('ok');
+      const session = (await store.get(scope, 's'))!;
+      if (started.ok) {
+        expect(session).toMatchObject({ status: 'busy', activeRunId: started.run.id });
+        run = started.run;
+      } else {
+        expect(started).toEqual({ ok: false, reason: 'busy' });
+        expect(session).toMatchObject({ status: 'idle', activeRunId: null });
+        run = (await startRun(scope, 's')).run;
+      }
+    }
+  });
+});
+
 describe('loadRun', () => {
-  it('takes a queued run and answers the session, the run and the active path root first, in one statement', async () => {
+  it('takes a queued run and answers the session, the run and the active path root first, in one round trip', async () => {
     const scope = await newScope();
     await store.create(scope, { id: 's', model: 'm' });
     const { run: first } = await startRun(scope, 's');
@@ -696,7 +740,7 @@ describe('loadRun', () => {
 
     let context: Awaited<ReturnType<PrismaSessionStore['loadRun']>> = null;
     expect(
-      await count(async () => {
+      await countRoundTrips(async () => {
         context = await store.loadRun(scope, 's', run.id);
       }),
     ).toBe(1);
@@ -786,13 +830,13 @@ describe('loadRun', () => {
 });
 
 describe('commit', () => {
-  it('appends nodes, moves the position, sums usage and clears the rollback, in two statements', async () => {
+  it('appends nodes, moves the position, sums usage and clears the rollback, in one round trip', async () => {
     const scope = await newScope();
     await store.create(scope, { id: 's', model: 'm' });
     const { run } = await startRun(scope, 's', { kind: 'branch', rollback: pos([]) });
     const u1 = usage(10, 20, 0.01);
     let result: unknown;
-    const statements = await count(async () => {
+    const roundTrips = await countRoundTrips(async () => {
       result = await store.commit(scope, {
         sessionId: 's',
         runId: run.id,
@@ -803,7 +847,7 @@ describe('commit', () => {
       });
     });
     expect(result).toEqual(OK);
-    expect(statements).toBe(2);
+    expect(roundTrips).toBe(1);
 
     const after = (await store.get(scope, 's'))!;
     expect(after).toMatchObject({
@@ -868,6 +912,64 @@ describe('commit', () => {
       usage: total,
       finishedAt: expect.any(Date) as Date,
     });
+  });
+
+  it('sums usage field by field exactly as addUsage does, reading a partial stored total as makeUsage does', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's');
+    // Written by hand or an older version: fields missing, one not a number; totals derived from the parts.
+    await sql(
+      scope,
+      (tx) =>
+        tx.$executeRaw`UPDATE sessions SET usage = '{"inputTokens": 2, "outputCost": 0.1, "cacheReadCost": "x"}'`,
+    );
+    const stored = (await store.get(scope, 's'))!.usage;
+    const u = makeUsage({ inputTokens: 1e15 + 1, outputCost: 0.2, cacheReadCost: 1 / 3, totalCost: 7.7 });
+    await store.commit(scope, {
+      sessionId: 's',
+      runId: run.id,
+      nodes: [],
+      position: pos([]),
+      nextNodeId: 1,
+      usage: u,
+      finish: { usage: { inputTokens: 3 } as ReturnType<typeof makeUsage> },
+    });
+    // toEqual compares numbers with Object.is: 0.1 + 0.2 must be 0.30000000000000004 here too.
+    expect((await store.get(scope, 's'))?.usage).toEqual(addUsage(stored, u));
+    expect((await store.getRun(scope, run.id))?.usage).toEqual(makeUsage({ inputTokens: 3 }));
+  });
+
+  it('answers unavailable when the session stays locked past the deadline, writing nothing', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's');
+    const quick = new Database({ url: testDb.url, poolMax: 1, txMaxWaitMs: 5_000, txTimeoutMs: 200 });
+    try {
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => (locked = r));
+      const holding = db.withTenantSql(scope, async (tx) => {
+        await tx.query(`SELECT 1 FROM sessions WHERE id = 's' FOR UPDATE`);
+        locked();
+        await tx.query('SELECT pg_sleep(0.8)');
+      });
+      await isLocked;
+      const started = performance.now();
+      const commit = new PrismaSessionStore(quick).commit(scope, {
+        sessionId: 's',
+        runId: run.id,
+        nodes: [node(1, null, 'q')],
+        position: pos([1]),
+        nextNodeId: 2,
+        usage: emptyUsage(),
+      });
+      expect(await codeOf(commit)).toBe('unavailable');
+      expect(performance.now() - started).toBeLessThan(700);
+      await holding;
+      expect(await store.get(scope, 's')).toMatchObject({ nextNodeId: 1, path: [] });
+    } finally {
+      await quick.disconnect();
+    }
   });
 
   it('is fenced once the run is no longer the active one, and then writes nothing', async () => {
@@ -942,7 +1044,7 @@ describe('commit', () => {
     expect((await store.getRun(scope, run.id))?.steer).toEqual({ content: 'then this' });
 
     let result: unknown;
-    const statements = await count(async () => {
+    const roundTrips = await countRoundTrips(async () => {
       result = await store.commit(scope, {
         sessionId: 's',
         runId: run.id,
@@ -953,7 +1055,7 @@ describe('commit', () => {
         finish: { usage: u1 },
       });
     });
-    expect(statements).toBe(2);
+    expect(roundTrips).toBe(1);
     expect(result).toEqual({ status: 'ok', steer: { content: 'then this' } });
     // The turn is committed, the run goes on: the session stays busy and owned, the run running and unfinished.
     expect(await store.get(scope, 's')).toMatchObject({

@@ -8,6 +8,8 @@ import { join, resolve } from 'node:path';
 import { Client } from 'pg';
 // Relative, not @canopy/store: jest's global setup runs outside its module mapper.
 import { applyMigrations } from '../../store/src/migrator';
+// Relative, not @canopy/common: jest's global setup runs outside its module mapper.
+import { isProcessAlive } from '../../common/src/process';
 
 export const TEST_ROLE = 'canopy_test';
 export const TEMPLATE_DB = 'canopy_test_template';
@@ -76,6 +78,10 @@ export async function prepareTemplate(): Promise<void> {
       [TEMPLATE_DB],
     );
     for (const { datname } of leftovers.rows) {
+      // Names carry the pid of the test process that made them: a live process's database (another jest run
+      // starting at the same moment) is not a leftover.
+      const pid = Number(/^canopy_test_(\d+)_/.exec(datname)?.[1]);
+      if (Number.isInteger(pid) && isProcessAlive(pid)) continue;
       await c.query(`DROP DATABASE IF EXISTS "${datname}"`).catch(() => undefined);
     }
     const current = await c.query<{ comment: string | null }>(

@@ -6,7 +6,15 @@ import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import type { Scope } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
-import { Access, CurrentPrincipal, CurrentScope, Public, QueryToken, scopeOf, type Principal } from '@canopy/auth';
+import {
+  Access,
+  CurrentPrincipal,
+  CurrentScope,
+  Public,
+  QueryToken,
+  scopeOf,
+  type Principal,
+} from '@canopy/auth';
 import { SessionService } from '@canopy/session';
 import { ACTIVITY_FEED, LIVE_REGISTRY, type ActivityFeed, type LiveRegistry } from '@canopy/realtime';
 import { EventsQueryDto } from './dto';

@@ -14,6 +14,7 @@ import {
   promptSchema,
   resumeSchema,
   sessionIdSchema,
+  unstorableTextPath,
   type Scope,
 } from '@canopy/core';
 import { CanopyException, InjectConfig, describe as describeError, type CanopyConfig } from '@canopy/common';
@@ -44,6 +45,8 @@ interface Client {
   principal: Principal;
   scope: Scope | null;
   subscriptions: Map<string, Subscription>;
+  /** Subscriptions still being set up, by session: a later (un)subscribe of the same session waits for it. */
+  pending: Map<string, Promise<void>>;
   activity: Unsubscribe | null;
 }
 
@@ -79,7 +82,13 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
       ws.close(1008, code);
       return;
     }
-    const client: Client = { principal, scope: scopeOf(principal), subscriptions: new Map(), activity: null };
+    const client: Client = {
+      principal,
+      scope: scopeOf(principal),
+      subscriptions: new Map(),
+      pending: new Map(),
+      activity: null,
+    };
     this.clients.set(ws, client);
     ws.removeAllListeners('message');
     ws.on('message', (data) => void this.onFrame(ws, client, data));
@@ -105,6 +114,13 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
     try {
       const json: unknown = JSON.parse(rawText(data));
       refValue = (json as { ref?: string | number } | null)?.ref;
+      const unstorable = unstorableTextPath(json);
+      if (unstorable) {
+        const path = unstorable.join('.');
+        throw CanopyException.badRequest('invalid frame', {
+          issues: [{ path, message: 'must not contain NUL characters or unpaired surrogates' }],
+        });
+      }
       const parsed = frameSchema.safeParse(json);
       if (!parsed.success) {
         throw CanopyException.badRequest('invalid frame', {
@@ -118,19 +134,27 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
       return this.reply(ws, refValue, error);
     }
     try {
-      const result = await this.handle(ws, client, frame);
+      const afterReply: Array<() => void> = [];
+      const result = await this.handle(ws, client, frame, afterReply);
       send(ws, {
         type: 'reply',
         ref: frame.ref,
         ok: true,
         ...(result !== undefined ? { data: result } : {}),
       });
+      for (const fn of afterReply) fn();
     } catch (err) {
       this.reply(ws, frame.ref, err);
     }
   }
 
-  private async handle(ws: WebSocket, client: Client, frame: Frame): Promise<unknown> {
+  /** Handles a frame; `afterReply` runs once its reply has been sent (a subscription's stream follows it). */
+  private async handle(
+    ws: WebSocket,
+    client: Client,
+    frame: Frame,
+    afterReply: Array<() => void>,
+  ): Promise<unknown> {
     if (frame.op === 'activity') {
       if (client.principal.kind === 'user')
         throw new CanopyException('forbidden', 'the activity feed needs a tenant API key');
@@ -150,32 +174,55 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
     if (!scope) throw new CanopyException('forbidden', 'this needs a tenant API key or a user token');
     switch (frame.op) {
       case 'subscribe': {
-        const existing = client.subscriptions.get(frame.sessionId);
+        const sessionId = frame.sessionId;
+        // Frames race (handling is async): a second subscribe must not open a second subscription.
+        while (client.pending.has(sessionId)) await client.pending.get(sessionId);
+        const existing = client.subscriptions.get(sessionId);
         if (existing) {
           existing.setMode(frame.mode ?? 'controller');
-          return { sessionId: frame.sessionId, mode: existing.mode };
+          return { sessionId, mode: existing.mode };
         }
-        if (client.subscriptions.size >= this.config.limits.wsSubscriptions) {
+        if (client.subscriptions.size + client.pending.size >= this.config.limits.wsSubscriptions) {
           throw new CanopyException(
             'rate_limited',
             `at most ${this.config.limits.wsSubscriptions} subscriptions per connection`,
           );
         }
-        const sessionId = frame.sessionId;
-        const sub = await this.sessions.subscribe(
-          scope,
-          sessionId,
-          (event) =>
-            send(ws, { type: 'event', sessionId, seq: event.seq, event: event.type, data: event.data }),
-          {
-            mode: frame.mode ?? 'controller',
-            ...(frame.after !== undefined ? { after: frame.after } : {}),
-            onEnd: (reason) => {
-              client.subscriptions.delete(sessionId);
-              send(ws, { type: 'end', sessionId, reason });
+        let settled!: () => void;
+        client.pending.set(sessionId, new Promise<void>((resolve) => (settled = resolve)));
+        afterReply.push(() => {
+          client.pending.delete(sessionId);
+          settled();
+        });
+        // The reply comes first, then the stream it opened (snapshot or missed events): hold frames until then.
+        let held: unknown[] | null = [];
+        const forward = (f: unknown) => (held ? held.push(f) : send(ws, f));
+        afterReply.push(() => {
+          const frames = held ?? [];
+          held = null;
+          for (const f of frames) send(ws, f);
+        });
+        let sub: Subscription;
+        try {
+          sub = await this.sessions.subscribe(
+            scope,
+            sessionId,
+            (event) =>
+              forward({ type: 'event', sessionId, seq: event.seq, event: event.type, data: event.data }),
+            {
+              mode: frame.mode ?? 'controller',
+              ...(frame.after !== undefined ? { after: frame.after } : {}),
+              onEnd: (reason) => {
+                client.subscriptions.delete(sessionId);
+                forward({ type: 'end', sessionId, reason });
+              },
             },
-          },
-        );
+          );
+        } catch (err) {
+          client.pending.delete(sessionId);
+          settled();
+          throw err;
+        }
         if (ws.readyState !== ws.OPEN) {
           sub.unsubscribe();
           return undefined;
@@ -184,6 +231,7 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
         return { sessionId, mode: sub.mode };
       }
       case 'unsubscribe':
+        while (client.pending.has(frame.sessionId)) await client.pending.get(frame.sessionId);
         client.subscriptions.get(frame.sessionId)?.unsubscribe();
         client.subscriptions.delete(frame.sessionId);
         return undefined;

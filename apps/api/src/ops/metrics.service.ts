@@ -28,6 +28,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
     registers: [this.registry],
   });
   private unsubscribe: Unsubscribe | null = null;
+  private stopCountingEvents: (() => void) | null = null;
 
   constructor(
     private readonly sessions: SessionService,
@@ -63,12 +64,14 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   }
 
   async onModuleInit(): Promise<void> {
+    this.stopCountingEvents = this.sessions.onEventsPublished((count) => this.events.inc(count));
     this.unsubscribe = await this.feed.subscribe(null, (event) => {
       if (event.type === 'run_finished') this.runs.inc({ status: event.data.status });
     });
   }
 
   async onModuleDestroy(): Promise<void> {
+    this.stopCountingEvents?.();
     await this.unsubscribe?.();
   }
 }

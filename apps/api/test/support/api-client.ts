@@ -1,6 +1,8 @@
 // A small HTTP/SSE client for end-to-end tests: JSON requests with a credential, tenants made through the admin
 // route, and an SSE reader that parses frames (eventsource-parser) as they arrive.
 
+/* eslint-disable @typescript-eslint/no-explicit-any -- JSON bodies of any shape, read loosely by tests */
+
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { eventually } from '@canopy/testing';
 import { TEST_ADMIN_KEY, type TestApp } from './test-app';

@@ -35,6 +35,48 @@ export function jsonDepth(value: unknown, stopAt = Number.POSITIVE_INFINITY): nu
   return max;
 }
 
+/** An unpaired UTF-16 surrogate: not text, and jsonb refuses its `\uD800` escape. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function isStorableText(s: string): boolean {
+  return !s.includes('\u0000') && !LONE_SURROGATE.test(s);
+}
+
+/**
+ * The path to the first string (or object key) in a request value that no Postgres text or jsonb column can
+ * hold — a NUL character or an unpaired surrogate — or null when there is none. Checked on every request
+ * before its schema, so such input is a bad_request instead of a database error.
+ */
+export function unstorableTextPath(value: unknown): Array<string | number> | null {
+  interface Step {
+    value: unknown;
+    key: string | number | null;
+    parent: Step | null;
+  }
+  const pathOf = (step: Step): Array<string | number> => {
+    const path: Array<string | number> = [];
+    for (let s: Step | null = step; s && s.key !== null; s = s.parent) path.unshift(s.key);
+    return path;
+  };
+  const stack: Step[] = [{ value, key: null, parent: null }];
+  while (stack.length) {
+    const step = stack.pop()!;
+    const v = step.value;
+    if (typeof v === 'string') {
+      if (!isStorableText(v)) return pathOf(step);
+    } else if (Array.isArray(v)) {
+      v.forEach((child: unknown, i) => stack.push({ value: child, key: i, parent: step }));
+    } else if (v !== null && typeof v === 'object') {
+      for (const [key, child] of Object.entries(v as Record<string, unknown>)) {
+        const next: Step = { value: child, key, parent: step };
+        if (!isStorableText(key)) return pathOf(next);
+        stack.push(next);
+      }
+    }
+  }
+  return null;
+}
+
 const jsonObject = z.record(z.string().max(200), z.unknown()).superRefine((v, ctx) => {
   if (jsonDepth(v, LIMITS.jsonDepth + 1) > LIMITS.jsonDepth) {
     ctx.addIssue({ code: 'custom', message: `nested deeper than ${LIMITS.jsonDepth} levels` });

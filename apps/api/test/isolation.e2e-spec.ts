@@ -1,0 +1,521 @@
+// Isolation between tenants and between the users of one tenant, generated from the app's own route list:
+// every /v1 route of the OpenAPI document is called with real ids of tenant A (a session of user "alice" with
+// a few nodes and a finished run) and a valid body, by tenant B's API key, by a user token of another user of
+// A ("mallory") and by the admin key. Session, tree, run and live routes must answer 404 not_found (never
+// reveal, never act), admin routes 403 forbidden. A route the table below does not know fails the test, so a
+// new route cannot go unchecked. Afterwards A's session must read byte for byte as before. Also: the owner's
+// token still works, user tokens only list their own sessions, WebSocket frames and activity feeds stay
+// inside their tenant, and revoked keys answer 401 everywhere.
+
+import { eventually } from '@canopy/testing';
+import { Api, newTenant, SseReader } from './support/api-client';
+import {
+  call,
+  errorMismatch,
+  describeBody,
+  fetchOpenApi,
+  fillPath,
+  operationsOf,
+  type CallResult,
+  type Operation,
+} from './support/routes';
+import { startTestApp, TEST_ADMIN_KEY, type TestApp } from './support/test-app';
+import { WsClient, wsUrl } from './support/ws-client';
+
+/** Real ids of tenant A the generated requests are built from. */
+interface Ids {
+  id: string;
+  /** A user node on the active path (starts a turn; a regenerate target). */
+  nodeId: number;
+  runId: string;
+  tenantId: string;
+  keyId: string;
+}
+
+type Kind = 'session' | 'create' | 'list' | 'liveList' | 'activity' | 'tokens' | 'admin' | 'websocket';
+type Who = 'otherTenant' | 'otherUser' | 'admin';
+
+interface RouteSpec {
+  kind: Kind;
+  /** A minimal valid body: the request would act if isolation failed. */
+  body?: (ids: Ids) => unknown;
+  /** The route also takes the credential as `?token=` (SSE). */
+  queryToken?: boolean;
+}
+
+/** Every /v1 route of the OpenAPI document must be here (and nothing else). */
+const ROUTES: Record<string, RouteSpec> = {
+  'POST /v1/admin/tenants': { kind: 'admin', body: () => ({ name: 'intruder' }) },
+  'POST /v1/admin/tenants/{tenantId}/keys': { kind: 'admin', body: () => ({ name: 'intruder' }) },
+  'DELETE /v1/admin/keys/{keyId}': { kind: 'admin' },
+  'POST /v1/tokens': { kind: 'tokens', body: () => ({ userId: 'alice' }) },
+  'POST /v1/sessions': {
+    kind: 'create',
+    body: () => ({ model: 'mock:echo', userId: 'alice', title: 'not hers' }),
+  },
+  'GET /v1/sessions': { kind: 'list' },
+  'GET /v1/sessions/{id}': { kind: 'session' },
+  'PATCH /v1/sessions/{id}': { kind: 'session', body: () => ({ title: 'pwned', metadata: { pwned: true } }) },
+  'DELETE /v1/sessions/{id}': { kind: 'session' },
+  'POST /v1/sessions/{id}/close': { kind: 'session' },
+  'GET /v1/sessions/{id}/tree': { kind: 'session' },
+  'GET /v1/sessions/{id}/nodes/{nodeId}': { kind: 'session' },
+  'GET /v1/sessions/{id}/nodes/{nodeId}/children': { kind: 'session' },
+  'GET /v1/sessions/{id}/nodes/{nodeId}/siblings': { kind: 'session' },
+  'GET /v1/sessions/{id}/nodes/{nodeId}/path': { kind: 'session' },
+  'GET /v1/sessions/{id}/messages': { kind: 'session' },
+  'GET /v1/sessions/{id}/turns': { kind: 'session' },
+  'GET /v1/sessions/{id}/turns/{nodeId}': { kind: 'session' },
+  'POST /v1/sessions/{id}/prompt': { kind: 'session', body: () => ({ content: 'pwned', wait: true }) },
+  'POST /v1/sessions/{id}/branch': { kind: 'session', body: (ids) => ({ nodeId: ids.nodeId, wait: true }) },
+  'POST /v1/sessions/{id}/navigate': { kind: 'session', body: (ids) => ({ nodeId: ids.nodeId + 1 }) },
+  'POST /v1/sessions/{id}/cancel': { kind: 'session' },
+  'POST /v1/sessions/{id}/resume': { kind: 'session', body: () => ({ decision: { type: 'execute' } }) },
+  'GET /v1/runs/{runId}': { kind: 'session' },
+  'GET /v1/live': { kind: 'liveList' },
+  'GET /v1/live/{id}': { kind: 'session' },
+  'GET /v1/sessions/{id}/events': { kind: 'session', queryToken: true },
+  'GET /v1/activity': { kind: 'activity', queryToken: true },
+  'GET /v1/ws': { kind: 'websocket' },
+};
+
+interface Tenant {
+  tenantId: string;
+  api: Api;
+  key: string;
+}
+
+let t: TestApp;
+let a: Tenant;
+let b: Tenant;
+let admin: Api;
+let ids: Ids;
+let secondKeyOfA: string;
+let aliceToken: string;
+let malloryToken: string;
+let operations: Operation[];
+let before: string;
+/** Every session id of tenant A when the hostile calls start. */
+let idsOfA: Set<string>;
+
+const credentials = (): Record<Who, string> => ({
+  otherTenant: b.key,
+  otherUser: malloryToken,
+  admin: TEST_ADMIN_KEY,
+});
+
+/** What `who` must get from a route of this kind; a string describes the mismatch, null means as expected. */
+function verdict(kind: Kind, who: Who, res: CallResult): string | null {
+  const body = res.body as
+    | {
+        id?: string;
+        userId?: string | null;
+        token?: string;
+        data?: Array<{ id: string; userId: string | null }>;
+      }
+    | undefined;
+  const data = body?.data;
+  if (who === 'admin') {
+    if (kind === 'activity') return res.status === 200 && res.stream ? null : `expected 200 stream`;
+    return errorMismatch(res, 403, 'forbidden');
+  }
+  switch (kind) {
+    case 'session':
+      return errorMismatch(res, 404, 'not_found');
+    case 'create':
+      // Allowed, but only inside the caller's own tenant and, for a user token, as that user.
+      if (res.status !== 201) return `expected 201, got ${res.status}`;
+      return body?.userId === (who === 'otherUser' ? 'mallory' : 'alice') && body.id !== ids.id
+        ? null
+        : `unexpected session ${describeBody(res)}`;
+    case 'list':
+    case 'liveList': {
+      if (res.status !== 200 || !Array.isArray(data)) return `expected 200 {data}, got ${res.status}`;
+      const foreign = data.filter((s) => (who === 'otherUser' ? s.userId !== 'mallory' : idsOfA.has(s.id)));
+      return foreign.length === 0 ? null : `sees ${JSON.stringify(foreign)}`;
+    }
+    case 'activity':
+      if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
+      return res.status === 200 && res.stream ? null : `expected 200 stream, got ${res.status}`;
+    case 'tokens': {
+      if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
+      if (res.status !== 201 || typeof body?.token !== 'string') return `expected 201, got ${res.status}`;
+      return claimsOf(body.token).tid === b.tenantId ? null : 'minted a token outside its own tenant';
+    }
+    default:
+      return `no verdict for ${kind}`;
+  }
+}
+
+interface Listing {
+  data: Array<{ id: string; userId: string | null }>;
+  nextCursor?: string | null;
+}
+
+const idsIn = (listing: unknown): string[] => (listing as Listing).data.map((s) => s.id);
+
+function claimsOf(token: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as Record<
+    string,
+    unknown
+  >;
+}
+
+function specOf(op: Operation): RouteSpec {
+  const spec = ROUTES[op.key];
+  if (!spec) throw new Error(`route ${op.key} is not in the isolation table`);
+  return spec;
+}
+
+/** Calls one route as one credential (header, or `?token=` when asked). */
+async function callAs(op: Operation, credential: string, viaQuery = false): Promise<CallResult> {
+  const spec = specOf(op);
+  let path = fillPath(op.path, { ...ids });
+  if (viaQuery) path += `?token=${encodeURIComponent(credential)}`;
+  return call(t.url, op.method, path, {
+    ...(viaQuery ? {} : { credential }),
+    ...(spec.body ? { body: spec.body(ids) } : {}),
+  });
+}
+
+/** Tenant A's session as its owner's tenant reads it: raw bytes of every view of it. */
+async function snapshotOfA(): Promise<string> {
+  const paths = [
+    `/v1/sessions/${ids.id}`,
+    `/v1/sessions/${ids.id}/tree`,
+    `/v1/sessions/${ids.id}/messages`,
+    `/v1/sessions/${ids.id}/turns`,
+    `/v1/runs/${ids.runId}`,
+    `/v1/live/${ids.id}`,
+    `/v1/sessions?userId=alice`,
+  ];
+  const parts: string[] = [];
+  for (const path of paths) {
+    const res = await fetch(`${t.url}${path}`, { headers: { authorization: `Bearer ${a.key}` } });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`GET ${path} answered ${res.status} ${text}`);
+    parts.push(`${path}\n${text}`);
+  }
+  return parts.join('\n');
+}
+
+beforeAll(async () => {
+  t = await startTestApp();
+  admin = new Api(t.url, TEST_ADMIN_KEY);
+  a = await newTenant(t, 'tenant A');
+  b = await newTenant(t, 'tenant B');
+  const second = await admin.post(`/v1/admin/tenants/${a.tenantId}/keys`, { name: 'second' });
+  expect(second.status).toBe(201);
+  secondKeyOfA = second.body.apiKey;
+  aliceToken = (await a.api.post('/v1/tokens', { userId: 'alice' })).body.token;
+  malloryToken = (await a.api.post('/v1/tokens', { userId: 'mallory' })).body.token;
+
+  // Alice's session: two turns, then the second prompt regenerated (nodes 1-5, path 1,2,3,5), its run
+  // finished.
+  const created = await a.api.post('/v1/sessions', {
+    model: 'mock:echo',
+    userId: 'alice',
+    title: 'alice private',
+    metadata: { owner: 'alice' },
+    idleShutdownAfterMs: 86_400_000,
+  });
+  expect(created.status).toBe(201);
+  const id: string = created.body.id;
+  expect((await a.api.post(`/v1/sessions/${id}/prompt`, { content: 'first words', wait: true })).status).toBe(
+    200,
+  );
+  expect(
+    (await a.api.post(`/v1/sessions/${id}/prompt`, { content: 'second words', wait: true })).status,
+  ).toBe(200);
+  const branched = await a.api.post(`/v1/sessions/${id}/branch`, { nodeId: 3 });
+  expect(branched.status).toBe(202);
+  const runId: string = branched.body.runId;
+  await eventually(async () => expect((await a.api.get(`/v1/runs/${runId}`)).body.status).toBe('completed'));
+  ids = { id, nodeId: 3, runId, tenantId: a.tenantId, keyId: second.body.id };
+
+  const tree = await a.api.get(`/v1/sessions/${id}/tree`);
+  expect(tree.body.nodes).toHaveLength(5);
+  expect(tree.body.path).toEqual([1, 2, 3, 5]);
+
+  operations = operationsOf(await fetchOpenApi(t.url));
+});
+
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('the route table', () => {
+  it('knows exactly the /v1 routes of the OpenAPI document', () => {
+    expect(operations.length).toBeGreaterThan(20);
+    expect(operations.map((op) => op.key).sort()).toEqual(Object.keys(ROUTES).sort());
+  });
+
+  it('gives the owner 2xx on every read route with these ids (so the 404s below hide something real)', async () => {
+    const failures: string[] = [];
+    const reads = operations.filter((op) => op.method === 'GET' && specOf(op).kind !== 'websocket');
+    for (const op of reads) {
+      const credential = specOf(op).kind === 'activity' ? a.key : aliceToken;
+      const res = await callAs(op, credential);
+      if (res.status !== 200) failures.push(`${op.key}: ${res.status} ${describeBody(res)}`);
+    }
+    expect(failures).toEqual([]);
+    expect(reads.length).toBeGreaterThanOrEqual(15);
+    // The event stream just aborted held a controller; wait until it is gone before the snapshot.
+    await eventually(async () =>
+      expect((await a.api.get(`/v1/sessions/${ids.id}`)).body.live).toEqual({ controllers: 0, observers: 0 }),
+    );
+    before = await snapshotOfA();
+    const listed = await a.api.get('/v1/sessions?limit=100');
+    idsOfA = new Set(idsIn(listed.body));
+    expect(idsOfA.has(ids.id)).toBe(true);
+  });
+});
+
+describe('every route, generated from the OpenAPI document', () => {
+  it.each<[string, Who]>([
+    ["tenant B's API key", 'otherTenant'],
+    ['a user token of another user of tenant A', 'otherUser'],
+    ['the admin key (no tenant)', 'admin'],
+  ])(
+    'with %s: no route reveals or touches tenant A’s session (not_found, or forbidden for no tenant)',
+    async (_, who) => {
+      const credential = credentials()[who];
+      const failures: string[] = [];
+      let cases = 0;
+      for (const op of operations) {
+        const spec = specOf(op);
+        if (spec.kind === 'admin' || spec.kind === 'websocket') continue;
+        for (const viaQuery of spec.queryToken ? [false, true] : [false]) {
+          const res = await callAs(op, credential, viaQuery);
+          cases++;
+          const problem = verdict(spec.kind, who, res);
+          if (problem) failures.push(`${op.key}${viaQuery ? ' (?token=)' : ''}: ${problem}`);
+        }
+      }
+      expect(failures).toEqual([]);
+      expect(cases).toBeGreaterThanOrEqual(27);
+    },
+  );
+
+  it('admin routes answer forbidden to tenant keys and user tokens, tenant A’s own included', async () => {
+    const failures: string[] = [];
+    const adminRoutes = operations.filter((op) => specOf(op).kind === 'admin');
+    const callers = { 'A key': a.key, 'B key': b.key, alice: aliceToken, mallory: malloryToken };
+    for (const op of adminRoutes) {
+      for (const [name, credential] of Object.entries(callers)) {
+        const problem = errorMismatch(await callAs(op, credential), 403, 'forbidden');
+        if (problem) failures.push(`${op.key} as ${name}: ${problem}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(adminRoutes).toHaveLength(3);
+    // The key the DELETE named is still valid.
+    expect((await new Api(t.url, secondKeyOfA).get('/v1/sessions')).status).toBe(200);
+  });
+
+  it('a user token cannot mint tokens, for itself or anyone', async () => {
+    for (const token of [aliceToken, malloryToken]) {
+      for (const userId of ['alice', 'mallory', 'root']) {
+        const res = await call(t.url, 'POST', '/v1/tokens', { credential: token, body: { userId } });
+        expect(errorMismatch(res, 403, 'forbidden')).toBeNull();
+      }
+    }
+  });
+
+  it('an explicit id is per tenant: B gets a session of its own; mallory gets already_exists and nothing else', async () => {
+    const copy = await b.api.post('/v1/sessions', { id: ids.id, model: 'mock:echo', title: 'B copy' });
+    expect(copy.status).toBe(201);
+    expect((await b.api.get(`/v1/sessions/${ids.id}`)).body.title).toBe('B copy');
+    expect((await b.api.get(`/v1/sessions/${ids.id}/tree`)).body.nodes).toEqual([]);
+    const taken = await call(t.url, 'POST', '/v1/sessions', {
+      credential: malloryToken,
+      body: { id: ids.id, model: 'mock:echo', title: 'mine now' },
+    });
+    expect(errorMismatch(taken, 409, 'already_exists')).toBeNull();
+    // B deleting its copy leaves A's alone.
+    expect((await b.api.delete(`/v1/sessions/${ids.id}`)).status).toBe(204);
+    expect((await a.api.get(`/v1/sessions/${ids.id}`)).body.title).toBe('alice private');
+  });
+});
+
+describe('the WebSocket endpoint', () => {
+  const commands = (): Array<[string, Record<string, unknown>]> => [
+    ['subscribe', { sessionId: ids.id }],
+    ['subscribe', { sessionId: ids.id, mode: 'observer', after: 0 }],
+    ['prompt', { sessionId: ids.id, content: 'pwned', wait: true }],
+    ['branch', { sessionId: ids.id, nodeId: ids.nodeId }],
+    ['navigate', { sessionId: ids.id, nodeId: ids.nodeId + 1 }],
+    ['cancel', { sessionId: ids.id }],
+    ['resume', { sessionId: ids.id, decision: { type: 'execute' } }],
+  ];
+
+  it.each<[string, 'header' | 'query', () => string]>([
+    ["tenant B's key in the Authorization header", 'header', () => b.key],
+    ["mallory's token as ?token=", 'query', () => malloryToken],
+  ])(
+    'answers every frame about A’s session with not_found, sending no events (%s)',
+    async (_, how, credential) => {
+      const ws =
+        how === 'header'
+          ? await WsClient.connect(wsUrl(t.url), { authorization: `Bearer ${credential()}` })
+          : await WsClient.connect(wsUrl(t.url, credential()));
+      try {
+        for (const [op, body] of commands()) {
+          const reply = await ws.request(op, body);
+          expect({ op, ok: reply.ok, code: reply.error?.code }).toEqual({ op, ok: false, code: 'not_found' });
+        }
+        expect(ws.events()).toEqual([]);
+        const activity = await ws.request('activity');
+        if (how === 'query') expect(activity.error?.code).toBe('forbidden');
+        else expect(activity.ok).toBe(true);
+      } finally {
+        await ws.close();
+      }
+    },
+  );
+
+  it("B's activity feed (SSE and WebSocket) carries nothing of A's work", async () => {
+    const scratch = await a.api.post('/v1/sessions', { model: 'mock:echo', title: 'scratch' });
+    const feedA = await SseReader.open(`${t.url}/v1/activity`, { authorization: `Bearer ${a.key}` });
+    const feedB = await SseReader.open(`${t.url}/v1/activity?token=${encodeURIComponent(b.key)}`);
+    const wsB = await WsClient.connect(wsUrl(t.url, b.key));
+    try {
+      expect([feedA.status, feedB.status]).toEqual([200, 200]);
+      expect((await wsB.request('activity')).ok).toBe(true);
+      expect(
+        (await a.api.post(`/v1/sessions/${scratch.body.id}/prompt`, { content: 'busy', wait: true })).status,
+      ).toBe(200);
+      await feedA.waitFor((e) => e.event === 'run_finished' && e.data.id === scratch.body.id);
+      expect(
+        feedB.events.filter((e) => e.data?.tenantId === a.tenantId || e.data?.id === scratch.body.id),
+      ).toEqual([]);
+      expect(wsB.frames.filter((f) => f.type === 'activity')).toEqual([]);
+    } finally {
+      feedA.close();
+      feedB.close();
+      await wsB.close();
+    }
+  });
+});
+
+describe('after all of it', () => {
+  it("tenant A's session reads byte for byte as before (tree, path, title, status, run, live entry, list)", async () => {
+    expect(before).toBeDefined();
+    await eventually(async () => expect(await snapshotOfA()).toBe(before));
+  });
+
+  it("alice's own token sees and drives her session", async () => {
+    const alice = new Api(t.url, aliceToken);
+    const session = await alice.get(`/v1/sessions/${ids.id}`);
+    expect(session.status).toBe(200);
+    expect(session.body).toMatchObject({
+      id: ids.id,
+      userId: 'alice',
+      title: 'alice private',
+      path: [1, 2, 3, 5],
+    });
+    expect((await alice.get(`/v1/runs/${ids.runId}`)).body.status).toBe('completed');
+
+    const ws = await WsClient.connect(wsUrl(t.url, aliceToken));
+    try {
+      expect((await ws.request('subscribe', { sessionId: ids.id })).ok).toBe(true);
+      const answer = await alice.post(`/v1/sessions/${ids.id}/prompt`, { content: 'still mine', wait: true });
+      expect(answer.status).toBe(200);
+      expect(answer.body.finalResponse).toBe('Echo: still mine');
+      await ws.waitForEvent((e) => e.event === 'store' && e.sessionId === ids.id);
+    } finally {
+      await ws.close();
+    }
+    const navigated = await alice.post(`/v1/sessions/${ids.id}/navigate`, { nodeId: 4 });
+    expect(navigated.status).toBe(200);
+    expect(navigated.body.path).toEqual([1, 2, 3, 4]);
+    expect((await alice.patch(`/v1/sessions/${ids.id}`, { title: 'renamed by alice' })).body.title).toBe(
+      'renamed by alice',
+    );
+    expect((await a.api.get(`/v1/sessions/${ids.id}/tree`)).body.nodes).toHaveLength(7);
+  });
+
+  it('a user token lists only its own sessions: never those of user null or of other users', async () => {
+    const tenantOwned = await a.api.post('/v1/sessions', { model: 'mock:echo', title: 'no user' });
+    const bobs = await a.api.post('/v1/sessions', {
+      model: 'mock:echo',
+      userId: 'bob',
+      metadata: { owner: 'alice' },
+    });
+    const alices = await a.api.post('/v1/sessions', { model: 'mock:echo', userId: 'alice' });
+    expect([tenantOwned.status, bobs.status, alices.status]).toEqual([201, 201, 201]);
+    expect(tenantOwned.body.userId).toBeNull();
+
+    const everything = await a.api.get('/v1/sessions?limit=100');
+    const allIds = idsIn(everything.body);
+    expect(allIds).toEqual(
+      expect.arrayContaining([tenantOwned.body.id, bobs.body.id, alices.body.id, ids.id]),
+    );
+
+    const alice = new Api(t.url, aliceToken);
+    for (const query of ['', '?userId=bob', '?metadata.owner=alice', '?live=false', '?live=true']) {
+      const seen: Array<{ id: string; userId: string | null }> = [];
+      let cursor: string | null = null;
+      do {
+        const sep: string = query ? '&' : '?';
+        const page: { status: number; body: { data: typeof seen; nextCursor: string | null } } =
+          await alice.get(
+            `/v1/sessions${query}${sep}limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+          );
+        expect(page.status).toBe(200);
+        seen.push(...page.body.data);
+        cursor = page.body.nextCursor;
+      } while (cursor);
+      expect(seen.filter((s) => s.userId !== 'alice')).toEqual([]);
+    }
+    const listed = idsIn((await alice.get('/v1/sessions?limit=100')).body);
+    expect(listed).toEqual(expect.arrayContaining([ids.id, alices.body.id]));
+    for (const foreign of [tenantOwned.body.id, bobs.body.id]) {
+      expect(
+        errorMismatch(
+          await call(t.url, 'GET', `/v1/sessions/${foreign}`, { credential: aliceToken }),
+          404,
+          'not_found',
+        ),
+      ).toBeNull();
+    }
+    const live = await alice.get('/v1/live');
+    expect((live.body as Listing).data.filter((e) => e.userId !== 'alice')).toEqual([]);
+  });
+});
+
+describe('revoked keys', () => {
+  it('answer 401 on every route once DELETE /v1/admin/keys/:keyId revoked them, and on the WebSocket', async () => {
+    const key = new Api(t.url, secondKeyOfA);
+    expect((await key.get(`/v1/sessions/${ids.id}`)).status).toBe(200);
+    expect((await admin.delete(`/v1/admin/keys/${ids.keyId}`)).status).toBe(204);
+
+    const failures: string[] = [];
+    let cases = 0;
+    for (const op of operations) {
+      const spec = specOf(op);
+      if (spec.kind === 'websocket') continue;
+      for (const viaQuery of spec.queryToken ? [false, true] : [false]) {
+        cases++;
+        const problem = errorMismatch(await callAs(op, secondKeyOfA, viaQuery), 401, 'unauthorized');
+        if (problem) failures.push(`${op.key}${viaQuery ? ' (?token=)' : ''}: ${problem}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(cases).toBeGreaterThanOrEqual(30);
+
+    const ws = await WsClient.connect(wsUrl(t.url, secondKeyOfA));
+    expect((await ws.closed).code).toBe(1008);
+    expect(ws.frames).toEqual([
+      { type: 'error', error: { code: 'unauthorized', message: expect.any(String) } },
+    ]);
+
+    // Revoking is idempotent; the tenant's other key is untouched; an unknown key is not_found.
+    expect((await admin.delete(`/v1/admin/keys/${ids.keyId}`)).status).toBe(204);
+    expect((await a.api.get(`/v1/sessions/${ids.id}`)).status).toBe(200);
+    const unknown = await call(t.url, 'DELETE', '/v1/admin/keys/00000000-0000-4000-8000-000000000000', {
+      credential: TEST_ADMIN_KEY,
+    });
+    expect(errorMismatch(unknown, 404, 'not_found')).toBeNull();
+  });
+});
