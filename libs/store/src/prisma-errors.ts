@@ -64,9 +64,6 @@ export function mapDbError(err: unknown): unknown {
   return err;
 }
 
-/** @deprecated the same as mapDbError, which also knows node-postgres' errors. */
-export const mapPrismaError = mapDbError;
-
 /** A raw-SQL transaction that ran past its deadline (Prisma's P2028 on the other road). */
 export function transactionTimeout(timeoutMs: number): CanopyException {
   return CanopyException.unavailable(`the database transaction ran past its ${timeoutMs} ms deadline`);
