@@ -1,5 +1,7 @@
-// @canopy/queue: the TurnQueue port and its inline (embedded) adapter; the BullMQ adapter joins it with the
-// distributed runtime.
+// @canopy/queue: the TurnQueue port, its inline (embedded) and BullMQ (distributed) adapters, and the job catalog.
 
 export * from './turn-queue.port';
 export * from './inline-turn-queue';
+export * from './bullmq-turn-queue';
+export * from './job-catalog';
+export * from './run-control';

@@ -93,6 +93,14 @@ export class RunExecutor {
     return true;
   }
 
+  /** Starts aborting a run if this process executes it; true when it does (the abort settles on its own). */
+  abortIfHere(runId: string, reason = 'cancelled'): boolean {
+    const entry = this.running.get(runId);
+    if (!entry) return false;
+    entry.controller.abort(new Error(reason));
+    return true;
+  }
+
   /** Aborts every run here and waits for them (shutdown). */
   async abortAll(reason: string): Promise<void> {
     await Promise.all([...this.running.keys()].map((id) => this.abort(id, reason)));

@@ -2,7 +2,7 @@
 // code-registered tools and hooks. The embedded and distributed runtimes differ only in the adapters given here.
 
 import type { HookRegistry, ModelGateway, RetryPolicy, ToolRegistry } from '@canopy/agent';
-import type { TurnQueue } from '@canopy/queue';
+import type { RunControl, TurnQueue } from '@canopy/queue';
 import type { ActivityFeed, EventBus, LiveRegistry } from '@canopy/realtime';
 import type { SessionStore } from '@canopy/store';
 
@@ -21,6 +21,11 @@ export interface EngineSettings {
   resultTtlMs: number;
   /** Busy sessions a tenant may have in this process before new runs answer rate_limited. */
   maxBusyPerTenant?: number;
+  /**
+   * Whether this process executes runs (takes them from the queue): the embedded api and workers do; the api of
+   * a distributed deployment only enqueues.
+   */
+  executesRuns: boolean;
 }
 
 export interface EngineLogger {
@@ -34,6 +39,8 @@ export interface SessionEngineDeps {
   registry: LiveRegistry;
   feed: ActivityFeed;
   queue: TurnQueue;
+  /** Reaches the executor of a run in whatever process holds it (cancel). */
+  control: RunControl;
   gateway: ModelGateway;
   tools: ToolRegistry;
   hooks: HookRegistry;

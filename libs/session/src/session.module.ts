@@ -18,7 +18,7 @@ import {
   createModelGateway,
   type ModelGateway,
 } from '@canopy/agent';
-import { InlineTurnQueue, TURN_QUEUE, type TurnQueue } from '@canopy/queue';
+import { InlineTurnQueue, InProcessRunControl, TURN_QUEUE, type TurnQueue } from '@canopy/queue';
 import {
   ACTIVITY_FEED,
   EVENT_BUS,
@@ -116,6 +116,7 @@ function nestLogger(): EngineLogger {
           registry,
           feed,
           queue,
+          control: new InProcessRunControl(),
           gateway,
           tools,
           hooks,
@@ -128,6 +129,7 @@ function nestLogger(): EngineLogger {
             retry: DEFAULT_RETRY_POLICY,
             resultTtlMs: 10 * 60_000,
             maxBusyPerTenant: c.limits.concurrentRunsPerTenant,
+            executesRuns: true,
           },
           logger: nestLogger(),
         };

@@ -64,6 +64,9 @@ export interface CommandResult {
   staged?: boolean;
 }
 
+/** How long a cancel waits for the process executing a run to acknowledge, before ending the run itself. */
+const CANCEL_ACK_TIMEOUT_MS = 3_000;
+
 export class SessionService {
   readonly live: LiveSessions;
   readonly executor: RunExecutor;
@@ -76,7 +79,10 @@ export class SessionService {
     });
     this.live = new LiveSessions(deps, this.publisher);
     this.executor = new RunExecutor(deps, this.publisher, this.live);
-    deps.queue.process((job) => this.executor.execute(job));
+    if (deps.settings.executesRuns) {
+      deps.queue.process((job) => this.executor.execute(job));
+      deps.control.onCancel((runId) => this.executor.abortIfHere(runId));
+    }
   }
 
   /** Tells `listener` how many events each publish carried (metrics); the returned function stops it. */
@@ -92,6 +98,8 @@ export class SessionService {
    * branches that never committed, so no session stays busy. Paused runs wait for their decisions.
    */
   async recoverInterruptedRuns(): Promise<number> {
+    // With a shared queue, another worker may be executing any of them: stalled jobs are the queue's to recover.
+    if (!this.deps.queue.runsInline) return 0;
     const runs = await this.deps.store.unfinishedRuns();
     let recovered = 0;
     for (const r of runs) {
@@ -325,7 +333,11 @@ export class SessionService {
     if (session.status === 'idle' || !runId) throw new CanopyException('idle', 'no run to cancel');
     await this.liveSession(scope, id);
     if (await this.executor.abort(runId, 'cancelled')) return { runId };
-    // Paused (or left behind by a dead process): nothing executes it, end it here.
+    // Executing in another process: its executor aborts it and ends it (status idle, cancelled, rollback).
+    if (session.status === 'busy' && (await this.deps.control.requestCancel(runId, CANCEL_ACK_TIMEOUT_MS))) {
+      return { runId };
+    }
+    // Paused, or left behind by a dead process or not taken yet: nothing executes it, end it here.
     const run = await this.deps.store.getRun(systemScope(scope.tenantId), runId);
     if (!run) throw new CanopyException('idle', 'no run to cancel');
     const pending = run.pending && isPendingState(run.pending) ? run.pending : null;

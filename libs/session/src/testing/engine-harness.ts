@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { loadConfig } from '@canopy/common';
 import { tenantScope, type Scope, type SessionEvent, type SessionEventType } from '@canopy/core';
 import { DEFAULT_RETRY_POLICY, HookRegistry, ToolRegistry, createModelGateway } from '@canopy/agent';
-import { InlineTurnQueue } from '@canopy/queue';
+import { InlineTurnQueue, InProcessRunControl } from '@canopy/queue';
 import { InProcessActivityFeed, InProcessEventBus, InProcessLiveRegistry } from '@canopy/realtime';
 import { Database, PrismaSessionStore } from '@canopy/store';
 import { createTestDatabase, eventually, type TestDatabase } from '@canopy/testing';
@@ -57,6 +57,7 @@ export class EngineHarness {
       queue: new InlineTurnQueue((err) => {
         throw err;
       }),
+      control: new InProcessRunControl(),
       gateway: createModelGateway(loadConfig({})),
       tools,
       hooks,
@@ -68,6 +69,7 @@ export class EngineHarness {
         maxSteps: 10,
         retry: { ...DEFAULT_RETRY_POLICY, baseDelayMs: 5, maxDelayMs: 20 },
         resultTtlMs: 60_000,
+        executesRuns: true,
         ...this.settings,
       },
       logger: { warn: () => undefined, error: () => undefined },

@@ -1,0 +1,79 @@
+// The distributed runtime's queue: a run is a BullMQ job (job id = run id) that any worker may take. A worker
+// killed mid-run stops renewing its lock; after the lock expires BullMQ marks the job stalled and another worker
+// takes it over (a new attempt) — the executor then recovers the run from its last committed state. Only processes
+// that call process() (workers) execute runs; api processes only enqueue.
+
+import { Queue, Worker, type ConnectionOptions } from 'bullmq';
+import { JOBS, checkHandlers, runJobPayload } from './job-catalog';
+import type { RunHandler, RunJob, TurnQueue } from './turn-queue.port';
+
+export interface BullmqTurnQueueOptions {
+  connection: ConnectionOptions;
+  /** Key prefix of every BullMQ key (one per deployment, or per test). */
+  prefix: string;
+  /** Runs one worker process executes at once. */
+  concurrency: number;
+  onError?: (err: unknown, job: RunJob | null) => void;
+}
+
+export class BullmqTurnQueue implements TurnQueue {
+  readonly runsInline = false;
+  private readonly queue: Queue;
+  private worker: Worker | null = null;
+
+  constructor(private readonly options: BullmqTurnQueueOptions) {
+    this.queue = new Queue(JOBS.run.queue, { connection: options.connection, prefix: options.prefix });
+  }
+
+  async enqueue(job: RunJob): Promise<void> {
+    const payload = runJobPayload.parse(job);
+    await this.queue.add(JOBS.run.name, payload, {
+      jobId: JOBS.run.jobId(payload),
+      attempts: JOBS.run.attempts,
+      backoff: { type: 'exponential', delay: JOBS.run.backoffMs },
+      removeOnComplete: { age: 3_600, count: 10_000 },
+      removeOnFail: { age: 24 * 3_600 },
+    });
+  }
+
+  process(handler: RunHandler): void {
+    if (this.worker) throw new Error('the turn queue already has a handler');
+    checkHandlers(JOBS.run.queue, [JOBS.run.name]);
+    this.worker = new Worker(
+      JOBS.run.queue,
+      async (job) => {
+        if (job.name !== JOBS.run.name) throw new Error(`unknown job ${job.name}`);
+        await handler(runJobPayload.parse(job.data));
+      },
+      {
+        connection: this.options.connection,
+        prefix: this.options.prefix,
+        concurrency: this.options.concurrency,
+        lockDuration: JOBS.run.lockDurationMs,
+        stalledInterval: Math.max(1_000, Math.floor(JOBS.run.lockDurationMs / 2)),
+        maxStalledCount: JOBS.run.attempts - 1,
+      },
+    );
+    this.worker.on('failed', (job, err) => this.options.onError?.(err, job ? (job.data as RunJob) : null));
+    this.worker.on('error', (err) => this.options.onError?.(err, null));
+  }
+
+  /** Stops taking runs; waits for the ones in flight up to graceMs (they are handed back after that). */
+  async close(graceMs = 10_000): Promise<void> {
+    if (this.worker) {
+      let timer: NodeJS.Timeout | undefined;
+      const closed = this.worker.close();
+      await Promise.race([
+        closed,
+        new Promise((r) => {
+          timer = setTimeout(r, graceMs);
+          timer.unref();
+        }),
+      ]);
+      clearTimeout(timer);
+      // Past the grace period: force-close, the jobs' locks lapse and another worker takes them over.
+      await this.worker.close(true).catch(() => undefined);
+    }
+    await this.queue.close();
+  }
+}

@@ -1,0 +1,63 @@
+// Every job Canopy runs on BullMQ, in one place (STYLE §7): its queue, payload schema, attempts, backoff and
+// how long a worker may hold it before it counts as stalled. Job ids are deterministic (a run's job id is the run
+// id) so a retried enqueue never runs the same work twice. A worker must register a handler for every job of the
+// queues it serves, and only those: start-up fails otherwise.
+
+import { z } from 'zod';
+
+export const runJobPayload = z.object({
+  tenantId: z.uuid(),
+  sessionId: z.string().min(1).max(128),
+  runId: z.uuid(),
+});
+
+export interface JobSpec<P extends z.ZodType> {
+  name: string;
+  queue: string;
+  payload: P;
+  /** Attempts in all (the first one included): a run taken over after a crash is a new attempt. */
+  attempts: number;
+  backoffMs: number;
+  /** A worker that stops renewing its lock for this long is presumed dead; the job is taken over. */
+  lockDurationMs: number;
+  /** Deterministic job id from the payload. */
+  jobId(payload: z.infer<P>): string;
+}
+
+export const JOBS = {
+  run: {
+    name: 'run',
+    queue: 'canopy-runs',
+    payload: runJobPayload,
+    attempts: 3,
+    backoffMs: 1_000,
+    lockDurationMs: 15_000,
+    jobId: (p) => p.runId,
+  } satisfies JobSpec<typeof runJobPayload>,
+} as const;
+
+export type JobName = keyof typeof JOBS;
+
+/** Fails fast when handlers and the catalog disagree (a job without a handler, or a handler for no job). */
+export function checkHandlers(queue: string, handlers: readonly string[]): void {
+  const expected = Object.values(JOBS)
+    .filter((j) => j.queue === queue)
+    .map((j) => j.name)
+    .sort();
+  const given = [...handlers].sort();
+  const missing = expected.filter((n) => !given.includes(n));
+  const unknown = given.filter((n) => !expected.includes(n));
+  const dup = given.filter((n, i) => given.indexOf(n) !== i);
+  if (missing.length || unknown.length || dup.length) {
+    throw new Error(
+      `job handlers for queue ${queue} do not match the catalog: ` +
+        [
+          missing.length ? `missing ${missing.join(', ')}` : '',
+          unknown.length ? `unknown ${unknown.join(', ')}` : '',
+          dup.length ? `twice ${dup.join(', ')}` : '',
+        ]
+          .filter(Boolean)
+          .join('; '),
+    );
+  }
+}

@@ -1,0 +1,108 @@
+// Reaching the process that executes a run, from any process: cancel is a request every executor hears; the one
+// holding the run aborts it and acknowledges. No acknowledgement within the timeout means nobody executes it (it
+// is paused, still queued, or its worker died) and the caller ends it itself.
+
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+export type CancelHandler = (runId: string) => boolean;
+
+export interface RunControl {
+  /** True when the executor holding the run acknowledged within timeoutMs (it is aborting it). */
+  requestCancel(runId: string, timeoutMs: number): Promise<boolean>;
+  /** The executor side: the handler aborts the run if this process holds it, and says whether it did. */
+  onCancel(handler: CancelHandler): void;
+  close(): Promise<void>;
+}
+
+export const RUN_CONTROL = Symbol('RUN_CONTROL');
+
+/** One process: the request goes straight to the local executor. */
+export class InProcessRunControl implements RunControl {
+  private handler: CancelHandler | null = null;
+
+  requestCancel(runId: string): Promise<boolean> {
+    return Promise.resolve(this.handler?.(runId) ?? false);
+  }
+
+  onCancel(handler: CancelHandler): void {
+    this.handler = handler;
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+interface CancelRequest {
+  runId: string;
+  requestId: string;
+  replyTo: string;
+}
+
+/**
+ * Redis pub/sub: requests on `<prefix>:run-control`, acknowledgements on the asking instance's own channel
+ * `<prefix>:run-control:ack:<instance>`. Delivery is best effort by nature; the timeout covers the rest.
+ */
+export class RedisRunControl implements RunControl {
+  private readonly pending = new Map<string, (ok: boolean) => void>();
+  private handler: CancelHandler | null = null;
+  private readonly requests: string;
+  private readonly acks: string;
+  private ready: Promise<void>;
+
+  constructor(
+    private readonly options: { redis: Redis; subscriber: Redis; prefix: string; instanceId: string },
+  ) {
+    this.requests = `${options.prefix}:run-control`;
+    this.acks = `${options.prefix}:run-control:ack:${options.instanceId}`;
+    options.subscriber.on('message', (channel: string, text: string) => this.onMessage(channel, text));
+    this.ready = options.subscriber.subscribe(this.requests, this.acks).then(() => undefined);
+  }
+
+  async requestCancel(runId: string, timeoutMs: number): Promise<boolean> {
+    await this.ready;
+    const requestId = randomUUID();
+    const answered = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(requestId);
+        resolve(false);
+      }, timeoutMs);
+      timer.unref();
+      this.pending.set(requestId, (ok) => {
+        clearTimeout(timer);
+        this.pending.delete(requestId);
+        resolve(ok);
+      });
+    });
+    const request: CancelRequest = { runId, requestId, replyTo: this.acks };
+    await this.options.redis.publish(this.requests, JSON.stringify(request));
+    return answered;
+  }
+
+  onCancel(handler: CancelHandler): void {
+    this.handler = handler;
+  }
+
+  async close(): Promise<void> {
+    for (const resolve of this.pending.values()) resolve(false);
+    await this.options.subscriber.unsubscribe(this.requests, this.acks).catch(() => undefined);
+  }
+
+  private onMessage(channel: string, text: string): void {
+    let message: { runId?: unknown; requestId?: unknown; replyTo?: unknown };
+    try {
+      message = JSON.parse(text) as typeof message;
+    } catch {
+      return;
+    }
+    if (channel === this.acks && typeof message.requestId === 'string') {
+      this.pending.get(message.requestId)?.(true);
+      return;
+    }
+    if (channel !== this.requests || !this.handler) return;
+    const { runId, requestId, replyTo } = message;
+    if (typeof runId !== 'string' || typeof requestId !== 'string' || typeof replyTo !== 'string') return;
+    if (this.handler(runId)) void this.options.redis.publish(replyTo, JSON.stringify({ requestId }));
+  }
+}
