@@ -1071,6 +1071,8 @@ describe('commit', () => {
       steer: null,
       usage: emptyUsage(),
       finishedAt: null,
+      // What a takeover would re-run: the steered prompt, not the original one.
+      input: { content: 'then this' },
     });
     expect((await store.loadTree(scope, 's'))?.nodes.map((n) => n.id)).toEqual([1, 2]);
 
