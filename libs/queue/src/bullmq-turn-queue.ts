@@ -5,7 +5,7 @@
 
 import { Queue, Worker, type ConnectionOptions } from 'bullmq';
 import { JOBS, checkHandlers, runJobPayload } from './job-catalog';
-import type { RunHandler, RunJob, TurnQueue } from './turn-queue.port';
+import type { GiveUpHandler, RunHandler, RunJob, TurnQueue } from './turn-queue.port';
 
 export interface BullmqTurnQueueOptions {
   connection: ConnectionOptions;
@@ -36,7 +36,7 @@ export class BullmqTurnQueue implements TurnQueue {
     });
   }
 
-  process(handler: RunHandler): void {
+  process(handler: RunHandler, giveUp: GiveUpHandler): void {
     if (this.worker) throw new Error('the turn queue already has a handler');
     checkHandlers(JOBS.run.queue, [JOBS.run.name]);
     this.worker = new Worker(
@@ -54,7 +54,16 @@ export class BullmqTurnQueue implements TurnQueue {
         maxStalledCount: JOBS.run.attempts - 1,
       },
     );
-    this.worker.on('failed', (job, err) => this.options.onError?.(err, job ? (job.data as RunJob) : null));
+    this.worker.on('failed', (job, err) => {
+      const data = job ? (job.data as RunJob) : null;
+      this.options.onError?.(err, data);
+      if (!job || !data) return;
+      // Final when its attempts are spent, or when it stalled more often than allowed (BullMQ fails it then).
+      void job
+        .isFailed()
+        .then((final) => (final ? giveUp(data, err) : undefined))
+        .catch((e: unknown) => this.options.onError?.(e, data));
+    });
     this.worker.on('error', (err) => this.options.onError?.(err, null));
   }
 

@@ -1,19 +1,21 @@
 // The embedded runtime's queue: runs execute in this process, started on the next tick so the command that
 // enqueued them returns first. Failures of a handler are reported, never thrown into the caller.
 
-import type { RunHandler, RunJob, TurnQueue } from './turn-queue.port';
+import type { GiveUpHandler, RunHandler, RunJob, TurnQueue } from './turn-queue.port';
 
 export class InlineTurnQueue implements TurnQueue {
   readonly runsInline = true;
   private handler: RunHandler | null = null;
+  private giveUp: GiveUpHandler | null = null;
   private readonly inFlight = new Set<Promise<void>>();
   private closed = false;
 
   constructor(private readonly onError: (err: unknown, job: RunJob) => void = () => undefined) {}
 
-  process(handler: RunHandler): void {
+  process(handler: RunHandler, giveUp: GiveUpHandler): void {
     if (this.handler) throw new Error('the turn queue already has a handler');
     this.handler = handler;
+    this.giveUp = giveUp;
   }
 
   enqueue(job: RunJob): Promise<void> {
@@ -22,10 +24,23 @@ export class InlineTurnQueue implements TurnQueue {
     if (!handler) return Promise.reject(new Error('no run handler registered'));
     const task: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
       .then(() => handler(job))
-      .catch((err: unknown) => this.onError(err, job))
+      .catch(async (err: unknown) => {
+        // No retries in process: a run whose execution threw is given up at once.
+        this.report(err, job);
+        await this.giveUp?.(job, err).catch((e: unknown) => this.report(e, job));
+      })
       .finally(() => this.inFlight.delete(task));
     this.inFlight.add(task);
     return Promise.resolve();
+  }
+
+  /** The error reporter must not turn a failed run into an unhandled rejection. */
+  private report(err: unknown, job: RunJob): void {
+    try {
+      this.onError(err, job);
+    } catch {
+      // ignored: reporting is best effort
+    }
   }
 
   get size(): number {

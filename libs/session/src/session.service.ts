@@ -80,7 +80,10 @@ export class SessionService {
     this.live = new LiveSessions(deps, this.publisher);
     this.executor = new RunExecutor(deps, this.publisher, this.live);
     if (deps.settings.executesRuns) {
-      deps.queue.process((job) => this.executor.execute(job));
+      deps.queue.process(
+        (job) => this.executor.execute(job),
+        (job, error) => this.giveUpRun(job.tenantId, job.sessionId, job.runId, error),
+      );
       deps.control.onCancel((runId) => this.executor.abortIfHere(runId));
     }
   }
@@ -120,6 +123,27 @@ export class SessionService {
       recovered++;
     }
     return recovered;
+  }
+
+  /**
+   * The queue gave up on a run (its executions kept failing, or its workers kept dying): it ends as an error,
+   * a branch that never committed rolls back, and the session is idle again. Nothing if it already ended.
+   */
+  async giveUpRun(tenantId: string, sessionId: string, runId: string, error: unknown): Promise<void> {
+    const scope = systemScope(tenantId);
+    const run = await this.deps.store.getRun(scope, runId);
+    if (!run || !['queued', 'running'].includes(run.status)) return;
+    const message = error instanceof Error ? error.message : String(error);
+    await this.executor.endRun(
+      scope,
+      { id: sessionId },
+      run,
+      'error',
+      { code: 'interrupted', message: `the run could not be completed: ${message}` },
+      [],
+      run.usage,
+      false,
+    );
   }
 
   /** Stops every run here (they end as cancelled, branches roll back) and closes the live sessions. */
