@@ -24,6 +24,12 @@ export const envSchema = z.object({
   CANOPY_MIGRATE_ON_BOOT: bool.default(true),
   /** Unset: the in-process bus, registry and queue (embedded runtime). */
   REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' }).optional(),
+  /** Prefix of every Redis key and channel of this deployment (several deployments can share one Redis). */
+  CANOPY_REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_:.-]{1,64}$/, 'letters, digits and _ : . - only').default('canopy'),
+  /** Runs one worker process executes at once. */
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(50),
+  /** How long a session's replay log and seq counter live in Redis after its last event. */
+  EVENT_REPLAY_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(86_400),
   CANOPY_ADMIN_KEY: z.string().min(24, 'must be at least 24 characters').optional(),
   CANOPY_INSTANCE_ID: z
     .string()
@@ -84,7 +90,12 @@ export interface CanopyConfig {
     readonly migrationsDir: string;
     readonly migrateOnBoot: boolean;
   };
-  readonly redis: { readonly url: string | null };
+  readonly redis: {
+    readonly url: string | null;
+    readonly prefix: string;
+    readonly workerConcurrency: number;
+    readonly replayTtlSeconds: number;
+  };
   readonly adminKey: string | null;
   readonly shutdownGraceMs: number;
   readonly worker: { readonly heartbeatFile: string | null };
@@ -158,7 +169,12 @@ export function loadConfig(
       migrationsDir: e.CANOPY_MIGRATIONS_DIR,
       migrateOnBoot: e.CANOPY_MIGRATE_ON_BOOT,
     },
-    redis: { url: e.REDIS_URL ?? null },
+    redis: {
+      url: e.REDIS_URL ?? null,
+      prefix: e.CANOPY_REDIS_PREFIX,
+      workerConcurrency: e.WORKER_CONCURRENCY,
+      replayTtlSeconds: e.EVENT_REPLAY_TTL_SECONDS,
+    },
     adminKey: e.CANOPY_ADMIN_KEY ?? null,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     worker: { heartbeatFile: e.CANOPY_WORKER_HEARTBEAT_FILE ?? null },
