@@ -38,7 +38,7 @@ export class ApiModule {
         ConfigModule.forRoot(config),
         LoggingModule,
         DatabaseModule,
-        SessionModule,
+        SessionModule.forRoot('api'),
         AuthModule,
         ThrottlerModule.forRootAsync({
           inject: [CANOPY_CONFIG],

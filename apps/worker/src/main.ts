@@ -18,9 +18,9 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  if (!config.database.url) {
+  if (!config.database.url || !config.redis.url) {
     process.stderr.write(
-      'canopy worker: DATABASE_URL is required; the worker serves the distributed runtime (the embedded one runs turns inside the api)\n',
+      'canopy worker: DATABASE_URL and REDIS_URL are required; the worker serves the distributed runtime (the embedded one runs turns inside the api)\n',
     );
     process.exit(1);
   }

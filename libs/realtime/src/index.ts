@@ -1,11 +1,12 @@
 // @canopy/realtime: the transport ports under the session and manager layers (event bus, live registry,
-// activity feed), the embedded runtime's in-process adapters, the delta coalescer, and the contract suites
-// every adapter must pass.
+// activity feed), the embedded runtime's in-process adapters, the distributed runtime's Redis adapters, the delta
+// coalescer, and the contract suites every adapter must pass.
 
 export * from './ports';
 export * from './in-process/in-process-event-bus';
 export * from './in-process/in-process-live-registry';
 export * from './in-process/in-process-activity-feed';
 export type { ListenerErrorHandler } from './in-process/listener-errors';
+export * from './redis';
 export * from './delta-coalescer';
 export * from './testing';

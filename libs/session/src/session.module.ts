@@ -1,11 +1,16 @@
-// Wires the session engine for a deployable. The embedded runtime (no REDIS_URL) gets the in-process bus,
-// registry and feed and the inline queue; tools and hooks are registries the app fills at start-up.
+// Wires the session engine for a deployable. Embedded (no REDIS_URL): the in-process bus, registry and feed and
+// the inline queue, and the api executes runs itself. Distributed (REDIS_URL): Redis adapters and BullMQ; the api
+// only enqueues and serves live sessions, workers execute runs. Tools and hooks are registries the app fills at
+// start-up. Only this module knows which runtime it is; the engine sees ports.
 
 import {
+  DynamicModule,
   Global,
+  Inject,
   Injectable,
   Logger,
   Module,
+  Optional,
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
@@ -18,7 +23,16 @@ import {
   createModelGateway,
   type ModelGateway,
 } from '@canopy/agent';
-import { InlineTurnQueue, InProcessRunControl, TURN_QUEUE, type TurnQueue } from '@canopy/queue';
+import {
+  BullmqTurnQueue,
+  InProcessRunControl,
+  InlineTurnQueue,
+  RUN_CONTROL,
+  RedisRunControl,
+  TURN_QUEUE,
+  type RunControl,
+  type TurnQueue,
+} from '@canopy/queue';
 import {
   ACTIVITY_FEED,
   EVENT_BUS,
@@ -26,19 +40,30 @@ import {
   InProcessEventBus,
   InProcessLiveRegistry,
   LIVE_REGISTRY,
+  createRedisRealtime,
   type ActivityFeed,
   type EventBus,
   type LiveRegistry,
+  type RedisRealtime,
 } from '@canopy/realtime';
 import { Database, PrismaSessionStore, SESSION_STORE, type SessionStore } from '@canopy/store';
 import { SessionService } from './session.service';
 import type { EngineLogger, SessionEngineDeps } from './session-deps';
 
+/** The Redis runtime of a distributed deployment, or null when embedded. */
+export const REDIS_REALTIME = Symbol('REDIS_REALTIME');
+
+export type EngineRole = 'api' | 'worker';
+
 @Injectable()
 class SessionEngineLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('SessionEngine');
 
-  constructor(private readonly sessions: SessionService) {}
+  constructor(
+    private readonly sessions: SessionService,
+    @Inject(RUN_CONTROL) private readonly control: RunControl,
+    @Optional() @Inject(REDIS_REALTIME) private readonly redis: RedisRealtime | null,
+  ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     const recovered = await this.sessions.recoverInterruptedRuns();
@@ -47,6 +72,8 @@ class SessionEngineLifecycle implements OnApplicationBootstrap, OnApplicationShu
 
   async onApplicationShutdown(): Promise<void> {
     await this.sessions.shutdown();
+    await this.control.close();
+    await this.redis?.close();
   }
 }
 
@@ -59,94 +86,159 @@ function nestLogger(): EngineLogger {
 }
 
 @Global()
-@Module({
-  providers: [
-    { provide: SESSION_STORE, inject: [Database], useFactory: (db: Database) => new PrismaSessionStore(db) },
-    {
-      provide: EVENT_BUS,
-      inject: [CANOPY_CONFIG],
-      useFactory: (c: CanopyConfig) => new InProcessEventBus({ replayLimit: c.sessions.replayLimit }),
-    },
-    { provide: LIVE_REGISTRY, useFactory: () => new InProcessLiveRegistry() },
-    { provide: ACTIVITY_FEED, useFactory: () => new InProcessActivityFeed() },
-    {
-      provide: TURN_QUEUE,
-      useFactory: () => {
-        const logger = new Logger('TurnQueue');
-        return new InlineTurnQueue((err, job) => logger.error({ err, ...job }, 'run failed unexpectedly'));
-      },
-    },
-    {
-      provide: MODEL_GATEWAY,
-      inject: [CANOPY_CONFIG],
-      useFactory: (c: CanopyConfig) => createModelGateway(c),
-    },
-    { provide: ToolRegistry, useFactory: () => new ToolRegistry() },
-    {
-      provide: HookRegistry,
-      useFactory: () => new HookRegistry({ parallelTimeoutMs: 5_000, injectionBudgetTokens: 4_000 }),
-    },
-    {
-      provide: SessionService,
-      inject: [
-        CANOPY_CONFIG,
+@Module({})
+export class SessionModule {
+  static forRoot(role: EngineRole): DynamicModule {
+    return {
+      module: SessionModule,
+      providers: [
+        {
+          provide: SESSION_STORE,
+          inject: [Database],
+          useFactory: (db: Database) => new PrismaSessionStore(db),
+        },
+        {
+          provide: REDIS_REALTIME,
+          inject: [CANOPY_CONFIG],
+          useFactory: (c: CanopyConfig): RedisRealtime | null => {
+            if (!c.redis.url) {
+              if (role === 'worker') throw new Error('a worker needs REDIS_URL (the distributed runtime)');
+              return null;
+            }
+            const logger = new Logger('Redis');
+            return createRedisRealtime({
+              url: c.redis.url,
+              prefix: c.redis.prefix,
+              replayLimit: c.sessions.replayLimit,
+              replayTtlSeconds: c.redis.replayTtlSeconds,
+              onError: (err) => logger.warn({ err }, 'redis error'),
+            });
+          },
+        },
+        {
+          provide: EVENT_BUS,
+          inject: [CANOPY_CONFIG, REDIS_REALTIME],
+          useFactory: (c: CanopyConfig, redis: RedisRealtime | null): EventBus =>
+            redis?.bus ?? new InProcessEventBus({ replayLimit: c.sessions.replayLimit }),
+        },
+        {
+          provide: LIVE_REGISTRY,
+          inject: [REDIS_REALTIME],
+          useFactory: (redis: RedisRealtime | null): LiveRegistry =>
+            redis?.registry ?? new InProcessLiveRegistry(),
+        },
+        {
+          provide: ACTIVITY_FEED,
+          inject: [REDIS_REALTIME],
+          useFactory: (redis: RedisRealtime | null): ActivityFeed =>
+            redis?.feed ?? new InProcessActivityFeed(),
+        },
+        {
+          provide: TURN_QUEUE,
+          inject: [CANOPY_CONFIG, REDIS_REALTIME],
+          useFactory: (c: CanopyConfig, redis: RedisRealtime | null): TurnQueue => {
+            const logger = new Logger('TurnQueue');
+            const onError = (err: unknown, job: unknown) =>
+              logger.error({ err, job }, 'run failed unexpectedly');
+            if (!redis) return new InlineTurnQueue(onError);
+            return new BullmqTurnQueue({
+              // BullMQ's blocking connections must never give up a command.
+              connection: redis.redis.duplicate({ maxRetriesPerRequest: null }),
+              prefix: `${c.redis.prefix}:bull`,
+              concurrency: c.redis.workerConcurrency,
+              onError,
+            });
+          },
+        },
+        {
+          provide: RUN_CONTROL,
+          inject: [CANOPY_CONFIG, REDIS_REALTIME],
+          useFactory: (c: CanopyConfig, redis: RedisRealtime | null): RunControl =>
+            redis
+              ? new RedisRunControl({
+                  redis: redis.redis,
+                  subscriber: redis.redis.duplicate(),
+                  prefix: c.redis.prefix,
+                  instanceId: c.instanceId,
+                })
+              : new InProcessRunControl(),
+        },
+        {
+          provide: MODEL_GATEWAY,
+          inject: [CANOPY_CONFIG],
+          useFactory: (c: CanopyConfig) => createModelGateway(c),
+        },
+        { provide: ToolRegistry, useFactory: () => new ToolRegistry() },
+        {
+          provide: HookRegistry,
+          useFactory: () => new HookRegistry({ parallelTimeoutMs: 5_000, injectionBudgetTokens: 4_000 }),
+        },
+        {
+          provide: SessionService,
+          inject: [
+            CANOPY_CONFIG,
+            SESSION_STORE,
+            EVENT_BUS,
+            LIVE_REGISTRY,
+            ACTIVITY_FEED,
+            TURN_QUEUE,
+            RUN_CONTROL,
+            MODEL_GATEWAY,
+            ToolRegistry,
+            HookRegistry,
+          ],
+          useFactory: (
+            c: CanopyConfig,
+            store: SessionStore,
+            bus: EventBus,
+            registry: LiveRegistry,
+            feed: ActivityFeed,
+            queue: TurnQueue,
+            control: RunControl,
+            gateway: ModelGateway,
+            tools: ToolRegistry,
+            hooks: HookRegistry,
+          ) => {
+            const deps: SessionEngineDeps = {
+              store,
+              bus,
+              registry,
+              feed,
+              queue,
+              control,
+              gateway,
+              tools,
+              hooks,
+              settings: {
+                instanceId: c.instanceId,
+                idleShutdownMs: c.sessions.idleShutdownMs,
+                coalesceMs: c.sessions.coalesceMs,
+                toolTimeoutMs: c.sessions.toolTimeoutMs,
+                maxSteps: c.sessions.maxSteps,
+                retry: DEFAULT_RETRY_POLICY,
+                resultTtlMs: 10 * 60_000,
+                maxBusyPerTenant: c.limits.concurrentRunsPerTenant,
+                // Embedded, the api runs its own turns; distributed, only workers do.
+                executesRuns: queue.runsInline || role === 'worker',
+              },
+              logger: nestLogger(),
+            };
+            return new SessionService(deps);
+          },
+        },
+        SessionEngineLifecycle,
+      ],
+      exports: [
+        SessionService,
+        ToolRegistry,
+        HookRegistry,
         SESSION_STORE,
         EVENT_BUS,
         LIVE_REGISTRY,
         ACTIVITY_FEED,
-        TURN_QUEUE,
         MODEL_GATEWAY,
-        ToolRegistry,
-        HookRegistry,
+        REDIS_REALTIME,
       ],
-      useFactory: (
-        c: CanopyConfig,
-        store: SessionStore,
-        bus: EventBus,
-        registry: LiveRegistry,
-        feed: ActivityFeed,
-        queue: TurnQueue,
-        gateway: ModelGateway,
-        tools: ToolRegistry,
-        hooks: HookRegistry,
-      ) => {
-        const deps: SessionEngineDeps = {
-          store,
-          bus,
-          registry,
-          feed,
-          queue,
-          control: new InProcessRunControl(),
-          gateway,
-          tools,
-          hooks,
-          settings: {
-            instanceId: c.instanceId,
-            idleShutdownMs: c.sessions.idleShutdownMs,
-            coalesceMs: c.sessions.coalesceMs,
-            toolTimeoutMs: c.sessions.toolTimeoutMs,
-            maxSteps: c.sessions.maxSteps,
-            retry: DEFAULT_RETRY_POLICY,
-            resultTtlMs: 10 * 60_000,
-            maxBusyPerTenant: c.limits.concurrentRunsPerTenant,
-            executesRuns: true,
-          },
-          logger: nestLogger(),
-        };
-        return new SessionService(deps);
-      },
-    },
-    SessionEngineLifecycle,
-  ],
-  exports: [
-    SessionService,
-    ToolRegistry,
-    HookRegistry,
-    SESSION_STORE,
-    EVENT_BUS,
-    LIVE_REGISTRY,
-    ACTIVITY_FEED,
-    MODEL_GATEWAY,
-  ],
-})
-export class SessionModule {}
+    };
+  }
+}

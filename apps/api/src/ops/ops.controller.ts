@@ -1,11 +1,13 @@
 // Operations: /healthz (process up), /readyz (database answers), /metrics (Prometheus).
 
-import { Controller, Get, HttpCode, Res } from '@nestjs/common';
+import { Controller, Get, HttpCode, Inject, Optional, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { CanopyException } from '@canopy/common';
 import { Public } from '@canopy/auth';
 import { Database } from '@canopy/store';
+import type { RedisRealtime } from '@canopy/realtime';
+import { REDIS_REALTIME } from '@canopy/session';
 import { MetricsService } from './metrics.service';
 
 @ApiTags('operations')
@@ -15,6 +17,7 @@ export class OpsController {
   constructor(
     private readonly database: Database,
     private readonly metrics: MetricsService,
+    @Optional() @Inject(REDIS_REALTIME) private readonly redis: RedisRealtime | null,
   ) {}
 
   @Get('healthz')
@@ -40,7 +43,13 @@ export class OpsController {
         { cause: err },
       );
     }
-    return { status: 'ok', checks: { database: 'ok' } };
+    if (!this.redis) return { status: 'ok', checks: { database: 'ok' } };
+    try {
+      await this.redis.ping();
+    } catch (err) {
+      throw new CanopyException('unavailable', 'redis is unreachable', { check: 'redis' }, { cause: err });
+    }
+    return { status: 'ok', checks: { database: 'ok', redis: 'ok' } };
   }
 
   @Get('metrics')

@@ -25,11 +25,19 @@ export const envSchema = z.object({
   /** Unset: the in-process bus, registry and queue (embedded runtime). */
   REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' }).optional(),
   /** Prefix of every Redis key and channel of this deployment (several deployments can share one Redis). */
-  CANOPY_REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_:.-]{1,64}$/, 'letters, digits and _ : . - only').default('canopy'),
+  CANOPY_REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_:.-]{1,64}$/, 'letters, digits and _ : . - only')
+    .default('canopy'),
   /** Runs one worker process executes at once. */
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(50),
   /** How long a session's replay log and seq counter live in Redis after its last event. */
-  EVENT_REPLAY_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(86_400),
+  EVENT_REPLAY_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .max(30 * 86_400)
+    .default(86_400),
   CANOPY_ADMIN_KEY: z.string().min(24, 'must be at least 24 characters').optional(),
   CANOPY_INSTANCE_ID: z
     .string()

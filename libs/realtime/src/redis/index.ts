@@ -1,0 +1,6 @@
+// The distributed runtime's adapters of the realtime ports (ioredis): event bus, live registry, activity feed.
+
+export * from './redis-event-bus';
+export * from './redis-live-registry';
+export * from './redis-activity-feed';
+export * from './redis-runtime';

@@ -1,0 +1,427 @@
+import { randomUUID } from 'node:crypto';
+
+import type { SessionEvent, SessionEventInput } from '@canopy/core';
+import type { Redis } from 'ioredis';
+
+import type { Unsubscribe } from '../ports';
+import { describeEventBusContract, waitFor } from '../testing';
+import { uniqueId } from '../testing/wait';
+import { RedisEventBus, type RedisEventBusOptions } from './redis-event-bus';
+import {
+  deleteKeys,
+  killPubSubConnection,
+  keysUnder,
+  testPrefix,
+  TestConnections,
+} from './redis-test-support';
+
+const PREFIX = testPrefix('redis-event-bus');
+const REPLAY_LIMIT = 10;
+const connections = new TestConnections();
+let admin: Redis;
+
+beforeAll(() => {
+  admin = connections.connect();
+});
+
+afterAll(async () => {
+  await deleteKeys(admin, PREFIX);
+  await connections.closeAll();
+});
+
+describeEventBusContract(
+  'redis',
+  () => {
+    // A restart is a new process: new connections and a new bus over the same Redis.
+    const start = () => {
+      const redis = connections.connect();
+      const bus = new RedisEventBus({
+        redis,
+        prefix: PREFIX,
+        replayLimit: REPLAY_LIMIT,
+        replayTtlSeconds: 600,
+        onListenerError: () => {},
+      });
+      return { redis, bus };
+    };
+    const stop = async (instance: { redis: Redis; bus: RedisEventBus }) => {
+      await instance.bus.close();
+      await connections.close(instance.redis);
+    };
+    let current = start();
+    return Promise.resolve({
+      bus: current.bus,
+      restart: async () => {
+        await stop(current);
+        current = start();
+        return current.bus;
+      },
+      cleanup: () => stop(current),
+    });
+  },
+  { replayLimit: REPLAY_LIMIT },
+);
+
+const deltas = (count: number, from = 0): SessionEventInput[] =>
+  Array.from({ length: count }, (_, i) => ({
+    type: 'text_delta',
+    data: { runId: 'run-1', index: 0, delta: `d${from + i}` },
+  }));
+
+/** A wall clock the test moves by hand. */
+function manualClock(start = Date.now()) {
+  let ms = start;
+  return { now: () => ms, advance: (by: number) => (ms += by) };
+}
+
+const bySeq = (a: SessionEvent, b: SessionEvent) => a.seq - b.seq;
+
+/** Waits for an asynchronous condition, with a deadline. */
+async function until(what: string, condition: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('RedisEventBus', () => {
+  const buses: RedisEventBus[] = [];
+  const unsubscribes: Unsubscribe[] = [];
+  let tenant: string;
+  let session: string;
+
+  /** An "api instance": its own connections and bus over the shared Redis. */
+  function instance(options: Partial<RedisEventBusOptions> = {}): RedisEventBus {
+    const bus = new RedisEventBus({
+      redis: connections.connect(),
+      prefix: PREFIX,
+      replayLimit: REPLAY_LIMIT,
+      replayTtlSeconds: 600,
+      ...options,
+    });
+    buses.push(bus);
+    return bus;
+  }
+
+  async function record(bus: RedisEventBus, into: SessionEvent[] = []): Promise<SessionEvent[]> {
+    unsubscribes.push(await bus.subscribe(tenant, session, (event) => into.push(event)));
+    return into;
+  }
+
+  const sessionKey = (t = tenant, s = session) => `${PREFIX}:session:{${t}:${s}}`;
+
+  beforeEach(() => {
+    tenant = uniqueId('tenant');
+    session = uniqueId('session');
+  });
+
+  afterEach(async () => {
+    for (const unsubscribe of unsubscribes.splice(0)) await unsubscribe();
+    for (const bus of buses.splice(0)) await bus.close();
+  });
+
+  describe('across instances', () => {
+    it('delivers what instance A publishes to a subscriber on instance B, in order, exactly once', async () => {
+      const a = instance();
+      const b = instance();
+      const seen = await record(b);
+
+      const published: SessionEvent[] = [];
+      for (let i = 0; i < 10; i++) published.push(...(await a.publish(tenant, session, deltas(3, i * 3))));
+      await waitFor('every event on B', () => seen.length >= published.length);
+      const marker = await a.publish(tenant, session, deltas(1, 99));
+      await waitFor('the marker on B', () => seen.length >= published.length + 1);
+
+      expect(seen).toEqual([...published, ...marker]);
+      expect(seen.map((e) => e.seq)).toEqual(seen.map((_, i) => seen[0]!.seq + i));
+    });
+
+    it('gives consecutive seqs and one order to every subscriber while both instances publish at once', async () => {
+      const a = instance({ replayLimit: 1_000 });
+      const b = instance({ replayLimit: 1_000 });
+      const onA = await record(a);
+      const onB = await record(b);
+
+      const batches = await Promise.all(
+        Array.from({ length: 40 }, (_, p) =>
+          (p % 2 === 0 ? a : b).publish(tenant, session, deltas(5, p * 5)),
+        ),
+      );
+      const all = batches.flat().sort(bySeq);
+      expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => all[0]!.seq + i));
+      for (const batch of batches) expect(batch.map((e) => e.seq - batch[0]!.seq)).toEqual([0, 1, 2, 3, 4]);
+
+      await waitFor('every event on both instances', () => onA.length >= 200 && onB.length >= 200);
+      expect(onA).toEqual(all);
+      expect(onB).toEqual(all);
+
+      // Replay, from either instance, agrees with live delivery.
+      const last = all[all.length - 1]!.seq;
+      const expected = { events: all, complete: true, lastSeq: last };
+      expect(await a.replay(tenant, session, all[0]!.seq - 1)).toEqual(expected);
+      expect(await b.replay(tenant, session, all[0]!.seq - 1)).toEqual(expected);
+      expect(await b.lastSeq(tenant, session)).toBe(last);
+    });
+
+    it('starts a subscription mid-stream without a gap or a duplicate', async () => {
+      const a = instance();
+      const b = instance();
+      const published: SessionEvent[] = [];
+      let stop = false;
+      const pump = (async () => {
+        for (let i = 0; !stop; i++) published.push(...(await a.publish(tenant, session, deltas(2, i * 2))));
+      })();
+      await waitFor('the publisher to get going', () => published.length >= 20);
+
+      const seen = await record(b);
+      // Events of batches published after subscribe resolved; the batch in flight then may or may not count.
+      const boundary = published.length + 2;
+      await waitFor('more events', () => seen.length >= 20);
+      stop = true;
+      await pump;
+      const last = published[published.length - 1]!;
+      await waitFor('the last event', () => seen[seen.length - 1]?.seq === last.seq);
+
+      // A contiguous run up to the end (no gap, no duplicate), of whole batches, holding every later batch.
+      expect(seen).toEqual(published.slice(published.length - seen.length));
+      expect(seen[0]!.seq % 2).toBe(published[0]!.seq % 2);
+      expect(seen.length).toBeGreaterThanOrEqual(published.length - boundary);
+    });
+
+    it('continues the sequence in a new bus instance (a process restart) above the old seqs', async () => {
+      const old = instance();
+      const before = await old.publish(tenant, session, deltas(3));
+      await old.close();
+
+      const next = instance();
+      const after = await next.publish(tenant, session, deltas(2, 3));
+      expect(after.map((e) => e.seq)).toEqual([before[2]!.seq + 1, before[2]!.seq + 2]);
+      expect(await next.replay(tenant, session, before[0]!.seq - 1)).toEqual({
+        events: [...before, ...after],
+        complete: true,
+        lastSeq: after[1]!.seq,
+      });
+    });
+
+    it('shares one subscriber connection between buses without one unsubscribing the other', async () => {
+      const subscriber = connections.connect();
+      const a = instance({ subscriber });
+      const b = instance({ subscriber });
+      const onA: SessionEvent[] = [];
+      const leaveA = await a.subscribe(tenant, session, (e) => onA.push(e));
+      const onB = await record(b);
+
+      const first = await a.publish(tenant, session, deltas(1));
+      await waitFor('both', () => onA.length >= 1 && onB.length >= 1);
+      await leaveA();
+      await a.close(); // not its connection: stays open
+      const second = await b.publish(tenant, session, deltas(1, 1));
+      await waitFor('B after A left', () => onB.length >= 2);
+
+      expect(onA).toEqual(first);
+      expect(onB).toEqual([...first, ...second]);
+      expect(subscriber.status).toBe('ready');
+    });
+  });
+
+  describe('numbering', () => {
+    it('starts a session at the clock in microseconds, then counts by one (seqs beyond 2^32 survive Lua)', async () => {
+      const clock = manualClock(1_750_000_000_123);
+      const bus = instance({ now: clock.now });
+      const seen = await record(bus);
+
+      const first = await bus.publish(tenant, session, deltas(2));
+      clock.advance(10_000);
+      const second = await bus.publish(tenant, session, deltas(1, 2));
+
+      const seqs = [1_750_000_000_123_000, 1_750_000_000_123_001, 1_750_000_000_123_002];
+      expect([...first, ...second].map((e) => e.seq)).toEqual(seqs);
+      expect([...first, ...second].map((e) => e.at)).toEqual([
+        1_750_000_000_123, 1_750_000_000_123, 1_750_000_010_123,
+      ]);
+      await waitFor('delivery', () => seen.length >= 3);
+      expect(seen).toEqual([...first, ...second]);
+      expect((await bus.replay(tenant, session, 0)).events).toEqual([...first, ...second]);
+      expect(await admin.xrange(`${sessionKey()}:stream`, '-', '+')).toEqual(
+        seqs.map((seq, i) => [`${seq}-0`, ['e', expect.stringContaining(`"delta":"d${i}"`)]]),
+      );
+    });
+
+    it('restarts at the clock when Redis lost the session (no persistence), and reports the gap', async () => {
+      const clock = manualClock();
+      const old = instance({ now: clock.now });
+      const before = await old.publish(tenant, session, deltas(3));
+      await admin.del(`${sessionKey()}:seq`, `${sessionKey()}:stream`); // what a Redis restart leaves
+      clock.advance(250);
+
+      const bus = instance({ now: clock.now });
+      const after = await bus.publish(tenant, session, deltas(1, 3));
+      expect(after[0]!.seq).toBe(Math.floor(clock.now() * 1000));
+      expect(after[0]!.seq).toBeGreaterThan(before[2]!.seq);
+      expect(await bus.replay(tenant, session, before[2]!.seq)).toEqual({
+        events: after,
+        complete: false,
+        lastSeq: after[0]!.seq,
+      });
+    });
+
+    it('continues above the log when only the counter is gone, even if the clock went back', async () => {
+      const clock = manualClock();
+      const bus = instance({ now: clock.now });
+      const before = await bus.publish(tenant, session, deltas(3));
+      await admin.del(`${sessionKey()}:seq`);
+      clock.advance(-5_000);
+
+      const after = await bus.publish(tenant, session, deltas(2, 3));
+      expect(after.map((e) => e.seq)).toEqual([before[2]!.seq + 1, before[2]!.seq + 2]);
+      expect((await bus.replay(tenant, session, 0)).events).toEqual([...before, ...after]);
+    });
+
+    it('loads its script again after the server forgot it (a Redis restart empties the script cache)', async () => {
+      const bus = instance();
+      const before = await bus.publish(tenant, session, deltas(1));
+      await admin.script('FLUSH');
+      const after = await bus.publish(tenant, session, deltas(1, 1));
+      expect(after[0]!.seq).toBe(before[0]!.seq + 1);
+    });
+
+    it('does not let a delimiter or a brace inside ids merge two sessions', async () => {
+      const bus = instance();
+      await bus.publish('a:b', 'c', deltas(1));
+      await bus.publish('x}', '{y', deltas(1));
+      expect(await bus.lastSeq('a', 'b:c')).toBe(0);
+      expect(await bus.lastSeq('x', '}{y')).toBe(0);
+      expect(await keysUnder(admin, `${PREFIX}:session:{a%3Ab:c}`)).toEqual([
+        `${PREFIX}:session:{a%3Ab:c}:seq`,
+        `${PREFIX}:session:{a%3Ab:c}:stream`,
+      ]);
+    });
+  });
+
+  describe('bounds', () => {
+    it('keeps exactly replayLimit entries and expires the log and counter replayTtlSeconds after a publish', async () => {
+      const bus = instance({ replayLimit: 5, replayTtlSeconds: 120 });
+      await bus.publish(tenant, session, deltas(12));
+      const last = await bus.publish(tenant, session, deltas(4, 12));
+
+      expect(await admin.xlen(`${sessionKey()}:stream`)).toBe(5);
+      for (const key of [`${sessionKey()}:seq`, `${sessionKey()}:stream`]) {
+        const ttl = await admin.ttl(key);
+        expect(ttl).toBeGreaterThan(100);
+        expect(ttl).toBeLessThanOrEqual(120);
+      }
+      const replay = await bus.replay(tenant, session, 0);
+      expect(replay.events.map((e) => e.seq)).toEqual([last[0]!.seq - 1, ...last.map((e) => e.seq)]);
+      expect(replay.complete).toBe(false);
+    });
+
+    it('lets an idle session expire; its next publish starts a new sequence above the old one', async () => {
+      const bus = instance({ replayTtlSeconds: 1 });
+      const before = await bus.publish(tenant, session, deltas(2));
+      await until('the keys to expire', async () => {
+        return (await admin.exists(`${sessionKey()}:seq`, `${sessionKey()}:stream`)) === 0;
+      });
+      expect(await bus.lastSeq(tenant, session)).toBe(0);
+
+      const after = await bus.publish(tenant, session, deltas(1, 2));
+      expect(after[0]!.seq).toBeGreaterThan(before[1]!.seq + 1);
+      expect(await bus.replay(tenant, session, before[1]!.seq)).toEqual({
+        events: after,
+        complete: false,
+        lastSeq: after[0]!.seq,
+      });
+    });
+  });
+
+  describe('delivery', () => {
+    it('gives a subscription added during a batch none of that batch, and all of the next', async () => {
+      const bus = instance();
+      const late: SessionEvent[] = [];
+      let added: Promise<Unsubscribe> | null = null;
+      const early = await record(bus, []);
+      unsubscribes.push(
+        await bus.subscribe(tenant, session, () => {
+          added ??= bus.subscribe(tenant, session, (e) => late.push(e));
+        }),
+      );
+
+      const first = await bus.publish(tenant, session, deltas(4));
+      await waitFor('the first batch', () => early.length >= 4 && added !== null);
+      unsubscribes.push(await added!);
+      const second = await bus.publish(tenant, session, deltas(3, 4));
+      await waitFor('the second batch', () => late.length >= 3 && early.length >= 7);
+
+      expect(late).toEqual(second);
+      expect(early).toEqual([...first, ...second]);
+    });
+
+    it('reports a throwing listener to onListenerError and keeps delivering', async () => {
+      const errors: unknown[] = [];
+      const bus = instance({ onListenerError: (error) => errors.push(error) });
+      const failure = new Error('listener failure (expected by the test)');
+      unsubscribes.push(
+        await bus.subscribe(tenant, session, () => {
+          throw failure;
+        }),
+      );
+      const seen = await record(bus);
+      const published = await bus.publish(tenant, session, deltas(2));
+      await waitFor('delivery', () => seen.length >= 2);
+      expect(seen).toEqual(published);
+      expect(errors).toEqual([failure, failure]);
+    });
+
+    it('resubscribes after its subscriber connection drops, and catches up on what was published meanwhile', async () => {
+      const name = `canopy-test-bus-subscriber-${randomUUID()}`;
+      const bus = instance({ subscriber: connections.connect({ connectionName: name }) });
+      const seen = await record(bus);
+      const before = await bus.publish(tenant, session, deltas(2));
+      await waitFor('the first events', () => seen.length >= 2);
+
+      await killPubSubConnection(admin, name);
+      const subscribers = async () => {
+        const [, count] = (await admin.pubsub('NUMSUB', sessionKey())) as [string, number];
+        return count;
+      };
+      expect(await subscribers()).toBe(0);
+      // Published while nobody listens (ioredis waits before reconnecting): only the replay log has these.
+      const during = await bus.publish(tenant, session, deltas(2, 2));
+      await waitFor('the catch-up after the reconnect', () => seen.length >= 4);
+      expect(await subscribers()).toBe(1);
+
+      const after = await bus.publish(tenant, session, deltas(2, 4));
+      await waitFor('live delivery again', () => seen.length >= 6);
+      expect(seen).toEqual([...before, ...during, ...after]);
+    });
+
+    it('quits the subscriber connection it opened on close, and refuses work once closed', async () => {
+      const name = `canopy-test-bus-own-${randomUUID()}`;
+      const bus = new RedisEventBus({
+        redis: connections.connect({ connectionName: name }),
+        prefix: PREFIX,
+        replayLimit: REPLAY_LIMIT,
+        replayTtlSeconds: 600,
+      });
+      await bus.subscribe(tenant, session, () => {});
+      const pubsubClients = async () =>
+        ((await admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub')) as string).includes(` name=${name} `);
+      expect(await pubsubClients()).toBe(true);
+
+      await bus.close();
+      await until('the subscriber connection to close', async () => !(await pubsubClients()));
+      await expect(bus.publish(tenant, session, deltas(1))).rejects.toThrow('closed');
+      await expect(bus.subscribe(tenant, session, () => {})).rejects.toThrow('closed');
+    });
+
+    it('rejects a replay limit or TTL below one, a braced prefix and an ioredis keyPrefix', () => {
+      const redis = admin;
+      const base = { redis, prefix: PREFIX, replayLimit: 5, replayTtlSeconds: 5 };
+      expect(() => new RedisEventBus({ ...base, replayLimit: 0 })).toThrow(RangeError);
+      expect(() => new RedisEventBus({ ...base, replayTtlSeconds: 0.5 })).toThrow(RangeError);
+      expect(() => new RedisEventBus({ ...base, prefix: 'has{brace' })).toThrow(RangeError);
+      const prefixed = connections.connect({ keyPrefix: 'elsewhere:' });
+      expect(() => new RedisEventBus({ ...base, redis: prefixed })).toThrow('keyPrefix');
+    });
+  });
+});
