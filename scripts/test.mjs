@@ -4,7 +4,7 @@
 // copy per test file). Extra arguments go to jest: `npm test -- --selectProjects unit`.
 
 import { join } from 'node:path';
-import { ensureDependencies, ensurePrismaClient, log, main, root, run } from './lib/steps.mjs';
+import { ensureBuilt, ensureDependencies, ensurePrismaClient, log, main, root, run } from './lib/steps.mjs';
 
 await main(async () => {
   ensureDependencies();
@@ -14,6 +14,9 @@ await main(async () => {
   run(tsc, ['--noEmit', '-p', 'tsconfig.json']);
   // libs/core is isomorphic: it must compile with no Node types at all.
   run(tsc, ['--noEmit', '-p', 'libs/core/tsconfig.lib.json']);
+  // The cluster tests start the built api and worker as real processes.
+  ensureBuilt('api');
+  ensureBuilt('worker');
   log('running the tests');
   // VM modules: PGlite (the embedded database, exercised by e2e tests) loads parts of itself with import().
   run(process.execPath, [

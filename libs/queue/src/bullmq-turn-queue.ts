@@ -13,6 +13,8 @@ export interface BullmqTurnQueueOptions {
   prefix: string;
   /** Runs one worker process executes at once. */
   concurrency: number;
+  /** Overrides the catalog's lock duration (how soon a dead worker's run is taken over). */
+  lockDurationMs?: number;
   onError?: (err: unknown, job: RunJob | null) => void;
 }
 
@@ -20,6 +22,10 @@ export class BullmqTurnQueue implements TurnQueue {
   readonly runsInline = false;
   private readonly queue: Queue;
   private worker: Worker | null = null;
+
+  private get lockMs(): number {
+    return this.options.lockDurationMs ?? JOBS.run.lockDurationMs;
+  }
 
   constructor(private readonly options: BullmqTurnQueueOptions) {
     this.queue = new Queue(JOBS.run.queue, { connection: options.connection, prefix: options.prefix });
@@ -49,8 +55,8 @@ export class BullmqTurnQueue implements TurnQueue {
         connection: this.options.connection,
         prefix: this.options.prefix,
         concurrency: this.options.concurrency,
-        lockDuration: JOBS.run.lockDurationMs,
-        stalledInterval: Math.max(1_000, Math.floor(JOBS.run.lockDurationMs / 2)),
+        lockDuration: this.lockMs,
+        stalledInterval: Math.max(250, Math.floor(this.lockMs / 2)),
         maxStalledCount: JOBS.run.attempts - 1,
       },
     );

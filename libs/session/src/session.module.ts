@@ -146,6 +146,7 @@ export class SessionModule {
               connection: redis.redis.duplicate({ maxRetriesPerRequest: null }),
               prefix: `${c.redis.prefix}:bull`,
               concurrency: c.redis.workerConcurrency,
+              lockDurationMs: c.redis.runLockMs,
               onError,
             });
           },

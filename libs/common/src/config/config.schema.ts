@@ -29,6 +29,8 @@ export const envSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_:.-]{1,64}$/, 'letters, digits and _ : . - only')
     .default('canopy'),
+  /** A worker that stops renewing a run's lock for this long is presumed dead; another worker takes the run. */
+  RUN_LOCK_DURATION_MS: z.coerce.number().int().min(500).max(600_000).default(15_000),
   /** Runs one worker process executes at once. */
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(50),
   /** How long a session's replay log and seq counter live in Redis after its last event. */
@@ -103,6 +105,7 @@ export interface CanopyConfig {
     readonly prefix: string;
     readonly workerConcurrency: number;
     readonly replayTtlSeconds: number;
+    readonly runLockMs: number;
   };
   readonly adminKey: string | null;
   readonly shutdownGraceMs: number;
@@ -182,6 +185,7 @@ export function loadConfig(
       prefix: e.CANOPY_REDIS_PREFIX,
       workerConcurrency: e.WORKER_CONCURRENCY,
       replayTtlSeconds: e.EVENT_REPLAY_TTL_SECONDS,
+      runLockMs: e.RUN_LOCK_DURATION_MS,
     },
     adminKey: e.CANOPY_ADMIN_KEY ?? null,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
