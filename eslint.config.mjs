@@ -53,7 +53,14 @@ export default tseslint.config(
     },
   },
   {
-    files: ['apps/*/src/main.ts', 'libs/testing/**', 'scripts/**', 'prisma.config.ts', 'bench/**'],
+    files: [
+      'apps/*/src/main.ts',
+      'apps/*/test/support/**',
+      'libs/testing/**',
+      'scripts/**',
+      'prisma.config.ts',
+      'bench/**',
+    ],
     rules: { 'no-restricted-properties': 'off' },
   },
   {
