@@ -35,7 +35,10 @@ describe('two apis and two workers', () => {
     });
     expect(prompt.status).toBe(200);
     expect(prompt.body.finalResponse).toBe('Echo: alpha beta gamma delta');
-    await eventually(() => expect(ws.events(session.id).some((e) => e.event === 'store')).toBe(true));
+    // The run's commit, then the title its first prompt gives the untitled session (a state store).
+    await eventually(() =>
+      expect(ws.events(session.id).some((e) => e.event === 'store' && e.data.kind === 'state')).toBe(true),
+    );
     const events = ws.events(session.id);
     const seqs = events.map((e) => e.seq);
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
@@ -50,6 +53,8 @@ describe('two apis and two workers', () => {
       'status',
       'turn',
       'tree',
+      'store',
+      'title',
       'store',
     ]);
     const text = events
