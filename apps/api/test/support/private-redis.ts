@@ -1,0 +1,67 @@
+// A Redis server of a test's own (the machine's redis-server binary on a free port, no persistence), so a test can
+// stop and restart it without touching the Redis every other test shares.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { eventually } from '@canopy/testing';
+import { Redis } from 'ioredis';
+
+export class PrivateRedis {
+  private proc: ChildProcess | null = null;
+
+  private constructor(readonly port: number) {}
+
+  static async start(): Promise<PrivateRedis> {
+    const port = await new Promise<number>((resolve, reject) => {
+      const server = createServer();
+      server.listen(0, '127.0.0.1', () => {
+        const address = server.address();
+        server.close(() =>
+          typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+        );
+      });
+    });
+    const redis = new PrivateRedis(port);
+    await redis.up();
+    return redis;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  async up(): Promise<void> {
+    this.proc = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    await eventually(
+      async () => {
+        const probe = new Redis(this.url, {
+          lazyConnect: true,
+          maxRetriesPerRequest: 0,
+          retryStrategy: () => null,
+        });
+        try {
+          await probe.connect();
+          await probe.ping();
+        } finally {
+          probe.disconnect();
+        }
+      },
+      { timeoutMs: 10_000, intervalMs: 100 },
+    );
+  }
+
+  async down(): Promise<void> {
+    const proc = this.proc;
+    if (!proc) return;
+    this.proc = null;
+    const exited = new Promise((r) => proc.on('exit', r));
+    proc.kill('SIGKILL');
+    await exited;
+  }
+}
