@@ -8,6 +8,8 @@ export class InlineTurnQueue implements TurnQueue {
   private handler: RunHandler | null = null;
   private giveUp: GiveUpHandler | null = null;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Runs queued or executing: the same run enqueued again meanwhile is not run twice (as job ids do in BullMQ). */
+  private readonly pendingRuns = new Set<string>();
   private closed = false;
 
   constructor(private readonly onError: (err: unknown, job: RunJob) => void = () => undefined) {}
@@ -22,6 +24,8 @@ export class InlineTurnQueue implements TurnQueue {
     if (this.closed) return Promise.reject(new Error('the turn queue is closed'));
     const handler = this.handler;
     if (!handler) return Promise.reject(new Error('no run handler registered'));
+    if (this.pendingRuns.has(job.runId)) return Promise.resolve();
+    this.pendingRuns.add(job.runId);
     const task: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
       .then(() => handler(job))
       .catch(async (err: unknown) => {
@@ -29,7 +33,10 @@ export class InlineTurnQueue implements TurnQueue {
         this.report(err, job);
         await this.giveUp?.(job, err).catch((e: unknown) => this.report(e, job));
       })
-      .finally(() => this.inFlight.delete(task));
+      .finally(() => {
+        this.inFlight.delete(task);
+        this.pendingRuns.delete(job.runId);
+      });
     this.inFlight.add(task);
     return Promise.resolve();
   }

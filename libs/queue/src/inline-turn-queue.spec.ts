@@ -1,0 +1,13 @@
+import { describe, expect, it } from '@jest/globals';
+import { InlineTurnQueue } from './inline-turn-queue';
+import { describeTurnQueueContract } from './testing/turn-queue.contract';
+
+describeTurnQueueContract(
+  'inline',
+  async () => {
+    const queue = new InlineTurnQueue();
+    return { queue, cleanup: () => queue.close(1_000) };
+  },
+  { attempts: 1, runsInline: true },
+  { describe, it, expect } as never,
+);
