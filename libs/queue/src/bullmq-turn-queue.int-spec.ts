@@ -12,6 +12,7 @@ describeTurnQueueContract(
   async () => {
     const prefix = `qtest${randomBytes(4).toString('hex')}`;
     const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    await connection.ping();
     const queue = new BullmqTurnQueue({ connection, prefix, concurrency: 4, lockDurationMs: 2_000 });
     return {
       queue,
@@ -24,5 +25,5 @@ describeTurnQueueContract(
     };
   },
   { attempts: JOBS.run.attempts, runsInline: false },
-  { describe, it, expect } as never,
+  { describe, it, expect },
 );

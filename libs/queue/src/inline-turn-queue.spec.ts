@@ -4,10 +4,10 @@ import { describeTurnQueueContract } from './testing/turn-queue.contract';
 
 describeTurnQueueContract(
   'inline',
-  async () => {
+  () => {
     const queue = new InlineTurnQueue();
-    return { queue, cleanup: () => queue.close(1_000) };
+    return Promise.resolve({ queue, cleanup: () => queue.close(1_000) });
   },
   { attempts: 1, runsInline: true },
-  { describe, it, expect } as never,
+  { describe, it, expect },
 );

@@ -17,7 +17,7 @@ interface JestLike {
 
 export interface TurnQueueFixture {
   queue: TurnQueue;
-  cleanup(): Promise<void>;
+  cleanup: () => Promise<void>;
 }
 
 export interface TurnQueueContractOptions {
@@ -57,8 +57,11 @@ export function describeTurnQueueContract(
       try {
         const seen: RunJob[] = [];
         queue.process(
-          async (j) => void seen.push(j),
-          async () => undefined,
+          (j) => {
+            seen.push(j);
+            return Promise.resolve();
+          },
+          () => Promise.resolve(),
         );
         const jobs = [job(), job(), job()];
         for (const j of jobs) await queue.enqueue(j);
@@ -82,7 +85,7 @@ export function describeTurnQueueContract(
             calls++;
             await held;
           },
-          async () => undefined,
+          () => Promise.resolve(),
         );
         const j = job();
         await queue.enqueue(j);
@@ -104,11 +107,14 @@ export function describeTurnQueueContract(
         let attempts = 0;
         const givenUp: Array<{ job: RunJob; error: unknown }> = [];
         queue.process(
-          async () => {
+          () => {
             attempts++;
-            throw new Error('boom');
+            return Promise.reject(new Error('boom'));
           },
-          async (j, error) => void givenUp.push({ job: j, error }),
+          (j, error) => {
+            givenUp.push({ job: j, error });
+            return Promise.resolve();
+          },
         );
         const j = job();
         await queue.enqueue(j);
@@ -132,7 +138,7 @@ export function describeTurnQueueContract(
             await new Promise((r) => setTimeout(r, 300));
             finished = true;
           },
-          async () => undefined,
+          () => Promise.resolve(),
         );
         await queue.enqueue(job());
         await new Promise((r) => setTimeout(r, 150));
