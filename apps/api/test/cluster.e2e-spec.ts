@@ -79,6 +79,23 @@ describe('two apis and two workers', () => {
     await ws.close();
   });
 
+  it('names the worker running a run in /v1/live, and forgets it when the run ends', async () => {
+    const session = (await api1.post('/v1/sessions', { model: 'mock:echo', opts: { delayMs: 60 } })).body;
+    const { body } = await api1.post(`/v1/sessions/${session.id}/prompt`, { content: 'a b c d e f g h' });
+    await eventually(async () => {
+      const entry = (await api2.get(`/v1/live/${session.id}`)).body;
+      expect(entry.where.worker).toMatch(/^worker-\d$/);
+      expect(entry.where.api).not.toContain(entry.where.worker);
+    });
+    await eventually(async () =>
+      expect((await api1.get(`/v1/runs/${body.runId}`)).body.status).toBe('completed'),
+    );
+    await eventually(async () => {
+      const res = await api2.get(`/v1/live/${session.id}`);
+      expect(res.status === 404 || res.body.where.worker === null).toBe(true);
+    });
+  });
+
   it('stops a run on a worker when the cancel comes through the other api', async () => {
     const session = (await api1.post('/v1/sessions', { model: 'mock:echo', opts: { delayMs: 100 } })).body;
     const { body } = await api1.post(`/v1/sessions/${session.id}/prompt`, { content: 'w '.repeat(50) });

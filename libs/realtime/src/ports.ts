@@ -49,6 +49,11 @@ export interface LivePresence {
   observers: number;
   /** The instance running the session's current run, if any. */
   worker: string | null;
+  /**
+   * `worker`: a process that only executes the session's run (it serves no subscriber): it names the worker but is
+   * not one of the apis serving the session. Default `api`.
+   */
+  role?: 'api' | 'worker';
 }
 
 /** A live session across the deployment: the presences of every instance merged. */

@@ -2,6 +2,7 @@
 // subscriber and command here, reported to the live registry with their subscriber counts, announced on the
 // activity feed when they open and close, and shut down when idle.
 
+import type { SessionRecord } from '@canopy/store';
 import type { SessionEngineDeps } from './session-deps';
 import { LiveSession } from './live-session';
 import type { SessionPublisher } from './session-publisher';
@@ -62,6 +63,35 @@ export class LiveSessions {
     else this.localRuns.delete(runId);
     const live = this.get(tenantId, sessionId);
     if (live) this.presence(live);
+  }
+
+  /**
+   * A process that executes a run of a session it does not serve (a worker) announces itself as the session's
+   * worker while the run lasts. Returns how to withdraw. Nothing to do where the session is live (its presence
+   * names the worker already).
+   */
+  workerPresence(session: SessionRecord): () => Promise<void> {
+    if (this.get(session.tenantId, session.id)) return () => Promise.resolve();
+    const { registry, settings, logger } = this.deps;
+    const instance = settings.instanceId;
+    registry
+      .upsert({
+        tenantId: session.tenantId,
+        id: session.id,
+        title: session.title,
+        status: 'busy',
+        userId: session.userId,
+        instance,
+        controllers: 0,
+        observers: 0,
+        worker: instance,
+        role: 'worker',
+      })
+      .catch((err: unknown) => logger.warn('live registry upsert failed', { err, sessionId: session.id }));
+    return () =>
+      registry
+        .remove(session.tenantId, session.id, instance)
+        .catch((err: unknown) => logger.warn('live registry remove failed', { err, sessionId: session.id }));
   }
 
   list(): LiveSession[] {

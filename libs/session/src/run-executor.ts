@@ -127,7 +127,20 @@ export class RunExecutor {
     const context =
       this.preparedContext(job) ?? (await this.deps.store.loadRun(scope, job.sessionId, job.runId));
     if (!context) return; // superseded or already ended: nothing to do
-    const { session, run, pathNodes } = context;
+    const leaveWorkerPresence = this.live.workerPresence(context.session);
+    try {
+      await this.executeLoaded(scope, job, context, controller);
+    } finally {
+      await leaveWorkerPresence();
+    }
+  }
+
+  private async executeLoaded(
+    scope: Scope,
+    job: RunJob,
+    { session, run, pathNodes }: RunContext,
+    controller: AbortController,
+  ): Promise<void> {
     const position: RunPosition = {
       path: [...session.path],
       cursors: { ...session.cursors },

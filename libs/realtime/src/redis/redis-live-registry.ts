@@ -314,7 +314,10 @@ function merge(live: Live): LiveEntry {
     observers: presences.reduce((sum, p) => sum + p.observers, 0),
     since: new Date(live.sinceMs).toISOString(),
     where: {
-      api: presences.map((p) => p.instance).sort(),
+      api: presences
+        .filter((p) => p.role !== 'worker')
+        .map((p) => p.instance)
+        .sort(),
       worker: presences.find((p) => p.worker !== null)?.worker ?? null,
     },
   };

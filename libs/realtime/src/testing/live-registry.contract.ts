@@ -179,6 +179,18 @@ export function describeLiveRegistryContract(name: string, make: () => Promise<L
       expect((await entry('s1')).where.worker).toBeNull();
     });
 
+    it('names a worker-only presence as the worker, not among the apis serving the session', async () => {
+      await registry.upsert(presence('s1', 'api-1'));
+      await registry.upsert(
+        presence('s1', 'worker-1', { role: 'worker', worker: 'worker-1', controllers: 0, status: 'busy' }),
+      );
+      const live = await entry('s1');
+      expect(live.where).toEqual({ api: ['api-1'], worker: 'worker-1' });
+      expect(live.controllers).toBe(1);
+      await registry.remove(tenant, 's1', 'worker-1');
+      expect((await entry('s1')).where).toEqual({ api: ['api-1'], worker: null });
+    });
+
     it('removes the entry with its last presence, and a later upsert starts a new since', async () => {
       await registry.upsert(presence('s1', 'api-1'));
       const { since } = await entry('s1');
