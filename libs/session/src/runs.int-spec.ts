@@ -492,3 +492,38 @@ describe('store failures', () => {
     expect((await engine.service.tree(scope, s.id)).nodes).toHaveLength(2);
   });
 });
+
+describe('a run the queue gives up on', () => {
+  it('ends as an error with a rollback, the session idle, and its late commit fenced out', async () => {
+    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    await run(s.id, 'first question');
+    const before = await engine.service.tree(scope, s.id);
+    await engine.service.update(scope, s.id, { opts: { delayMs: 80 } });
+    const log = await EventLog.of(engine, scope, s.id);
+    const { runId } = await engine.service.branch(scope, s.id, { nodeId: 1 });
+    await log.waitFor('text_delta');
+    // What the queue does when a run's attempts (or stall takeovers) are spent.
+    await engine.service.giveUpRun(
+      scope.tenantId,
+      s.id,
+      runId,
+      new Error('job stalled more than allowable limit'),
+    );
+    const failed = await log.waitFor('error');
+    expect(failed.data).toMatchObject({ runId, code: 'interrupted' });
+    expect(failed.data.message).toMatch(/stalled more than allowable limit/);
+    await log.waitFor('store', (e) => e.seq > failed.seq);
+    expect(await engine.service.getRun(scope, runId)).toMatchObject({ status: 'error' });
+    expect((await engine.service.get(scope, s.id)).status).toBe('idle');
+    // The executor still streaming it finishes and is fenced: nothing of the run lands in the tree.
+    await eventually(() => expect(engine.service.executor.isRunning(runId)).toBe(false), {
+      timeoutMs: 5_000,
+    });
+    const after = await engine.service.tree(scope, s.id);
+    expect(after.nodes).toEqual(before.nodes);
+    expect(after.path).toEqual(before.path);
+    // Giving up a run that already ended changes nothing.
+    await engine.service.giveUpRun(scope.tenantId, s.id, runId, new Error('again'));
+    expect(log.of('error')).toHaveLength(1);
+  });
+});
