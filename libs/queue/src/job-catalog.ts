@@ -4,11 +4,26 @@
 // queues it serves, and only those: start-up fails otherwise.
 
 import { z } from 'zod';
+import { timerKey } from './timer-jobs';
 
 export const runJobPayload = z.object({
   tenantId: z.uuid(),
   sessionId: z.string().min(1).max(128),
   runId: z.uuid(),
+});
+
+export const idleTimerPayload = z.object({
+  kind: z.literal('session-idle'),
+  tenantId: z.uuid(),
+  sessionId: z.string().min(1).max(128),
+});
+
+export const decisionTimerPayload = z.object({
+  kind: z.literal('decision-expiry'),
+  tenantId: z.uuid(),
+  sessionId: z.string().min(1).max(128),
+  runId: z.uuid(),
+  toolUseIds: z.array(z.string().min(1).max(256)).min(1).max(256),
 });
 
 export interface JobSpec<P extends z.ZodType> {
@@ -34,6 +49,26 @@ export const JOBS = {
     lockDurationMs: 15_000,
     jobId: (p) => p.runId,
   } satisfies JobSpec<typeof runJobPayload>,
+  /** Idle shutdown of a live session (a delayed job, moved each time the session becomes idle again). */
+  sessionIdle: {
+    name: 'session-idle',
+    queue: 'canopy-timers',
+    payload: idleTimerPayload,
+    attempts: 3,
+    backoffMs: 1_000,
+    lockDurationMs: 30_000,
+    jobId: (p) => timerKey(p),
+  } satisfies JobSpec<typeof idleTimerPayload>,
+  /** Expiry of a paused run's decisions (a delayed job per pause). */
+  decisionExpiry: {
+    name: 'decision-expiry',
+    queue: 'canopy-timers',
+    payload: decisionTimerPayload,
+    attempts: 3,
+    backoffMs: 1_000,
+    lockDurationMs: 30_000,
+    jobId: (p) => timerKey(p),
+  } satisfies JobSpec<typeof decisionTimerPayload>,
 } as const;
 
 export type JobName = keyof typeof JOBS;

@@ -1,17 +1,28 @@
-// Reaching the process that executes a run, from any process: cancel is a request every executor hears; the one
-// holding the run aborts it and acknowledges. No acknowledgement within the timeout means nobody executes it (it
-// is paused, still queued, or its worker died) and the caller ends it itself.
+// Reaching other processes of the deployment. Cancel is a request every executor hears; the one holding the run
+// aborts it and acknowledges. No acknowledgement within the timeout means nobody executes it (it is paused, still
+// queued, or its worker died) and the caller ends it itself. Close is a notice every process hears: each stops
+// serving the session live (closed, deleted, idle shutdown decided for the whole deployment).
 
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
 export type CancelHandler = (runId: string) => boolean;
 
+export type SessionCloseReason = 'close' | 'delete' | 'idle';
+export type CloseHandler = (tenantId: string, sessionId: string, reason: SessionCloseReason) => Promise<void>;
+
 export interface RunControl {
   /** True when the executor holding the run acknowledged within timeoutMs (it is aborting it). */
   requestCancel(runId: string, timeoutMs: number): Promise<boolean>;
   /** The executor side: the handler aborts the run if this process holds it, and says whether it did. */
   onCancel(handler: CancelHandler): void;
+  /**
+   * Every process stops serving the session live. Resolves once this process has (others follow as the notice
+   * reaches them).
+   */
+  closeEverywhere(tenantId: string, sessionId: string, reason: SessionCloseReason): Promise<void>;
+  /** What this process does on a close notice (its own included). */
+  onClose(handler: CloseHandler): void;
   close(): Promise<void>;
 }
 
@@ -20,6 +31,7 @@ export const RUN_CONTROL = Symbol('RUN_CONTROL');
 /** One process: the request goes straight to the local executor. */
 export class InProcessRunControl implements RunControl {
   private handler: CancelHandler | null = null;
+  private closeHandler: CloseHandler | null = null;
 
   requestCancel(runId: string): Promise<boolean> {
     return Promise.resolve(this.handler?.(runId) ?? false);
@@ -27,6 +39,14 @@ export class InProcessRunControl implements RunControl {
 
   onCancel(handler: CancelHandler): void {
     this.handler = handler;
+  }
+
+  async closeEverywhere(tenantId: string, sessionId: string, reason: SessionCloseReason): Promise<void> {
+    await this.closeHandler?.(tenantId, sessionId, reason);
+  }
+
+  onClose(handler: CloseHandler): void {
+    this.closeHandler = handler;
   }
 
   close(): Promise<void> {
@@ -40,13 +60,20 @@ interface CancelRequest {
   replyTo: string;
 }
 
+interface CloseNotice {
+  close: { tenantId: string; sessionId: string; reason: SessionCloseReason };
+  from: string;
+}
+
 /**
- * Redis pub/sub: requests on `<prefix>:run-control`, acknowledgements on the asking instance's own channel
- * `<prefix>:run-control:ack:<instance>`. Delivery is best effort by nature; the timeout covers the rest.
+ * Redis pub/sub: cancel requests and close notices on `<prefix>:run-control`, acknowledgements on the asking
+ * instance's own channel `<prefix>:run-control:ack:<instance>`. Delivery is best effort by nature; the cancel
+ * timeout covers the rest, and a close notice lost with a dead instance does not matter (its presences expire).
  */
 export class RedisRunControl implements RunControl {
   private readonly pending = new Map<string, (ok: boolean) => void>();
   private handler: CancelHandler | null = null;
+  private closeHandler: CloseHandler | null = null;
   private readonly requests: string;
   private readonly acks: string;
   private ready: Promise<void>;
@@ -84,13 +111,25 @@ export class RedisRunControl implements RunControl {
     this.handler = handler;
   }
 
+  async closeEverywhere(tenantId: string, sessionId: string, reason: SessionCloseReason): Promise<void> {
+    await this.ready;
+    const notice: CloseNotice = { close: { tenantId, sessionId, reason }, from: this.options.instanceId };
+    // Others hear it on the channel; this process acts at once (and ignores its own notice).
+    await this.options.redis.publish(this.requests, JSON.stringify(notice));
+    await this.closeHandler?.(tenantId, sessionId, reason);
+  }
+
+  onClose(handler: CloseHandler): void {
+    this.closeHandler = handler;
+  }
+
   async close(): Promise<void> {
     for (const resolve of this.pending.values()) resolve(false);
     await this.options.subscriber.unsubscribe(this.requests, this.acks).catch(() => undefined);
   }
 
   private onMessage(channel: string, text: string): void {
-    let message: { runId?: unknown; requestId?: unknown; replyTo?: unknown };
+    let message: { runId?: unknown; requestId?: unknown; replyTo?: unknown; close?: unknown; from?: unknown };
     try {
       message = JSON.parse(text) as typeof message;
     } catch {
@@ -100,9 +139,22 @@ export class RedisRunControl implements RunControl {
       this.pending.get(message.requestId)?.(true);
       return;
     }
-    if (channel !== this.requests || !this.handler) return;
+    if (channel !== this.requests) return;
+    if (message.close !== undefined) {
+      this.onCloseNotice(message as Partial<CloseNotice>);
+      return;
+    }
+    if (!this.handler) return;
     const { runId, requestId, replyTo } = message;
     if (typeof runId !== 'string' || typeof requestId !== 'string' || typeof replyTo !== 'string') return;
     if (this.handler(runId)) void this.options.redis.publish(replyTo, JSON.stringify({ requestId }));
+  }
+
+  private onCloseNotice(notice: Partial<CloseNotice>): void {
+    const c = notice.close;
+    if (notice.from === this.options.instanceId || !c || !this.closeHandler) return;
+    if (typeof c.tenantId !== 'string' || typeof c.sessionId !== 'string') return;
+    if (!['close', 'delete', 'idle'].includes(c.reason)) return;
+    this.closeHandler(c.tenantId, c.sessionId, c.reason).catch(() => undefined);
   }
 }

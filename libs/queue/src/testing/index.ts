@@ -1,1 +1,3 @@
 export * from './turn-queue.contract';
+export * from './timers.contract';
+export * from './run-control.contract';

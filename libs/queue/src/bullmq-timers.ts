@@ -1,0 +1,90 @@
+// The distributed runtime's timers: delayed BullMQ jobs (job id = the timer's key) on their own queue, run by
+// whichever worker is up when they are due, so they survive restarts of every process. Setting a timer again
+// removes the delayed job and adds it anew (moving it); a timer firing meanwhile is not removed (it is running)
+// and its handler re-checks the state it acts on. Failed handlers are retried per the catalog, then dropped.
+
+import { Queue, Worker, type ConnectionOptions, type JobsOptions } from 'bullmq';
+import { JOBS, checkHandlers, decisionTimerPayload, idleTimerPayload } from './job-catalog';
+import { dispatchTimer, timerKey } from './timer-jobs';
+import type { Timer, TimerHandlers, Timers } from './timers.port';
+
+export interface BullmqTimersOptions {
+  connection: ConnectionOptions;
+  /** Key prefix of every BullMQ key (one per deployment, or per test). */
+  prefix: string;
+  /** Timers one worker process runs at once. */
+  concurrency?: number;
+  onError?: (err: unknown, timer: Timer | null) => void;
+}
+
+const QUEUE = JOBS.sessionIdle.queue;
+
+export class BullmqTimers implements Timers {
+  private readonly queue: Queue;
+  private worker: Worker | null = null;
+
+  constructor(private readonly options: BullmqTimersOptions) {
+    this.queue = new Queue(QUEUE, { connection: options.connection, prefix: options.prefix });
+  }
+
+  async set(timer: Timer, delayMs: number): Promise<void> {
+    const key = timerKey(timer);
+    // A delayed job is removed; a running one is locked and stays (the add below is then a no-op).
+    await this.queue.remove(key).catch(() => 0);
+    await this.add(timer, key, delayMs);
+  }
+
+  async ensure(timer: Timer, delayMs: number): Promise<void> {
+    await this.add(timer, timerKey(timer), delayMs);
+  }
+
+  async clear(timer: Timer): Promise<void> {
+    await this.queue.remove(timerKey(timer)).catch(() => 0);
+  }
+
+  process(handlers: TimerHandlers): void {
+    if (this.worker) throw new Error('the timers already have handlers');
+    checkHandlers(QUEUE, Object.keys(handlers));
+    this.worker = new Worker(QUEUE, async (job) => dispatchTimer(handlers, parse(job.name, job.data)), {
+      connection: this.options.connection,
+      prefix: this.options.prefix,
+      concurrency: this.options.concurrency ?? 8,
+      lockDuration: JOBS.sessionIdle.lockDurationMs,
+    });
+    this.worker.on('failed', (job, err) => {
+      let timer: Timer | null = null;
+      try {
+        timer = job ? parse(job.name, job.data) : null;
+      } catch {
+        // an unparseable payload: reported without it
+      }
+      this.options.onError?.(err, timer);
+    });
+    this.worker.on('error', (err) => this.options.onError?.(err, null));
+  }
+
+  async close(): Promise<void> {
+    await this.worker?.close();
+    await this.queue.close();
+  }
+
+  private async add(timer: Timer, key: string, delayMs: number): Promise<void> {
+    const spec = timer.kind === 'session-idle' ? JOBS.sessionIdle : JOBS.decisionExpiry;
+    const opts: JobsOptions = {
+      jobId: key,
+      delay: Math.max(0, Math.round(delayMs)),
+      attempts: spec.attempts,
+      backoff: { type: 'exponential', delay: spec.backoffMs },
+      // Gone once done, so the same key can be set again.
+      removeOnComplete: true,
+      removeOnFail: true,
+    };
+    await this.queue.add(spec.name, parse(spec.name, timer), opts);
+  }
+}
+
+function parse(name: string, data: unknown): Timer {
+  if (name === JOBS.sessionIdle.name) return idleTimerPayload.parse(data);
+  if (name === JOBS.decisionExpiry.name) return decisionTimerPayload.parse(data);
+  throw new Error(`unknown timer job ${name}`);
+}
