@@ -15,7 +15,7 @@ import { Client, Pool } from 'pg';
 import { DEFAULT_RETRY_POLICY, HookRegistry, ToolRegistry, createModelGateway } from '../libs/agent/src';
 import { loadConfig } from '../libs/common/src';
 import { tenantScope, type Scope, type SessionEvent } from '../libs/core/src';
-import { InlineTurnQueue, InProcessRunControl } from '../libs/queue/src';
+import { InlineTurnQueue, InProcessRunControl, InProcessTimers } from '../libs/queue/src';
 import { InProcessActivityFeed, InProcessEventBus, InProcessLiveRegistry } from '../libs/realtime/src';
 import { SessionService, type SessionEngineDeps, type Subscription } from '../libs/session/src';
 import { Database, PrismaSessionStore } from '../libs/store/src';
@@ -149,6 +149,7 @@ function engineDeps(db: Database): SessionEngineDeps {
       throw err;
     }),
     control: new InProcessRunControl(),
+    timers: new InProcessTimers(),
     gateway: createModelGateway(loadConfig({})),
     tools: new ToolRegistry(),
     hooks: new HookRegistry({ parallelTimeoutMs: 500, injectionBudgetTokens: 200 }),
@@ -156,6 +157,7 @@ function engineDeps(db: Database): SessionEngineDeps {
       instanceId: 'bench',
       executesRuns: true,
       idleShutdownMs: 60_000,
+      decisionTimeoutMs: 300_000,
       coalesceMs: 0,
       toolTimeoutMs: 2_000,
       maxSteps: 10,

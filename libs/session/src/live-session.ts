@@ -46,8 +46,8 @@ interface Subscriber {
 }
 
 export interface LiveSessionHooks {
-  /** The session has had no controller and no run for its idle time: shut it down. */
-  onIdle(session: LiveSession): void;
+  /** The session has no controller and no run here: set its idle shutdown to fire after `afterMs`. */
+  onIdle(session: LiveSession, afterMs: number): void;
   /** Subscribers or status changed: refresh this instance's presence in the registry. */
   onPresence(session: LiveSession): void;
 }
@@ -57,7 +57,8 @@ let nextSubscriberId = 1;
 export class LiveSession {
   private readonly subscribers = new Map<number, Subscriber>();
   private readonly tracker: RunTracker;
-  private idleTimer: NodeJS.Timeout | null = null;
+  /** Whether the session was idle here (no controller, no run) at the last check: its idle timer is set. */
+  private idleArmed = false;
   private closed = false;
   readonly since = new Date();
 
@@ -251,7 +252,6 @@ export class LiveSession {
   async close(reason: string): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.clearIdle();
     const subs = [...this.subscribers.values()];
     this.subscribers.clear();
     for (const s of subs) {
@@ -290,32 +290,23 @@ export class LiveSession {
     return { seq: snapshot.seq, sessionId: this.id, type: 'snapshot', data: snapshot, at: Date.now() };
   }
 
-  /** Something that decides liveness changed (subscribers, status): re-check idleness, refresh presence. */
+  /** Something that decides liveness changed (subscribers, status): refresh presence, re-check idleness. */
   private changed(): void {
-    this.checkIdle();
     this.hooks.onPresence(this);
+    this.checkIdle();
   }
 
-  /** Idle shutdown is evaluated on transitions only (never by polling). */
+  /**
+   * Idle shutdown is evaluated on transitions only (never by polling): becoming idle here (no controller, no run)
+   * sets the session's idle timer; the timer checks the whole deployment when it fires.
+   */
   checkIdle(): void {
     if (this.closed) return;
     const idle = this.controllers === 0 && this.state.status === 'idle';
-    if (!idle) {
-      this.clearIdle();
-      return;
+    if (idle && !this.idleArmed) {
+      this.hooks.onIdle(this, this.idleShutdownAfterMs ?? this.deps.settings.idleShutdownMs);
     }
-    if (this.idleTimer) return;
-    const ms = this.idleShutdownAfterMs ?? this.deps.settings.idleShutdownMs;
-    this.idleTimer = setTimeout(() => {
-      this.idleTimer = null;
-      if (this.controllers === 0 && this.state.status === 'idle') this.hooks.onIdle(this);
-    }, ms);
-    this.idleTimer.unref();
-  }
-
-  private clearIdle(): void {
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = null;
+    this.idleArmed = idle;
   }
 }
 

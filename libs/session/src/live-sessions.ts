@@ -1,7 +1,9 @@
 // The live sessions this process serves (Omni.Session.Manager's tracker): opened on first use, shared by every
 // subscriber and command here, reported to the live registry with their subscriber counts, announced on the
-// activity feed when they open and close, and shut down when idle.
+// activity feed when they open and close, and shut down when idle across the deployment (a durable timer set when
+// a session becomes idle here; when it fires, the registry tells whether any instance still has a controller).
 
+import type { IdleTimer } from '@canopy/queue';
 import type { SessionRecord } from '@canopy/store';
 import type { SessionEngineDeps } from './session-deps';
 import { LiveSession } from './live-session';
@@ -32,7 +34,12 @@ export class LiveSessions {
     let opening = this.opening.get(k);
     if (!opening) {
       opening = LiveSession.open(this.deps, tenantId, id, {
-        onIdle: (s) => void this.close(s.tenantId, s.id, 'idle'),
+        onIdle: (s, afterMs) => {
+          const timer: IdleTimer = { kind: 'session-idle', tenantId: s.tenantId, sessionId: s.id };
+          this.deps.timers
+            .set(timer, afterMs)
+            .catch((err: unknown) => this.deps.logger.warn('idle timer not set', { err, sessionId: s.id }));
+        },
         onPresence: (s) => this.presence(s),
       })
         .then(async (live) => {
@@ -112,6 +119,16 @@ export class LiveSessions {
     }
     await this.publisher.activity({ tenantId, type: 'closed', data: { id, reason }, at: Date.now() });
     return true;
+  }
+
+  /**
+   * An idle timer fired: when no instance has a controller or a run for the session any more, every instance
+   * stops serving it. Otherwise nothing (the instance that goes idle next sets the timer again).
+   */
+  async shutDownIfIdle(timer: IdleTimer): Promise<void> {
+    const entry = await this.deps.registry.get(timer.tenantId, timer.sessionId);
+    if (!entry || entry.controllers > 0 || entry.status !== 'idle') return;
+    await this.deps.control.closeEverywhere(timer.tenantId, timer.sessionId, 'idle');
   }
 
   async closeAll(reason: CloseReason): Promise<void> {

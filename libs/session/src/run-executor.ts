@@ -33,6 +33,7 @@ import type { NewNode, PositionRecord, RunContext, RunRecord, SessionRecord } fr
 import type { SessionEngineDeps } from './session-deps';
 import type { SessionPublisher } from './session-publisher';
 import type { LiveSessions } from './live-sessions';
+import type { Decisions } from './decisions';
 import { heuristicTitle } from './title';
 
 /** What a run's input holds, by kind (runs.input). */
@@ -66,6 +67,7 @@ export class RunExecutor {
     private readonly deps: SessionEngineDeps,
     private readonly publisher: SessionPublisher,
     private readonly live: LiveSessions,
+    private readonly decisions: Decisions,
   ) {}
 
   /**
@@ -357,6 +359,9 @@ export class RunExecutor {
       this.deps.store.pauseRun(scope, session.id, run.id, state as unknown as Record<string, unknown>),
     );
     if (result === 'fenced') throw new RunFencedError();
+    await this.decisions
+      .armExpiry(scope.tenantId, session.id, run.id, state)
+      .catch((err: unknown) => this.deps.logger.warn('decision expiry not set', { err, runId: run.id }));
     const toolUses = state.calls.filter((c) => c.needsDecision && !c.decision).map((c) => c.block);
     await this.publisher.publish(scope.tenantId, session.id, [
       { type: 'status', data: { status: 'paused', runId: run.id } },

@@ -2,7 +2,7 @@
 // code-registered tools and hooks. The embedded and distributed runtimes differ only in the adapters given here.
 
 import type { HookRegistry, ModelGateway, RetryPolicy, ToolRegistry } from '@canopy/agent';
-import type { RunControl, TurnQueue } from '@canopy/queue';
+import type { RunControl, Timers, TurnQueue } from '@canopy/queue';
 import type { ActivityFeed, EventBus, LiveRegistry } from '@canopy/realtime';
 import type { SessionStore } from '@canopy/store';
 
@@ -11,6 +11,8 @@ export interface EngineSettings {
   instanceId: string;
   /** Default idle shutdown of a live session without controllers (a session's own setting wins). */
   idleShutdownMs: number;
+  /** How long a paused run waits for its decisions before the ones still awaited are rejected. */
+  decisionTimeoutMs: number;
   /** Delta coalescing window before events reach the bus. */
   coalesceMs: number;
   toolTimeoutMs: number;
@@ -39,8 +41,10 @@ export interface SessionEngineDeps {
   registry: LiveRegistry;
   feed: ActivityFeed;
   queue: TurnQueue;
-  /** Reaches the executor of a run in whatever process holds it (cancel). */
+  /** Reaches the other processes: the executor of a run (cancel), every server of a session (close). */
   control: RunControl;
+  /** Work due later that survives restarts: idle shutdown, decision expiry. */
+  timers: Timers;
   gateway: ModelGateway;
   tools: ToolRegistry;
   hooks: HookRegistry;

@@ -24,13 +24,17 @@ import {
   type ModelGateway,
 } from '@canopy/agent';
 import {
+  BullmqTimers,
   BullmqTurnQueue,
   InProcessRunControl,
+  InProcessTimers,
   InlineTurnQueue,
   RUN_CONTROL,
   RedisRunControl,
+  TIMERS,
   TURN_QUEUE,
   type RunControl,
+  type Timers,
   type TurnQueue,
 } from '@canopy/queue';
 import {
@@ -66,8 +70,9 @@ class SessionEngineLifecycle implements OnApplicationBootstrap, OnApplicationShu
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    const recovered = await this.sessions.recoverInterruptedRuns();
-    if (recovered > 0) this.logger.warn(`ended ${recovered} run(s) interrupted by a previous stop`);
+    const { interrupted, expiries } = await this.sessions.recover();
+    if (interrupted > 0) this.logger.warn(`ended ${interrupted} run(s) interrupted by a previous stop`);
+    if (expiries > 0) this.logger.log(`set the decision expiry of ${expiries} paused run(s)`);
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -152,6 +157,20 @@ export class SessionModule {
           },
         },
         {
+          provide: TIMERS,
+          inject: [CANOPY_CONFIG, REDIS_REALTIME],
+          useFactory: (c: CanopyConfig, redis: RedisRealtime | null): Timers => {
+            const logger = new Logger('Timers');
+            const onError = (err: unknown, timer: unknown) => logger.error({ err, timer }, 'timer failed');
+            if (!redis) return new InProcessTimers(onError);
+            return new BullmqTimers({
+              connection: redis.redis.duplicate({ maxRetriesPerRequest: null }),
+              prefix: `${c.redis.prefix}:bull`,
+              onError,
+            });
+          },
+        },
+        {
           provide: RUN_CONTROL,
           inject: [CANOPY_CONFIG, REDIS_REALTIME],
           useFactory: (c: CanopyConfig, redis: RedisRealtime | null): RunControl =>
@@ -184,6 +203,7 @@ export class SessionModule {
             ACTIVITY_FEED,
             TURN_QUEUE,
             RUN_CONTROL,
+            TIMERS,
             MODEL_GATEWAY,
             ToolRegistry,
             HookRegistry,
@@ -196,6 +216,7 @@ export class SessionModule {
             feed: ActivityFeed,
             queue: TurnQueue,
             control: RunControl,
+            timers: Timers,
             gateway: ModelGateway,
             tools: ToolRegistry,
             hooks: HookRegistry,
@@ -207,12 +228,14 @@ export class SessionModule {
               feed,
               queue,
               control,
+              timers,
               gateway,
               tools,
               hooks,
               settings: {
                 instanceId: c.instanceId,
                 idleShutdownMs: c.sessions.idleShutdownMs,
+                decisionTimeoutMs: c.sessions.decisionTimeoutMs,
                 coalesceMs: c.sessions.coalesceMs,
                 toolTimeoutMs: c.sessions.toolTimeoutMs,
                 maxSteps: c.sessions.maxSteps,

@@ -21,7 +21,7 @@ import {
   type SessionSnapshot,
 } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
-import { awaitingIds, isPendingState, type Decision, type PendingState } from '@canopy/agent';
+import { isPendingState } from '@canopy/agent';
 import type {
   CreateSessionInput,
   JsonObject,
@@ -40,6 +40,9 @@ import type { RunResult } from './run-tracker';
 import type { SessionEngineDeps } from './session-deps';
 import { SessionPublisher } from './session-publisher';
 import { reconcile, type StartOptions } from './reconcile';
+import { Decisions, type ResumeInput } from './decisions';
+
+export type { ResumeInput } from './decisions';
 
 export interface PromptInput {
   content: MessageContent;
@@ -51,11 +54,6 @@ export interface BranchInput {
   nodeId: NodeId | null;
   content?: MessageContent;
   maxSteps?: number;
-}
-
-export interface ResumeInput {
-  toolUseId?: string;
-  decision: Decision;
 }
 
 export interface CommandResult {
@@ -70,6 +68,7 @@ const CANCEL_ACK_TIMEOUT_MS = 3_000;
 export class SessionService {
   readonly live: LiveSessions;
   readonly executor: RunExecutor;
+  private readonly decisions: Decisions;
   private readonly publisher: SessionPublisher;
   private readonly publishedListeners = new Set<(count: number) => void>();
 
@@ -78,13 +77,22 @@ export class SessionService {
       for (const listener of this.publishedListeners) listener(count);
     });
     this.live = new LiveSessions(deps, this.publisher);
-    this.executor = new RunExecutor(deps, this.publisher, this.live);
+    this.decisions = new Decisions(deps, this.publisher);
+    this.executor = new RunExecutor(deps, this.publisher, this.live, this.decisions);
+    // Every process serves live sessions: a close decided anywhere ends them here too.
+    deps.control.onClose(async (tenantId, id, reason) => {
+      await this.live.close(tenantId, id, reason);
+    });
     if (deps.settings.executesRuns) {
       deps.queue.process(
         (job) => this.executor.execute(job),
         (job, error) => this.giveUpRun(job.tenantId, job.sessionId, job.runId, error),
       );
       deps.control.onCancel((runId) => this.executor.abortIfHere(runId));
+      deps.timers.process({
+        'session-idle': (timer) => this.live.shutDownIfIdle(timer),
+        'decision-expiry': (timer) => this.decisions.expire(timer),
+      });
     }
   }
 
@@ -95,6 +103,17 @@ export class SessionService {
   }
 
   // Lifecycle
+
+  /**
+   * What a process that executes runs does at start-up: ends runs a dead process left behind, and sets again the
+   * decision expiries of paused runs (embedded timers do not survive a restart).
+   */
+  async recover(): Promise<{ interrupted: number; expiries: number }> {
+    if (!this.deps.settings.executesRuns) return { interrupted: 0, expiries: 0 };
+    const interrupted = await this.recoverInterruptedRuns();
+    const expiries = await this.decisions.rearmExpiries();
+    return { interrupted, expiries };
+  }
 
   /**
    * Ends runs a dead process left behind (queued or running with nothing executing them) as errors, rolling back
@@ -150,6 +169,7 @@ export class SessionService {
   async shutdown(): Promise<void> {
     await this.executor.abortAll('shutdown');
     await this.deps.queue.close();
+    await this.deps.timers.close();
     await this.live.closeAll('shutdown');
   }
 
@@ -216,18 +236,20 @@ export class SessionService {
     return toSessionInfo(session);
   }
 
-  /** Stops the session being live here (a run in flight is cancelled; stored data untouched). Idempotent. */
+  /**
+   * Stops the session being live on every instance (a run in flight is cancelled wherever it executes; stored data
+   * untouched). Idempotent.
+   */
   async close(scope: Scope, id: string): Promise<void> {
     const session = await this.get(scope, id);
-    if (session.status === 'busy' && session.activeRunId)
-      await this.executor.abort(session.activeRunId, 'closed');
-    await this.live.close(scope.tenantId, id, 'close');
+    if (session.status === 'busy' && session.activeRunId) await this.stopRun(session.activeRunId, 'closed');
+    await this.deps.control.closeEverywhere(scope.tenantId, id, 'close');
   }
 
   async delete(scope: Scope, id: string): Promise<void> {
     const session = await this.get(scope, id);
-    if (session.activeRunId) await this.executor.abort(session.activeRunId, 'deleted');
-    await this.live.close(scope.tenantId, id, 'delete');
+    if (session.status === 'busy' && session.activeRunId) await this.stopRun(session.activeRunId, 'deleted');
+    await this.deps.control.closeEverywhere(scope.tenantId, id, 'delete');
     if (!(await this.deps.store.delete(scope, id))) throw CanopyException.notFound('session');
     await this.deps.bus.forget(scope.tenantId, id);
   }
@@ -356,11 +378,11 @@ export class SessionService {
     const runId = session.activeRunId;
     if (session.status === 'idle' || !runId) throw new CanopyException('idle', 'no run to cancel');
     await this.liveSession(scope, id);
-    if (await this.executor.abort(runId, 'cancelled')) return { runId };
-    // Executing in another process: its executor aborts it and ends it (status idle, cancelled, rollback).
-    if (session.status === 'busy' && (await this.deps.control.requestCancel(runId, CANCEL_ACK_TIMEOUT_MS))) {
-      return { runId };
-    }
+    const stopped =
+      session.status === 'busy'
+        ? await this.stopRun(runId, 'cancelled')
+        : await this.executor.abort(runId, 'cancelled');
+    if (stopped) return { runId };
     // Paused, or left behind by a dead process or not taken yet: nothing executes it, end it here.
     const run = await this.deps.store.getRun(systemScope(scope.tenantId), runId);
     if (!run) throw new CanopyException('idle', 'no run to cancel');
@@ -379,41 +401,8 @@ export class SessionService {
   }
 
   /** Records a decision for a paused run; when none is awaited any more, the run continues. */
-  async resume(scope: Scope, id: string, input: ResumeInput): Promise<CommandResult> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const session = await this.get(scope, id);
-      if (session.status !== 'paused' || !session.activeRunId) {
-        throw new CanopyException('not_paused', 'the session is not paused');
-      }
-      const run = await this.deps.store.getRun(systemScope(scope.tenantId), session.activeRunId);
-      if (!run?.pending || !isPendingState(run.pending))
-        throw new CanopyException('not_paused', 'the session is not paused');
-      const next = applyDecision(run.pending, input);
-      const resume = awaitingIds(next).length === 0;
-      await this.liveSession(scope, id);
-      const result = await this.deps.store.updatePausedRun(scope, {
-        sessionId: id,
-        runId: run.id,
-        expectedPending: run.pending,
-        pending: next as unknown as JsonObject,
-        resume,
-      });
-      if (!result.ok) {
-        if (result.reason === 'conflict') continue; // another decision landed first: decide again on top of it
-        throw new CanopyException(
-          result.reason === 'not_found' ? 'not_found' : 'not_paused',
-          'the session is not paused',
-        );
-      }
-      if (resume) {
-        await this.publisher.publish(scope.tenantId, id, [
-          { type: 'status', data: { status: 'busy', runId: run.id } },
-        ]);
-        await this.deps.queue.enqueue({ tenantId: scope.tenantId, sessionId: id, runId: run.id });
-      }
-      return { runId: run.id };
-    }
-    throw new CanopyException('session_busy', 'too many concurrent decisions; try again');
+  resume(scope: Scope, id: string, input: ResumeInput): Promise<CommandResult> {
+    return this.decisions.resume(scope, id, input, () => this.liveSession(scope, id));
   }
 
   // Live
@@ -457,6 +446,15 @@ export class SessionService {
   }
 
   // Internals
+
+  /**
+   * Stops a run executing here or in another process (its executor aborts it and ends it: status idle, cancelled,
+   * rollback). False when nothing acknowledged: no process executes it.
+   */
+  private async stopRun(runId: string, reason: string): Promise<boolean> {
+    if (await this.executor.abort(runId, reason)) return true;
+    return this.deps.control.requestCancel(runId, CANCEL_ACK_TIMEOUT_MS);
+  }
 
   /** The live session, opened if needed. The caller's scope decides visibility: the live session is shared. */
   private async liveSession(scope: Scope, id: string): Promise<LiveSession> {
@@ -573,31 +571,4 @@ export class SessionService {
     }
     return blocks;
   }
-}
-
-/** The pending state with one decision applied (to the named tool use, or to every awaited one). */
-export function applyDecision(pending: PendingState, input: ResumeInput): PendingState {
-  const awaiting = awaitingIds(pending);
-  const targets = input.toolUseId ? [input.toolUseId] : awaiting;
-  if (input.toolUseId && !awaiting.includes(input.toolUseId)) {
-    throw CanopyException.badRequest(`tool use ${input.toolUseId} is not awaiting a decision`, {
-      field: 'toolUseId',
-      awaiting,
-    });
-  }
-  return {
-    ...pending,
-    calls: pending.calls.map((call) => {
-      if (!targets.includes(call.block.id)) return call;
-      if (call.kind === 'client' && input.decision.type === 'execute') {
-        throw CanopyException.badRequest(
-          `${call.block.name} is a client tool: answer it with a result or a reject`,
-          {
-            field: 'decision',
-          },
-        );
-      }
-      return { ...call, decision: input.decision };
-    }),
-  };
 }

@@ -61,6 +61,7 @@ export const envSchema = z.object({
   OPENAI_COMPATIBLE_API_KEY: z.string().min(1).optional(),
   /** Sessions with no controller and no run shut down (stop being live) after this; per-session override. */
   SESSION_IDLE_SHUTDOWN_MS: z.coerce.number().int().min(0).max(86_400_000).default(300_000),
+  RUN_DECISION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(604_800_000).default(300_000),
   /** Events kept per session for resume (`after`). */
   EVENT_REPLAY_LIMIT: z.coerce.number().int().min(10).max(100_000).default(1_000),
   /** Text deltas are merged for this long before they are published. */
@@ -128,6 +129,7 @@ export interface CanopyConfig {
   };
   readonly sessions: {
     readonly idleShutdownMs: number;
+    readonly decisionTimeoutMs: number;
     readonly replayLimit: number;
     readonly coalesceMs: number;
     readonly toolTimeoutMs: number;
@@ -211,6 +213,7 @@ export function loadConfig(
     },
     sessions: {
       idleShutdownMs: e.SESSION_IDLE_SHUTDOWN_MS,
+      decisionTimeoutMs: e.RUN_DECISION_TIMEOUT_MS,
       replayLimit: e.EVENT_REPLAY_LIMIT,
       coalesceMs: e.EVENT_COALESCE_MS,
       toolTimeoutMs: e.TOOL_TIMEOUT_MS,

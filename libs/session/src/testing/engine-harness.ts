@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { loadConfig } from '@canopy/common';
 import { tenantScope, type Scope, type SessionEvent, type SessionEventType } from '@canopy/core';
 import { DEFAULT_RETRY_POLICY, HookRegistry, ToolRegistry, createModelGateway } from '@canopy/agent';
-import { InlineTurnQueue, InProcessRunControl } from '@canopy/queue';
+import { InlineTurnQueue, InProcessRunControl, InProcessTimers } from '@canopy/queue';
 import { InProcessActivityFeed, InProcessEventBus, InProcessLiveRegistry } from '@canopy/realtime';
 import { Database, PrismaSessionStore } from '@canopy/store';
 import { createTestDatabase, eventually, type TestDatabase } from '@canopy/testing';
@@ -58,12 +58,14 @@ export class EngineHarness {
         throw err;
       }),
       control: new InProcessRunControl(),
+      timers: new InProcessTimers(),
       gateway: createModelGateway(loadConfig({})),
       tools,
       hooks,
       settings: {
         instanceId: `test-${this.engines.length}`,
         idleShutdownMs: 60_000,
+        decisionTimeoutMs: 300_000,
         coalesceMs: 0,
         toolTimeoutMs: 2_000,
         maxSteps: 10,
