@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { BullmqTurnQueue } from './bullmq-turn-queue';
 import { JOBS } from './job-catalog';
+import { RunHandedBack } from './turn-queue.port';
 import { describeTurnQueueContract } from './testing/turn-queue.contract';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
@@ -27,3 +28,81 @@ describeTurnQueueContract(
   { attempts: JOBS.run.attempts, runsInline: false },
   { describe, it, expect },
 );
+
+describe('BullMQ turn queue: graceful close', () => {
+  it('lets a run finish within the grace period, hands one back past it, and another worker takes it at once', async () => {
+    const prefix = `qtest${randomBytes(4).toString('hex')}`;
+    const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    // A long lock: a run taken over only after the lock lapsed would show up as a slow takeover.
+    const options = { connection, prefix, concurrency: 4, lockDurationMs: 10_000 };
+    const stopping = new BullmqTurnQueue(options);
+    const other = new BullmqTurnQueue(options);
+    const aborts = new Map<string, AbortController>();
+    const log: string[] = [];
+    const givenUp: string[] = [];
+    stopping.process(
+      async (job) => {
+        log.push(`stopping took ${job.sessionId}`);
+        const abort = new AbortController();
+        aborts.set(job.runId, abort);
+        const ms = job.sessionId === 'short' ? 300 : 30_000;
+        await new Promise<void>((resolve, reject) => {
+          const t = setTimeout(resolve, ms);
+          abort.signal.addEventListener('abort', () => {
+            clearTimeout(t);
+            reject(new RunHandedBack(job.runId));
+          });
+        });
+        log.push(`stopping finished ${job.sessionId}`);
+      },
+      (job) => {
+        givenUp.push(job.runId);
+        return Promise.resolve();
+      },
+    );
+    const short = { tenantId: randomUUID(), sessionId: 'short', runId: randomUUID() };
+    const long = { tenantId: randomUUID(), sessionId: 'long', runId: randomUUID() };
+    try {
+      await stopping.enqueue(short);
+      await stopping.enqueue(long);
+      await until(() => aborts.size === 2);
+      // Only now does the other worker start: both runs are held by the stopping one.
+      other.process(
+        async (job) => {
+          log.push(`other took ${job.sessionId}`);
+          await Promise.resolve();
+        },
+        () => Promise.resolve(),
+      );
+      const closedAt = Date.now();
+      await stopping.close(1_000, async () => {
+        log.push('hand back');
+        for (const a of aborts.values()) a.abort();
+        await Promise.resolve();
+      });
+      await until(() => log.includes('other took long'));
+      expect(Date.now() - closedAt).toBeLessThan(5_000);
+      expect(log).toEqual([
+        'stopping took short',
+        'stopping took long',
+        'stopping finished short',
+        'hand back',
+        'other took long',
+      ]);
+      expect(givenUp).toEqual([]);
+    } finally {
+      await other.close(1_000);
+      const keys = await connection.keys(`${prefix}:*`);
+      if (keys.length) await connection.del(...keys);
+      await connection.quit();
+    }
+  }, 20_000);
+});
+
+async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -3,9 +3,15 @@
 // takes it over (a new attempt) — the executor then recovers the run from its last committed state. Only processes
 // that call process() (workers) execute runs; api processes only enqueue.
 
-import { Queue, Worker, type ConnectionOptions } from 'bullmq';
+import { Queue, WaitingError, Worker, type ConnectionOptions } from 'bullmq';
 import { JOBS, checkHandlers, runJobPayload } from './job-catalog';
-import type { GiveUpHandler, RunHandler, RunJob, TurnQueue } from './turn-queue.port';
+import {
+  RunHandedBack,
+  type GiveUpHandler,
+  type RunHandler,
+  type RunJob,
+  type TurnQueue,
+} from './turn-queue.port';
 
 export interface BullmqTurnQueueOptions {
   connection: ConnectionOptions;
@@ -17,6 +23,9 @@ export interface BullmqTurnQueueOptions {
   lockDurationMs?: number;
   onError?: (err: unknown, job: RunJob | null) => void;
 }
+
+/** How long handing runs back may take before the worker is force-closed. */
+const HAND_BACK_MS = 5_000;
 
 export class BullmqTurnQueue implements TurnQueue {
   readonly runsInline = false;
@@ -47,9 +56,16 @@ export class BullmqTurnQueue implements TurnQueue {
     checkHandlers(JOBS.run.queue, [JOBS.run.name]);
     this.worker = new Worker(
       JOBS.run.queue,
-      async (job) => {
+      async (job, token) => {
         if (job.name !== JOBS.run.name) throw new Error(`unknown job ${job.name}`);
-        await handler(runJobPayload.parse(job.data));
+        try {
+          await handler(runJobPayload.parse(job.data));
+        } catch (err) {
+          if (!(err instanceof RunHandedBack) || !token) throw err;
+          // Back to waiting for another worker, now rather than after the lock lapses; not a failed attempt.
+          await job.moveToWait(token);
+          throw new WaitingError();
+        }
       },
       {
         connection: this.options.connection,
@@ -73,22 +89,37 @@ export class BullmqTurnQueue implements TurnQueue {
     this.worker.on('error', (err) => this.options.onError?.(err, null));
   }
 
-  /** Stops taking runs; waits for the ones in flight up to graceMs (they are handed back after that). */
-  async close(graceMs = 10_000): Promise<void> {
+  /**
+   * Stops taking runs; waits for the ones in flight up to graceMs, then hands the rest back (their handlers stop
+   * and the jobs go back to waiting). Whatever is still held after that is force-closed: its lock lapses and
+   * another worker takes it over as after a crash.
+   */
+  async close(graceMs = 10_000, handBack?: () => Promise<void>): Promise<void> {
     if (this.worker) {
-      let timer: NodeJS.Timeout | undefined;
       const closed = this.worker.close();
-      await Promise.race([
-        closed,
-        new Promise((r) => {
-          timer = setTimeout(r, graceMs);
-          timer.unref();
-        }),
-      ]);
-      clearTimeout(timer);
-      // Past the grace period: force-close, the jobs' locks lapse and another worker takes them over.
+      if (!(await settlesWithin(closed, graceMs)) && handBack) {
+        await handBack();
+        await settlesWithin(closed, HAND_BACK_MS);
+      }
       await this.worker.close(true).catch(() => undefined);
     }
     await this.queue.close();
   }
+}
+
+/** True when the promise settled within ms. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = await Promise.race([
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<boolean>((r) => {
+      timer = setTimeout(() => r(false), ms);
+      timer.unref();
+    }),
+  ]);
+  clearTimeout(timer);
+  return settled;
 }

@@ -9,6 +9,18 @@ export interface RunJob {
 
 export type RunHandler = (job: RunJob) => Promise<void>;
 
+/**
+ * Thrown by a run handler that stopped executing a run without ending it because its process is shutting down:
+ * the queue gives the run back at once for another process to take (it re-runs from the last commit), without
+ * counting a failed attempt.
+ */
+export class RunHandedBack extends Error {
+  constructor(readonly runId: string) {
+    super(`run ${runId} handed back (the process is shutting down)`);
+    this.name = 'RunHandedBack';
+  }
+}
+
 /** Told when the queue gives up on a run for good (attempts or stall takeovers exhausted, or no retries). */
 export type GiveUpHandler = (job: RunJob, error: unknown) => Promise<void>;
 
@@ -19,8 +31,11 @@ export interface TurnQueue {
   enqueue(job: RunJob): Promise<void>;
   /** Registers the executor. Exactly one handler per process. */
   process(handler: RunHandler, giveUp: GiveUpHandler): void;
-  /** Stops taking runs and waits (up to graceMs) for the ones in flight. */
-  close(graceMs?: number): Promise<void>;
+  /**
+   * Stops taking runs and waits up to graceMs for the ones in flight; past that, `handBack` makes the handlers
+   * stop the rest (they throw RunHandedBack) and the queue gives them to another process.
+   */
+  close(graceMs?: number, handBack?: () => Promise<void>): Promise<void>;
 }
 
 export const TURN_QUEUE = Symbol('TURN_QUEUE');

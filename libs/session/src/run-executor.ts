@@ -28,7 +28,7 @@ import {
   type RunSpec,
 } from '@canopy/agent';
 import { DeltaCoalescer } from '@canopy/realtime';
-import type { RunJob } from '@canopy/queue';
+import { RunHandedBack, type RunJob } from '@canopy/queue';
 import type { NewNode, PositionRecord, RunContext, RunRecord, SessionRecord } from '@canopy/store';
 import type { SessionEngineDeps } from './session-deps';
 import type { SessionPublisher } from './session-publisher';
@@ -106,6 +106,20 @@ export class RunExecutor {
   /** Aborts every run here and waits for them (shutdown). */
   async abortAll(reason: string): Promise<void> {
     await Promise.all([...this.running.keys()].map((id) => this.abort(id, reason)));
+  }
+
+  /**
+   * Stops every run here without ending it (a worker shutting down past its grace period): each execution stops
+   * writing and throws RunHandedBack, so the queue gives the run to another worker, which re-runs it from its last
+   * commit. Resolves once they have all stopped.
+   */
+  async handBackAll(): Promise<void> {
+    await Promise.all(
+      [...this.running.entries()].map(async ([runId, entry]) => {
+        entry.controller.abort(new RunHandedBack(runId));
+        await entry.done;
+      }),
+    );
   }
 
   async execute(job: RunJob): Promise<void> {
@@ -193,6 +207,8 @@ export class RunExecutor {
         await this.afterCompleted(scope, session, run, position, outcome.usage);
         break;
       case 'cancelled':
+        // Handed back, not cancelled: the run stays as it is for the next worker.
+        if (controller.signal.reason instanceof RunHandedBack) throw controller.signal.reason;
         await this.endRun(
           scope,
           session,

@@ -19,6 +19,8 @@ export interface EngineSettings {
   /** Default and upper bound of a run's model calls. */
   maxSteps: number;
   retry: RetryPolicy;
+  /** How long a stopping worker lets its runs finish before it hands them back (default 10 s). */
+  shutdownGraceMs?: number;
   /** How long a finished run's result stays available to `waitForRun`. */
   resultTtlMs: number;
   /** Busy sessions a tenant may have in this process before new runs answer rate_limited. */

@@ -241,6 +241,7 @@ export class SessionModule {
                 maxSteps: c.sessions.maxSteps,
                 retry: DEFAULT_RETRY_POLICY,
                 resultTtlMs: 10 * 60_000,
+                shutdownGraceMs: c.shutdownGraceMs,
                 maxBusyPerTenant: c.limits.concurrentRunsPerTenant,
                 // Embedded, the api runs its own turns; distributed, only workers do.
                 executesRuns: queue.runsInline || role === 'worker',

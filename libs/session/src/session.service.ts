@@ -165,10 +165,18 @@ export class SessionService {
     );
   }
 
-  /** Stops every run here (they end as cancelled, branches roll back) and closes the live sessions. */
+  /**
+   * Stops this process's part. Embedded: every run here ends as cancelled (branches roll back). A worker stops
+   * taking runs, lets the ones in flight finish for up to the grace period, then hands the rest back to the queue
+   * for another worker. Then the live sessions here close.
+   */
   async shutdown(): Promise<void> {
-    await this.executor.abortAll('shutdown');
-    await this.deps.queue.close();
+    if (this.deps.queue.runsInline) {
+      await this.executor.abortAll('shutdown');
+      await this.deps.queue.close();
+    } else {
+      await this.deps.queue.close(this.deps.settings.shutdownGraceMs, () => this.executor.handBackAll());
+    }
     await this.deps.timers.close();
     await this.live.closeAll('shutdown');
   }
