@@ -1,6 +1,7 @@
 // The embedded runtime's queue: runs execute in this process, started on the next tick so the command that
 // enqueued them returns first. Failures of a handler are reported, never thrown into the caller.
 
+import { JOBS } from './job-catalog';
 import type { GiveUpHandler, RunHandler, RunJob, TurnQueue } from './turn-queue.port';
 
 export class InlineTurnQueue implements TurnQueue {
@@ -8,7 +9,7 @@ export class InlineTurnQueue implements TurnQueue {
   private handler: RunHandler | null = null;
   private giveUp: GiveUpHandler | null = null;
   private readonly inFlight = new Set<Promise<void>>();
-  /** Runs queued or executing: the same run enqueued again meanwhile is not run twice (as job ids do in BullMQ). */
+  /** Jobs queued or executing: the same job enqueued again meanwhile is not run twice (as job ids do in BullMQ). */
   private readonly pendingRuns = new Set<string>();
   private closed = false;
 
@@ -24,8 +25,9 @@ export class InlineTurnQueue implements TurnQueue {
     if (this.closed) return Promise.reject(new Error('the turn queue is closed'));
     const handler = this.handler;
     if (!handler) return Promise.reject(new Error('no run handler registered'));
-    if (this.pendingRuns.has(job.runId)) return Promise.resolve();
-    this.pendingRuns.add(job.runId);
+    const id = JOBS.run.jobId(job);
+    if (this.pendingRuns.has(id)) return Promise.resolve();
+    this.pendingRuns.add(id);
     const task: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
       .then(() => handler(job))
       .catch(async (err: unknown) => {
@@ -35,7 +37,7 @@ export class InlineTurnQueue implements TurnQueue {
       })
       .finally(() => {
         this.inFlight.delete(task);
-        this.pendingRuns.delete(job.runId);
+        this.pendingRuns.delete(id);
       });
     this.inFlight.add(task);
     return Promise.resolve();

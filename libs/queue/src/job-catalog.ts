@@ -10,6 +10,7 @@ export const runJobPayload = z.object({
   tenantId: z.uuid(),
   sessionId: z.string().min(1).max(128),
   runId: z.uuid(),
+  resumedAt: z.number().int().min(0).optional(),
 });
 
 export const idleTimerPayload = z.object({
@@ -47,7 +48,7 @@ export const JOBS = {
     attempts: 3,
     backoffMs: 1_000,
     lockDurationMs: 15_000,
-    jobId: (p) => p.runId,
+    jobId: (p) => (p.resumedAt === undefined ? p.runId : `${p.runId}-resume-${p.resumedAt}`),
   } satisfies JobSpec<typeof runJobPayload>,
   /** Idle shutdown of a live session (a delayed job, moved each time the session becomes idle again). */
   sessionIdle: {

@@ -5,6 +5,11 @@ export interface RunJob {
   tenantId: string;
   sessionId: string;
   runId: string;
+  /**
+   * Which execution of the run: absent for its start, the step of the pause it continues from for a resume. A
+   * paused run's job has completed; the resume is a job of its own (same run, another job id).
+   */
+  resumedAt?: number;
 }
 
 export type RunHandler = (job: RunJob) => Promise<void>;

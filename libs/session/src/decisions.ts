@@ -138,7 +138,12 @@ export class Decisions {
         await this.publisher.publish(scope.tenantId, id, [
           { type: 'status', data: { status: 'busy', runId: run.id } },
         ]);
-        await this.deps.queue.enqueue({ tenantId: scope.tenantId, sessionId: id, runId: run.id });
+        await this.deps.queue.enqueue({
+          tenantId: scope.tenantId,
+          sessionId: id,
+          runId: run.id,
+          resumedAt: run.pending.step,
+        });
       }
       return run.id;
     }

@@ -123,6 +123,9 @@ export class RunExecutor {
   }
 
   async execute(job: RunJob): Promise<void> {
+    // A resume can arrive while the execution that paused is still winding down here: it continues after it.
+    const previous = this.running.get(job.runId);
+    if (previous) await previous.done;
     if (this.running.has(job.runId)) return;
     const controller = new AbortController();
     let finish!: () => void;

@@ -101,6 +101,31 @@ export function describeTurnQueueContract(
       }
     });
 
+    it('runs each resume of a run as a job of its own, after the run paused (its job done)', async () => {
+      const { queue, cleanup } = await make();
+      try {
+        const seen: RunJob[] = [];
+        queue.process(
+          (j) => {
+            seen.push(j);
+            return Promise.resolve();
+          },
+          () => Promise.resolve(),
+        );
+        const j = job();
+        await queue.enqueue(j);
+        await until(() => seen.length === 1);
+        await new Promise((r) => setTimeout(r, 100)); // the first job is done, not only started
+        await queue.enqueue({ ...j, resumedAt: 1 });
+        await until(() => seen.length === 2);
+        await queue.enqueue({ ...j, resumedAt: 3 });
+        await until(() => seen.length === 3);
+        expect(seen.map((s) => s.resumedAt)).toEqual([undefined, 1, 3]);
+      } finally {
+        await cleanup();
+      }
+    });
+
     it('gives a run that keeps failing up exactly once, after its attempts', async () => {
       const { queue, cleanup } = await make();
       try {
