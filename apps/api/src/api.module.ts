@@ -12,7 +12,8 @@ import {
   type CanopyConfig,
 } from '@canopy/common';
 import { AuthGuard, AuthModule } from '@canopy/auth';
-import { SessionModule } from '@canopy/session';
+import { REDIS_REALTIME, SessionModule } from '@canopy/session';
+import type { RedisRealtime } from '@canopy/realtime';
 import { DatabaseModule } from '@canopy/store';
 import { AdminController } from './http/admin.controller';
 import { CommandsController } from './http/commands.controller';
@@ -41,8 +42,8 @@ export class ApiModule {
         SessionModule.forRoot('api'),
         AuthModule,
         ThrottlerModule.forRootAsync({
-          inject: [CANOPY_CONFIG],
-          useFactory: (c: CanopyConfig) => rateLimitOptions(c),
+          inject: [CANOPY_CONFIG, REDIS_REALTIME],
+          useFactory: (c: CanopyConfig, redis: RedisRealtime | null) => rateLimitOptions(c, redis),
         }),
       ],
       controllers: [

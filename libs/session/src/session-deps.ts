@@ -23,7 +23,7 @@ export interface EngineSettings {
   shutdownGraceMs?: number;
   /** How long a finished run's result stays available to `waitForRun`. */
   resultTtlMs: number;
-  /** Busy sessions a tenant may have in this process before new runs answer rate_limited. */
+  /** Busy sessions a tenant may have (in the whole deployment) before new runs answer rate_limited. */
   maxBusyPerTenant?: number;
   /**
    * Whether this process executes runs (takes them from the queue): the embedded api and workers do; the api of

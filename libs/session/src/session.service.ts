@@ -487,11 +487,20 @@ export class SessionService {
     rollback?: PositionRecord,
   ): Promise<CommandResult> {
     const limit = this.deps.settings.maxBusyPerTenant;
-    if (limit !== undefined) {
-      const busy = this.live
-        .list()
-        .filter((s) => s.tenantId === scope.tenantId && s.status === 'busy').length;
-      if (busy >= limit) {
+    // startRun is scoped: an invisible session answers not_found here, before anything is opened or published.
+    // It also applies the tenant's limit of runs in flight, counted in the database for every process.
+    const started = await this.deps.store.startRun(scope, {
+      sessionId: id,
+      kind,
+      input: input as JsonObject,
+      status: this.deps.queue.runsInline ? 'running' : 'queued',
+      ...(position ? { position } : {}),
+      ...(rollback ? { rollback } : {}),
+      ...(limit !== undefined ? { maxBusy: limit } : {}),
+    });
+    if (!started.ok) {
+      if (started.reason === 'not_found') throw CanopyException.notFound('session');
+      if (started.reason === 'rate_limited') {
         throw new CanopyException(
           'rate_limited',
           `too many runs in flight for this tenant (limit ${limit})`,
@@ -500,18 +509,6 @@ export class SessionService {
           },
         );
       }
-    }
-    // startRun is scoped: an invisible session answers not_found here, before anything is opened or published.
-    const started = await this.deps.store.startRun(scope, {
-      sessionId: id,
-      kind,
-      input: input as JsonObject,
-      status: this.deps.queue.runsInline ? 'running' : 'queued',
-      ...(position ? { position } : {}),
-      ...(rollback ? { rollback } : {}),
-    });
-    if (!started.ok) {
-      if (started.reason === 'not_found') throw CanopyException.notFound('session');
       throw started.reason === 'busy'
         ? new CanopyException('session_busy', 'a run is in flight')
         : new CanopyException('session_paused', 'a run is waiting for a decision');

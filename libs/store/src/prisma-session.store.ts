@@ -362,16 +362,19 @@ export class PrismaSessionStore implements SessionStore {
   // Runs
 
   async startRun(scope: Scope, input: StartRunInput): Promise<StartRunResult> {
-    // canopy_start_run: the compare-and-set on status (only an idle session starts a run; of racing starts one
-    // wins) and the run inserted from the claimed row, or why nothing was claimed.
-    const [row] = await this.call<{ outcome: 'ok' | 'not_found' | 'busy' | 'paused' } & StartedRow>(
+    // canopy_start_run: the tenant's limit of busy sessions, the compare-and-set on status (only an idle session
+    // starts a run; of racing starts one wins) and the run inserted from the claimed row, or why nothing was.
+    const [row] = await this.call<
+      { outcome: 'ok' | 'not_found' | 'busy' | 'paused' | 'rate_limited' } & StartedRow
+    >(
       scope,
       sql`
       SELECT started.outcome, ${sessionAndRunOf('started')}
         FROM canopy_start_run(${scope.tenantId}::uuid, ${scope.userId ?? null}::text, ${input.sessionId}::text,
                               ${randomUUID()}::uuid, ${input.kind}::run_kind, ${json(input.input)},
                               ${input.status}::run_status, ${jsonOrNull(input.position)},
-                              ${jsonOrNull(input.rollback)}, ${this.db.txTimeoutMs}::int) AS started`,
+                              ${jsonOrNull(input.rollback)}, ${this.db.txTimeoutMs}::int,
+                              ${input.maxBusy ?? null}::int) AS started`,
     );
     const outcome = mustHave(row, 'canopy_start_run result').outcome;
     if (outcome !== 'ok') return { ok: false, reason: outcome };

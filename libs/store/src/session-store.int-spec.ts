@@ -690,6 +690,40 @@ describe('startRun', () => {
   });
 });
 
+describe('startRun with a limit of runs in flight per tenant', () => {
+  it('refuses rate_limited at the limit of busy sessions, counts every busy session of the tenant only', async () => {
+    const scope = await newScope();
+    const other = await newScope();
+    for (const id of ['a', 'b', 'c']) await store.create(scope, { id, model: 'm' });
+    await store.create(other, { id: 'a', model: 'm' });
+    const first = await startRun(scope, 'a', { maxBusy: 2 });
+    await startRun(scope, 'b', { maxBusy: 2 });
+    const refused = await store.startRun(scope, {
+      sessionId: 'c',
+      kind: 'prompt',
+      input: {},
+      status: 'queued',
+      maxBusy: 2,
+    });
+    expect(refused).toEqual({ ok: false, reason: 'rate_limited' });
+    expect((await store.get(scope, 'c'))?.status).toBe('idle'); // nothing claimed, no run written
+    await startRun(other, 'a', { maxBusy: 1 }); // another tenant has its own count
+    await store.endRun(scope, {
+      sessionId: 'a',
+      runId: first.run.id,
+      status: 'cancelled',
+      usage: emptyUsage(),
+    });
+    await startRun(scope, 'c', { maxBusy: 2 });
+    await startRun(other, 'a', { maxBusy: 1 }).then(
+      () => {
+        throw new Error('expected a refusal');
+      },
+      (err: Error) => expect(err.message).toBe('startRun refused: busy'),
+    );
+  });
+});
+
 describe('startRun racing an end', () => {
   it('either starts the next run or is refused busy, never both and never stuck', async () => {
     const scope = await newScope();

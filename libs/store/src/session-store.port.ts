@@ -116,11 +116,13 @@ export interface StartRunInput {
   position?: PositionRecord;
   /** Saved with the run so any process can roll back (the position before the branch). */
   rollback?: PositionRecord;
+  /** Refuse (`rate_limited`) when the tenant has this many busy sessions already (all processes counted). */
+  maxBusy?: number;
 }
 
 export type StartRunResult =
   | { ok: true; run: RunRecord; session: SessionRecord }
-  | { ok: false; reason: 'not_found' | 'busy' | 'paused' };
+  | { ok: false; reason: 'not_found' | 'busy' | 'paused' | 'rate_limited' };
 
 /** One node to append; ids come from the session's nextNodeId, assigned by the engine. */
 export interface NewNode {

@@ -1,9 +1,13 @@
 // Request rate limits per credential (API key or user token) and per tenant, counted in fixed windows of a
-// minute (@nestjs/throttler). Over a limit: 429 rate_limited with Retry-After.
+// minute (@nestjs/throttler). Over a limit: 429 rate_limited with Retry-After. Embedded, the counts live in this
+// process; distributed, in Redis (@nest-lab/throttler-storage-redis), so the limits hold for the whole deployment
+// whichever api a request reaches.
 
 import { Injectable, type ExecutionContext } from '@nestjs/common';
 import { ThrottlerGuard, type ThrottlerLimitDetail, type ThrottlerModuleOptions } from '@nestjs/throttler';
+import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { CanopyException, type CanopyConfig } from '@canopy/common';
+import type { RedisRealtime } from '@canopy/realtime';
 import { credentialId, type Principal } from '@canopy/auth';
 
 const WINDOW_MS = 60_000;
@@ -25,14 +29,22 @@ function principalOf(req: Record<string, unknown>): Principal | undefined {
   return (req as { principal?: Principal }).principal;
 }
 
-export function rateLimitOptions(config: CanopyConfig): ThrottlerModuleOptions {
+export function rateLimitOptions(config: CanopyConfig, redis: RedisRealtime | null): ThrottlerModuleOptions {
   const limit = (n: number) => (n === 0 ? Number.MAX_SAFE_INTEGER : n);
   return {
+    ...(redis
+      ? {
+          // Its own connection (closed with the module); keys `{<prefix>:<throttler>:<tracker>:...}:hits|blocked`.
+          storage: new ThrottlerStorageRedisService({ ...redis.redis.options }),
+        }
+      : {}),
     // Public routes (health, docs, metrics) and the admin are not limited.
     skipIf: (ctx) => {
       const p = principalOf(ctx.switchToHttp().getRequest<Record<string, unknown>>());
       return !p || p.kind === 'admin';
     },
+    // One count per tracker across every route (the default would count each route apart).
+    generateKey: (_ctx, tracker, name) => `${config.redis.prefix}:${name}:${tracker}`,
     throttlers: [
       {
         name: 'credential',
