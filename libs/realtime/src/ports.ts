@@ -72,10 +72,16 @@ export interface LiveEntry {
 
 /** Which sessions are live, where, with how many subscribers. */
 export interface LiveRegistry {
-  /** Adds or replaces this instance's presence for the session (keeps `since` of an existing entry). */
-  upsert(presence: LivePresence): Promise<void>;
-  /** Removes this instance's presence; the entry disappears when no instance serves the session. */
-  remove(tenantId: string, id: string, instance: string): Promise<void>;
+  /**
+   * Adds or replaces this instance's presence for the session (keeps `since` of an existing entry). `created`:
+   * no instance had a presence before, the session just became live in the deployment.
+   */
+  upsert(presence: LivePresence): Promise<{ created: boolean }>;
+  /**
+   * Removes this instance's presence; the entry disappears when no instance serves the session (`gone`: this was
+   * the last presence, the session is no longer live in the deployment).
+   */
+  remove(tenantId: string, id: string, instance: string): Promise<{ gone: boolean }>;
   get(tenantId: string, id: string): Promise<LiveEntry | null>;
   /** Live sessions of a tenant, or of every tenant (null), newest first. */
   list(tenantId: string | null): Promise<LiveEntry[]>;

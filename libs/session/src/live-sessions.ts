@@ -40,12 +40,16 @@ export class LiveSessions {
             .set(timer, afterMs)
             .catch((err: unknown) => this.deps.logger.warn('idle timer not set', { err, sessionId: s.id }));
         },
-        onPresence: (s) => this.presence(s),
+        // Not before it is registered here: its first presence is written (and awaited) below.
+        onPresence: (s) => {
+          if (this.sessions.get(k) === s) void this.presence(s);
+        },
       })
         .then(async (live) => {
-          if (live) {
-            this.sessions.set(k, live);
-            this.presence(live);
+          if (!live) return live;
+          this.sessions.set(k, live);
+          // Announced once for the deployment: by the instance whose presence made the session live.
+          if (await this.presence(live)) {
             await this.publisher.activity({
               tenantId,
               type: 'opened',
@@ -69,7 +73,7 @@ export class LiveSessions {
     if (running) this.localRuns.add(runId);
     else this.localRuns.delete(runId);
     const live = this.get(tenantId, sessionId);
-    if (live) this.presence(live);
+    if (live) void this.presence(live);
   }
 
   /**
@@ -98,6 +102,7 @@ export class LiveSessions {
     return () =>
       registry
         .remove(session.tenantId, session.id, instance)
+        .then(() => undefined)
         .catch((err: unknown) => logger.warn('live registry remove failed', { err, sessionId: session.id }));
   }
 
@@ -112,12 +117,15 @@ export class LiveSessions {
     if (!live) return false;
     this.sessions.delete(k);
     await live.close(reason);
+    // Announced once for the deployment: by the instance whose presence was the last (when unsure, announced).
+    let gone = true;
     try {
-      await this.deps.registry.remove(tenantId, id, this.deps.settings.instanceId);
+      ({ gone } = await this.deps.registry.remove(tenantId, id, this.deps.settings.instanceId));
     } catch (err) {
       this.deps.logger.warn('live registry remove failed', { err, sessionId: id });
     }
-    await this.publisher.activity({ tenantId, type: 'closed', data: { id, reason }, at: Date.now() });
+    if (gone)
+      await this.publisher.activity({ tenantId, type: 'closed', data: { id, reason }, at: Date.now() });
     return true;
   }
 
@@ -135,10 +143,14 @@ export class LiveSessions {
     await Promise.all(this.list().map((s) => this.close(s.tenantId, s.id, reason)));
   }
 
-  private presence(s: LiveSession): void {
-    if (s.isClosed) return;
+  /**
+   * Writes this instance's presence for the session; true when that made the session live in the deployment (or
+   * when the registry could not say).
+   */
+  private async presence(s: LiveSession): Promise<boolean> {
+    if (s.isClosed) return false;
     const runId = s.inFlight?.runId;
-    this.deps.registry
+    return this.deps.registry
       .upsert({
         tenantId: s.tenantId,
         id: s.id,
@@ -150,9 +162,11 @@ export class LiveSessions {
         observers: s.observers,
         worker: runId && this.localRuns.has(runId) ? this.deps.settings.instanceId : null,
       })
-      .catch((err: unknown) =>
-        this.deps.logger.warn('live registry upsert failed', { err, sessionId: s.id }),
-      );
+      .then(({ created }) => created)
+      .catch((err: unknown) => {
+        this.deps.logger.warn('live registry upsert failed', { err, sessionId: s.id });
+        return true;
+      });
   }
 }
 

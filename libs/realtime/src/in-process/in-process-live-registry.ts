@@ -32,9 +32,10 @@ export class InProcessLiveRegistry implements LiveRegistry {
     this.now = options.now ?? Date.now;
   }
 
-  upsert(presence: LivePresence): Promise<void> {
+  upsert(presence: LivePresence): Promise<{ created: boolean }> {
     const k = key(presence.tenantId, presence.id);
     let live = this.sessions.get(k);
+    const created = !live;
     if (!live) {
       live = {
         tenantId: presence.tenantId,
@@ -46,17 +47,16 @@ export class InProcessLiveRegistry implements LiveRegistry {
       this.sessions.set(k, live);
     }
     live.presences.set(presence.instance, { presence: { ...presence }, order: ++this.counter });
-    return Promise.resolve();
+    return Promise.resolve({ created });
   }
 
-  remove(tenantId: string, id: string, instance: string): Promise<void> {
+  remove(tenantId: string, id: string, instance: string): Promise<{ gone: boolean }> {
     const k = key(tenantId, id);
     const live = this.sessions.get(k);
-    if (live) {
-      live.presences.delete(instance);
-      if (live.presences.size === 0) this.sessions.delete(k);
-    }
-    return Promise.resolve();
+    if (!live || !live.presences.delete(instance)) return Promise.resolve({ gone: false });
+    if (live.presences.size > 0) return Promise.resolve({ gone: false });
+    this.sessions.delete(k);
+    return Promise.resolve({ gone: true });
   }
 
   get(tenantId: string, id: string): Promise<LiveEntry | null> {

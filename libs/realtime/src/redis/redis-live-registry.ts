@@ -70,13 +70,16 @@ local function refresh(key, ttl)
 end
 `;
 
-// ARGV[2..4] tenant, session, instance; ARGV[5] the presence JSON; ARGV[6] TTL ms; ARGV[7] now ms.
+// ARGV[2..4] tenant, session, instance; ARGV[5] the presence JSON; ARGV[6] TTL ms; ARGV[7] now ms. Returns 1 when
+// the session was not live (no presence left) before this one, else 0.
 const UPSERT_LUA = `${LOAD_LUA}
 local t, s, i, ttl = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[6])
 local sessionKey = root .. 'session:' .. t .. ':' .. s
+local created = 0
 if not load(t, s) then
-  local created = redis.call('INCR', root .. 'order')
-  redis.call('HSET', sessionKey, 'since', ARGV[7], 'created', string.format('%d', created))
+  created = 1
+  local order = redis.call('INCR', root .. 'order')
+  redis.call('HSET', sessionKey, 'since', ARGV[7], 'created', string.format('%d', order))
   redis.call('ZADD', root .. 'tenant:' .. t, ARGV[7], s)
   redis.call('ZADD', root .. 'all', ARGV[7], t .. ':' .. s)
 end
@@ -84,14 +87,18 @@ local order = redis.call('INCR', root .. 'order')
 redis.call('SET', root .. 'presence:' .. t .. ':' .. s .. ':' .. i, string.format('%d', order) .. ' ' .. ARGV[5], 'PX', ttl)
 redis.call('HSET', sessionKey, 'i:' .. i, '1')
 refresh(sessionKey, ttl)
+return created
 `;
 
-// ARGV[2..4] tenant, session, instance.
+// ARGV[2..4] tenant, session, instance. Returns 1 when the session was live and is not any more, else 0.
 const REMOVE_LUA = `${LOAD_LUA}
 local t, s, i = ARGV[2], ARGV[3], ARGV[4]
+local sessionKey = root .. 'session:' .. t .. ':' .. s
+local existed = redis.call('EXISTS', sessionKey)
 redis.call('DEL', root .. 'presence:' .. t .. ':' .. s .. ':' .. i)
-redis.call('HDEL', root .. 'session:' .. t .. ':' .. s, 'i:' .. i)
-load(t, s)
+redis.call('HDEL', sessionKey, 'i:' .. i)
+if existed == 1 and not load(t, s) then return 1 end
+return 0
 `;
 
 // ARGV[2..3] tenant, session.
@@ -180,15 +187,16 @@ export class RedisLiveRegistry implements LiveRegistry {
     this.now = options.now ?? Date.now;
   }
 
-  async upsert(presence: LivePresence): Promise<void> {
+  async upsert(presence: LivePresence): Promise<{ created: boolean }> {
     const copy = { ...presence };
     this.mine.set(mineKey(copy.tenantId, copy.id, copy.instance), copy);
-    await this.write(copy);
+    return { created: (await this.write(copy)) === 1 };
   }
 
-  async remove(tenantId: string, id: string, instance: string): Promise<void> {
+  async remove(tenantId: string, id: string, instance: string): Promise<{ gone: boolean }> {
     this.mine.delete(mineKey(tenantId, id, instance));
-    await this.run(scripts.remove, [keyPart(tenantId), keyPart(id), keyPart(instance)]);
+    const gone = await this.run(scripts.remove, [keyPart(tenantId), keyPart(id), keyPart(instance)]);
+    return { gone: gone === 1 };
   }
 
   async get(tenantId: string, id: string): Promise<LiveEntry | null> {
@@ -240,8 +248,9 @@ export class RedisLiveRegistry implements LiveRegistry {
     );
   }
 
-  private async write(presence: LivePresence): Promise<void> {
-    await this.run(scripts.upsert, [
+  /** Writes a presence; 1 when the session was not live before it. */
+  private async write(presence: LivePresence): Promise<unknown> {
+    return this.run(scripts.upsert, [
       keyPart(presence.tenantId),
       keyPart(presence.id),
       keyPart(presence.instance),

@@ -191,6 +191,22 @@ export function describeLiveRegistryContract(name: string, make: () => Promise<L
       expect((await entry('s1')).where).toEqual({ api: ['api-1'], worker: null });
     });
 
+    it('says which upsert made a session live and which remove ended it, once each across instances', async () => {
+      expect(await registry.upsert(presence('s1', 'api-1'))).toEqual({ created: true });
+      expect(await registry.upsert(presence('s1', 'api-1', { observers: 3 }))).toEqual({ created: false });
+      expect(await registry.upsert(presence('s1', 'api-2'))).toEqual({ created: false });
+      expect(await registry.upsert(presence('s2', 'api-2'))).toEqual({ created: true });
+      expect(await registry.remove(tenant, 's1', 'unknown-instance')).toEqual({ gone: false });
+      expect(await registry.remove(tenant, 's1', 'api-1')).toEqual({ gone: false });
+      const last = await Promise.all([
+        registry.remove(tenant, 's1', 'api-2'),
+        registry.remove(tenant, 's1', 'api-2'),
+      ]);
+      expect(last.map((r) => r.gone).sort()).toEqual([false, true]);
+      expect(await registry.remove(tenant, 's1', 'api-2')).toEqual({ gone: false });
+      expect(await registry.upsert(presence('s1', 'api-2'))).toEqual({ created: true });
+    });
+
     it('removes the entry with its last presence, and a later upsert starts a new since', async () => {
       await registry.upsert(presence('s1', 'api-1'));
       const { since } = await entry('s1');
