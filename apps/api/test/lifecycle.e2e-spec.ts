@@ -260,6 +260,7 @@ describe('a conversation with mock:echo', () => {
       kind: 'prompt',
       status: 'completed',
       usage: expect.objectContaining(usageShape),
+      attempts: 1,
       startedAt: expect.stringMatching(ISO),
       finishedAt: expect.stringMatching(ISO),
     });

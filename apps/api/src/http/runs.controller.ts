@@ -15,7 +15,8 @@ export class RunsController {
 
   @Get(':runId')
   @ApiOperation({
-    summary: 'A run: kind, status (queued|running|paused|completed|cancelled|error), usage, times',
+    summary:
+      'A run: kind, status (queued|running|paused|completed|cancelled|error), usage, attempts (executions so far), times',
   })
   async get(@CurrentScope() scope: Scope, @Param('runId') runId: string) {
     return runView(await this.sessions.getRun(scope, runId));

@@ -45,6 +45,8 @@ export function runView(run: RunRecord) {
     status: run.status,
     ...(run.error ? { error: run.error } : {}),
     usage: run.usage ?? emptyUsage(),
+    /** Executions so far: more than one when a run was taken over after its worker died or handed it back. */
+    attempts: run.attempts,
     startedAt: run.startedAt?.toISOString() ?? null,
     finishedAt: run.finishedAt?.toISOString() ?? null,
   };
