@@ -3,9 +3,14 @@
 //   core    @canopy/core's tree operations and UI projection (tinybench, time per call and growth ratios)
 //   engine  the session engine on the machine's Postgres: runs/s and latency at 1/10/100 sessions, as a share
 //           of the raw Postgres limit for a commit-shaped transaction
+//   cluster 2 api + 2 worker processes on the machine's Postgres and Redis: 100 and 1,000 sessions streaming
+//           over WebSocket on both apis, delivery rate and latency, Redis commands per delta, lost or reordered
+//           events, against the raw Redis PUBLISH rate (--cluster-sessions=50,200 or
+//           CANOPY_BENCH_CLUSTER_SESSIONS picks the scales)
 
 import { cpus, totalmem } from 'node:os';
 
+import { clusterScales, printClusterReport, runClusterBench } from './cluster.bench';
 import { runCoreBench } from './core.bench';
 import { printEngineReport, runEngineBench } from './engine.bench';
 import { printReports } from './report';
@@ -24,6 +29,12 @@ const SECTIONS: Section[] = [
     name: 'engine',
     title: 'Session engine (mock:echo on Postgres)',
     run: async (title) => printEngineReport(title, await runEngineBench()),
+  },
+  {
+    name: 'cluster',
+    title: 'Distributed runtime (2 api + 2 workers, mock:script over WebSocket)',
+    run: async (title) =>
+      printClusterReport(title, await runClusterBench(clusterScales(process.argv.slice(2), process.env))),
   },
 ];
 

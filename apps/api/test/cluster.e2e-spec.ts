@@ -3,9 +3,8 @@
 // worker running it; /v1/live on either lists the session; a worker killed mid-run loses nothing committed.
 
 import { Api, newTenant } from './support/api-client';
-import { Cluster } from './support/cluster';
 import { WsClient, wsUrl } from './support/ws-client';
-import { eventually } from '@canopy/testing';
+import { Cluster, eventually } from '@canopy/testing';
 
 let cluster: Cluster;
 let api1: Api;

@@ -245,6 +245,7 @@ describe('the WebSocket endpoint', () => {
       seq: snapshot.data.seq,
       event: 'snapshot',
       data: expect.objectContaining({ session: expect.objectContaining({ id }), inFlight: null }),
+      at: expect.any(Number),
     });
 
     const started = await ws.request<{ runId: string }>('prompt', {
@@ -566,8 +567,10 @@ describe('limits', () => {
     const app = await startTestApp({ env: { RATE_LIMIT_PER_KEY: '5' } });
     try {
       const { api, tenantId } = await newTenant(app, 'limited');
-      for (let i = 0; i < 5; i++) expect((await api.get('/v1/sessions')).status).toBe(200);
-      const limited = await api.get('/v1/sessions');
+      // One budget across every route.
+      for (let i = 0; i < 3; i++) expect((await api.get('/v1/sessions')).status).toBe(200);
+      for (let i = 0; i < 2; i++) expect((await api.get('/v1/live')).status).toBe(200);
+      const limited = await api.get('/v1/sessions'); // its route's 4th request, the credential's 6th
       expectError(limited, 429, 'rate_limited');
       const retryAfter = Number(limited.headers.get('retry-after'));
       expect(Number.isInteger(retryAfter)).toBe(true);

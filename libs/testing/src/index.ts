@@ -1,5 +1,7 @@
 // @canopy/testing: helpers for integration and end-to-end tests (real Postgres and Redis, no mocks).
 
 export * from './test-postgres';
+export * from './test-credentials';
 export * from './eventually';
 export * from './fake-llm-server';
+export * from './cluster';

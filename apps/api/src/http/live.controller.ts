@@ -107,7 +107,7 @@ export class WebSocketDocController {
   @Public()
   @ApiOperation({
     summary:
-      'WebSocket (upgrade with ?token=<credential> or Authorization). Client frames: {op: subscribe|unsubscribe|activity|prompt|branch|navigate|cancel|resume, ref?, sessionId, ...}; server frames: {type: event|activity|reply|end, ...}',
+      'WebSocket (upgrade with ?token=<credential> or Authorization). Client frames: {op: subscribe|unsubscribe|activity|prompt|branch|navigate|cancel|resume, ref?, sessionId, ...}; server frames: {type: event|activity|reply|end, ...}; an event frame is {type: "event", sessionId, seq, event, data, at} with `at` the time it was published (ms since the epoch)',
   })
   upgradeRequired(): never {
     throw new HttpException('this endpoint speaks WebSocket: send an Upgrade request', 426);

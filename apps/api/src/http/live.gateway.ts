@@ -1,7 +1,8 @@
 // The WebSocket endpoint (/v1/ws): authenticated once at connection time (`?token=` or Authorization), then JSON
 // frames. Client: {op: subscribe|unsubscribe|activity, ...} and any command as {op, ref, sessionId, ...body}.
-// Server: {type: "event", sessionId, seq, event, data}, {type: "activity", event, data} and
-// {type: "reply", ref, ok, data?, error?}. A client never names its tenant or user: both come from its credential.
+// Server: {type: "event", sessionId, seq, event, data, at} (`at`: when the event was published, ms since the
+// epoch), {type: "activity", event, data} and {type: "reply", ref, ok, data?, error?}. A client never names its
+// tenant or user: both come from its credential.
 
 import type { IncomingMessage } from 'node:http';
 import { Inject, Logger } from '@nestjs/common';
@@ -208,7 +209,14 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
             scope,
             sessionId,
             (event) =>
-              forward({ type: 'event', sessionId, seq: event.seq, event: event.type, data: event.data }),
+              forward({
+                type: 'event',
+                sessionId,
+                seq: event.seq,
+                event: event.type,
+                data: event.data,
+                at: event.at,
+              }),
             {
               mode: frame.mode ?? 'controller',
               ...(frame.after !== undefined ? { after: frame.after } : {}),

@@ -3,11 +3,10 @@
 
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { loadConfig, type CanopyConfig } from '@canopy/common';
-import { createTestDatabase, type TestDatabase } from '@canopy/testing';
+import { createTestDatabase, TEST_ADMIN_KEY, TEST_JWT_SECRET, type TestDatabase } from '@canopy/testing';
 import { createApiApp } from '../../src/app.factory';
 
-/** The admin key every test app accepts. */
-export const TEST_ADMIN_KEY = 'test-admin-key-0123456789abcdef';
+export { TEST_ADMIN_KEY };
 
 export interface TestApp {
   readonly url: string;
@@ -32,7 +31,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     LOG_LEVEL: 'silent',
     NODE_ENV: 'test',
     CANOPY_ADMIN_KEY: TEST_ADMIN_KEY,
-    CANOPY_JWT_SECRET: 'test-jwt-secret-0123456789-abcdefghijklmnopqrstuvwxyz',
+    CANOPY_JWT_SECRET: TEST_JWT_SECRET,
     ...(database ? { DATABASE_URL: database.url } : { CANOPY_DATA_DIR: options.embeddedDataDir }),
     ...options.env,
   });

@@ -12,6 +12,8 @@ export interface WsEventFrame {
   event: SessionEventType;
   /** The event's data (SessionEventMap[event]); tests read it loosely and compare it with expect. */
   data: Record<string, unknown>;
+  /** When the event was published (ms since the epoch). */
+  at: number;
 }
 
 export interface WsError {

@@ -1,16 +1,19 @@
-// A real distributed deployment for tests: N api and M worker processes (the built deployables, started with
-// node like in production) over a database of their own on the machine's Postgres and a key prefix of their own on
-// its Redis. Processes can be killed (SIGKILL) and started again.
+// A real distributed deployment for tests and benchmarks: N api and M worker processes (the built deployables,
+// started with node like in production) over a database of their own on the machine's Postgres and a key prefix
+// of their own on its Redis. Processes can be killed (SIGKILL) and started again; stop() ends them, drops the
+// database and deletes the prefix's Redis keys.
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { createTestDatabase, eventually, type TestDatabase } from '@canopy/testing';
-import { TEST_ADMIN_KEY } from './test-app';
+import { Redis } from 'ioredis';
+import { eventually } from './eventually';
+import { TEST_ADMIN_KEY, TEST_JWT_SECRET } from './test-credentials';
+import { createTestDatabase, type TestDatabase } from './test-postgres';
 
-const ROOT = resolve(__dirname, '../../../..');
+const ROOT = resolve(__dirname, '../../..');
 const API_MAIN = join(ROOT, 'dist/apps/api/apps/api/src/main.js');
 const WORKER_MAIN = join(ROOT, 'dist/apps/worker/apps/worker/src/main.js');
 
@@ -25,16 +28,22 @@ export interface ClusterProcess {
 export interface ClusterOptions {
   apis?: number;
   workers?: number;
+  /** Environment of every process, over the defaults (a deployment's settings: limits, pools, log level ...). */
   env?: Record<string, string>;
   redisUrl?: string;
+  /** Starts the Redis key prefix (a random suffix follows); default `ctest`. */
+  prefixBase?: string;
 }
 
 export class Cluster {
   readonly processes = new Map<string, ClusterProcess>();
-  readonly prefix = `ctest${randomBytes(4).toString('hex')}`;
+  readonly prefix: string;
+  readonly adminKey = TEST_ADMIN_KEY;
   database!: TestDatabase;
 
-  constructor(private readonly options: ClusterOptions = {}) {}
+  constructor(private readonly options: ClusterOptions = {}) {
+    this.prefix = `${options.prefixBase ?? 'ctest'}${randomBytes(4).toString('hex')}`;
+  }
 
   get redisUrl(): string {
     return this.options.redisUrl ?? 'redis://127.0.0.1:6379';
@@ -49,7 +58,9 @@ export class Cluster {
   async start(): Promise<this> {
     for (const main of [API_MAIN, WORKER_MAIN]) {
       if (!existsSync(main))
-        throw new Error(`${main} is missing: run npm test (it builds the deployables first)`);
+        throw new Error(
+          `${main} is missing: run npm test or npm run bench (they build the deployables first)`,
+        );
     }
     this.database = await createTestDatabase();
     const apis = this.options.apis ?? 2;
@@ -108,6 +119,33 @@ export class Cluster {
     );
     this.processes.clear();
     await this.database?.drop();
+    await this.deleteRedisKeys();
+  }
+
+  /** Deletes every key of the prefix; best effort (a test may have stopped its Redis already). */
+  private async deleteRedisKeys(): Promise<void> {
+    const redis = new Redis(this.redisUrl, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      retryStrategy: () => null,
+    });
+    redis.on('error', () => undefined);
+    try {
+      await redis.connect();
+      // Keys start with the prefix, or with it inside a hash tag (the rate limiter's `{<prefix>:...}:hits`).
+      for (const pattern of [`${this.prefix}:*`, `{${this.prefix}:*`]) {
+        let cursor = '0';
+        do {
+          const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+          if (keys.length > 0) await redis.unlink(...keys);
+          cursor = next;
+        } while (cursor !== '0');
+      }
+    } catch {
+      // Redis is gone: its keys went with it, or expire by their TTL.
+    } finally {
+      redis.disconnect();
+    }
   }
 
   private spawn(name: string, main: string, env: Record<string, string>): ClusterProcess {
@@ -123,7 +161,7 @@ export class Cluster {
         CANOPY_REDIS_PREFIX: this.prefix,
         CANOPY_INSTANCE_ID: name,
         CANOPY_ADMIN_KEY: TEST_ADMIN_KEY,
-        CANOPY_JWT_SECRET: 'test-jwt-secret-0123456789-abcdefghijklmnopqrstuvwxyz',
+        CANOPY_JWT_SECRET: TEST_JWT_SECRET,
         RUN_LOCK_DURATION_MS: '2000',
         SHUTDOWN_GRACE_MS: '2000',
         ...this.options.env,

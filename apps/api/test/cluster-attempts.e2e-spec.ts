@@ -1,0 +1,62 @@
+// A run whose workers keep dying (SIGKILL) is taken over after each stall, re-run from its last commit, and once
+// past its attempt budget ended as an error with a rollback: the session idle, the tree as it was, nothing lost.
+// Real processes: 1 api + 2 workers, with a short run lock so stalls are detected within about a second.
+
+import { Api, newTenant } from './support/api-client';
+import { Cluster, eventually } from '@canopy/testing';
+
+let cluster: Cluster;
+let api: Api;
+
+beforeAll(async () => {
+  cluster = await new Cluster({ apis: 1, workers: 2, env: { RUN_LOCK_DURATION_MS: '1000' } }).start();
+  api = new Api(cluster.api(1), (await newTenant({ url: cluster.api(1) } as never, 'attempts')).key);
+}, 90_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+}, 60_000);
+
+it('ends a regenerate whose workers die on every attempt as an error, rolled back, the session idle', async () => {
+  const session = (await api.post('/v1/sessions', { model: 'mock:echo', opts: { delayMs: 200 } })).body;
+  const first = await api.post(`/v1/sessions/${session.id}/prompt`, { content: 'hello', wait: true });
+  expect(first.status).toBe(200);
+  const before = (await api.get(`/v1/sessions/${session.id}/tree`)).body;
+  expect(before.path).toEqual([1, 2]);
+
+  // Regenerate the reply (a branch from the user node) with a reply long enough to be killed in.
+  const { runId } = (await api.post(`/v1/sessions/${session.id}/branch`, { nodeId: 1 })).body;
+  // Every time it runs, kill both workers (whichever holds it dies) and start them again: the run stalls and is
+  // taken over, until the third stall is past its budget.
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    await eventually(
+      async () => {
+        const r = (await api.get(`/v1/runs/${runId}`)).body as { status: string; attempts: number };
+        if (r.status !== 'running' || r.attempts !== attempt)
+          throw new Error(`attempt ${attempt} not running`);
+      },
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
+    await new Promise((r) => setTimeout(r, 150)); // some deltas out, nothing committed
+    await Promise.all([cluster.kill('worker-1'), cluster.kill('worker-2')]);
+    await Promise.all([cluster.startWorker(1), cluster.startWorker(2)]);
+  }
+  const run = await eventually(
+    async () => {
+      const r = (await api.get(`/v1/runs/${runId}`)).body as { status: string; error?: unknown };
+      if (r.status !== 'error') throw new Error(`run ${r.status}`);
+      return r;
+    },
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+  expect(run.error).toMatchObject({ code: 'interrupted' });
+  const after = (await api.get(`/v1/sessions/${session.id}`)).body;
+  expect(after.status).toBe('idle');
+  const tree = (await api.get(`/v1/sessions/${session.id}/tree`)).body;
+  // Rolled back to where the branch started; the earlier turn untouched, nothing added.
+  expect(tree.path).toEqual([1, 2]);
+  expect((tree.nodes as Array<{ id: number }>).map((n) => n.id)).toEqual([1, 2]);
+  // And the session works on.
+  const next = await api.post(`/v1/sessions/${session.id}/prompt`, { content: 'again', wait: true });
+  expect(next.body.finalResponse).toBe('Echo: again');
+}, 120_000);

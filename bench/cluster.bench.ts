@@ -1,0 +1,782 @@
+// Benchmark of the distributed runtime as deployed: 2 api + 2 worker processes (the built deployables, started
+// with node by @canopy/testing's Cluster) over a fresh database on the machine's Postgres and a key prefix of
+// their own on its Redis. At each scale (100 and 1,000 sessions by default), every session streams one
+// mock:script reply of 200 deltas at 50 ms per delta, and is subscribed over WebSocket on BOTH apis (a few
+// connections per api, each multiplexing many sessions). Per scale: delta events delivered per second (and the
+// original deltas they carry: the engine merges deltas for EVENT_COALESCE_MS before publishing), latency from
+// the worker's publish (the event's `at`, stamped by the Redis event bus) to the bench's receipt (Date.now(),
+// same machine clock), Redis commands per delivered delta (INFO total_commands_processed around the streaming
+// phase), and violations: per session and subscriber, seqs that are not consecutive, a text that is not the
+// scripted reply, or two apis that delivered different seqs. In the same run, the machine's raw Redis PUBLISH
+// rate (a pipelined ioredis loop to a channel with one subscriber) is the limit the delivery rate is set against.
+// Scales: CANOPY_BENCH_CLUSTER_SESSIONS=50 or `npm run bench -- cluster --cluster-sessions=50,200`.
+
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { cpus } from 'node:os';
+
+import { Redis } from 'ioredis';
+import WebSocket from 'ws';
+
+import { Cluster, prepareTemplate } from '../libs/testing/src';
+import { formatTime, printTable } from './report';
+
+const DEFAULT_SCALES = [100, 1_000] as const;
+const DELTAS = 200;
+const DELTA_MS = 50;
+/** WebSocket connections per api; every session is subscribed once on each api. */
+const SOCKETS_PER_API = 2;
+const APIS = 2;
+const WORKERS = 2;
+/** Requests (session creation, prompts) and subscribes in flight at once. */
+const REQUESTS_IN_FLIGHT = 50;
+const RAW_MS = 3_000;
+/** The issue's target: p99 emit -> receipt under this at TARGET_SESSIONS, with no event lost or reordered. */
+const TARGET_P99_MS = 50;
+const TARGET_SESSIONS = 1_000;
+
+/** The scripted reply: DELTAS words, one delta each (mock:script streams a text word by word). */
+const REPLY = Array.from({ length: DELTAS }, (_, i) => `word${i}`).join(' ');
+
+export interface ClusterLevel {
+  sessions: number;
+  /** Runs whose end (the commit's `store` event) reached both subscribers. */
+  runsCompleted: number;
+  /** Most runs streaming at once (from a run's first event to its end, as api-1's subscriber saw them). */
+  peakStreaming: number;
+  /** From the first prompt sent to the last run's end on both subscribers. */
+  wallMs: number;
+  /** text_delta events received, both subscribers counted. */
+  deltaEvents: number;
+  /** The scripted deltas those events carry (a coalesced event carries several). */
+  originalDeltas: number;
+  /** Emit (the event's `at`) -> receipt, over every text_delta received. */
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** Average size of a text_delta WebSocket frame, in bytes. */
+  deltaFrameBytes: number;
+  /** Redis commands processed during the streaming phase (every client of the machine's Redis). */
+  redisCommands: number;
+  /** The commands called most over the phase (INFO commandstats), most first. */
+  topCommands: Array<{ name: string; calls: number }>;
+  /** How long sending every prompt took (the runs start over this time). */
+  promptMs: number;
+  /** Session-subscriber pairs with a gap, a step back, a wrong text, or seqs differing between the apis. */
+  violations: number;
+  /** A few examples of the violations, for the report. */
+  violationExamples: string[];
+  /** CPU time over the streaming phase, in % of one core, by process (api-1, worker-2, redis, bench ...). */
+  cpuPct: Record<string, number>;
+  /** The whole machine's busy CPU over the phase, in % of all its cores (/proc/stat); NaN where unknown. */
+  machineCpuPct: number;
+}
+
+export interface ClusterBenchResult {
+  levels: ClusterLevel[];
+  /** Raw PUBLISH messages received per second by one subscriber. */
+  rawPublishPerSec: number;
+  rawPayloadBytes: number;
+  coalesceMs: number;
+}
+
+/** The scales to run: `--cluster-sessions=50,200` or CANOPY_BENCH_CLUSTER_SESSIONS, else 100 and 1,000. */
+export function clusterScales(argv: readonly string[], env: NodeJS.ProcessEnv): number[] {
+  const arg = argv.find((a) => a.startsWith('--cluster-sessions='))?.slice('--cluster-sessions='.length);
+  const text = arg ?? env.CANOPY_BENCH_CLUSTER_SESSIONS;
+  if (text === undefined || text.trim() === '') return [...DEFAULT_SCALES];
+  const scales = text.split(',').map((s) => Number(s.trim()));
+  if (scales.some((n) => !Number.isInteger(n) || n < 1 || n > 5_000)) {
+    throw new Error(`cluster sessions must be integers from 1 to 5000, got "${text}"`);
+  }
+  return scales;
+}
+
+export async function runClusterBench(scales: readonly number[]): Promise<ClusterBenchResult> {
+  await prepareTemplate();
+  const largest = Math.max(...scales);
+  const coalesceMs = 15;
+  const cluster = new Cluster({
+    apis: APIS,
+    workers: WORKERS,
+    prefixBase: 'cbench',
+    env: {
+      // Each worker can take every run of the largest scale, whatever BullMQ's distribution.
+      WORKER_CONCURRENCY: String(largest),
+      MAX_CONCURRENT_RUNS_PER_TENANT: String(Math.max(100, largest * 2)),
+      RATE_LIMIT_PER_KEY: '0',
+      RATE_LIMIT_PER_TENANT: '0',
+      WS_MAX_SUBSCRIPTIONS: String(Math.min(10_000, Math.max(100, Math.ceil(largest / SOCKETS_PER_API)))),
+      // 4 processes x 10 = 40 of the machine's 100 Postgres connections.
+      DATABASE_POOL_MAX: '10',
+      // The Cluster's test default (2 s) presumes an idle machine; under this load a busy event loop must not
+      // make BullMQ hand a live run to the other worker.
+      RUN_LOCK_DURATION_MS: '30000',
+      EVENT_COALESCE_MS: String(coalesceMs),
+      SHUTDOWN_GRACE_MS: '5000',
+    },
+  });
+  const stats = new Redis(cluster.redisUrl);
+  try {
+    await cluster.start();
+    const raw = await rawPublishRate(cluster.redisUrl, `${cluster.prefix}:bench:raw`);
+    const levels: ClusterLevel[] = [];
+    for (const sessions of scales) levels.push(await measureScale(cluster, stats, sessions));
+    return { levels, rawPublishPerSec: raw.perSec, rawPayloadBytes: raw.payloadBytes, coalesceMs };
+  } catch (err) {
+    for (const p of cluster.processes.values()) {
+      const tail = p.output.join('').split('\n').slice(-15).join('\n');
+      console.error(`--- ${p.name} (last lines) ---\n${tail}`);
+    }
+    throw err;
+  } finally {
+    stats.disconnect();
+    await cluster.stop();
+  }
+}
+
+/** Prints one row per scale, the CPU by process, and the verdict on the target. */
+export function printClusterReport(title: string, result: ClusterBenchResult): void {
+  const header = [
+    'sessions',
+    'runs',
+    'peak',
+    'wall',
+    'delta ev/s',
+    'orig deltas/s',
+    'p50',
+    'p99',
+    'max',
+    'cmds/delta ev',
+    'cmds/orig delta',
+    'of raw',
+    'lost/reord',
+    'target',
+  ];
+  const rows = result.levels.map((l) => {
+    const secs = l.wallMs / 1000;
+    return [
+      l.sessions.toLocaleString('en-US'),
+      `${l.runsCompleted}/${l.sessions}`,
+      l.peakStreaming.toLocaleString('en-US'),
+      formatTime(l.wallMs),
+      Math.round(l.deltaEvents / secs).toLocaleString('en-US'),
+      Math.round(l.originalDeltas / secs).toLocaleString('en-US'),
+      formatTime(l.p50Ms),
+      formatTime(l.p99Ms),
+      formatTime(l.maxMs),
+      (l.redisCommands / l.deltaEvents).toFixed(2),
+      (l.redisCommands / (l.runsCompleted * DELTAS)).toFixed(2),
+      `${((l.deltaEvents / secs / result.rawPublishPerSec) * 100).toFixed(1)}%`,
+      String(l.violations),
+      verdict(l) ?? '-',
+    ];
+  });
+  printTable(title, header, rows, new Set(header.keys()));
+  const ideal = (n: number) => Math.round((n * APIS * DELTAS) / ((DELTAS * DELTA_MS) / 1000));
+  console.log(
+    `${APIS} api + ${WORKERS} worker processes (built deployables); per session one mock:script reply of ${DELTAS} ` +
+      `deltas at ${DELTA_MS} ms each (~${(DELTAS * DELTA_MS) / 1000} s), subscribed over WebSocket on both apis ` +
+      `(${SOCKETS_PER_API} connections per api); prompts over HTTP, alternating apis.`,
+  );
+  console.log(
+    `delta ev/s: text_delta events received per second of wall time, both subscribers counted (ideal ` +
+      `${result.levels.map((l) => `${ideal(l.sessions).toLocaleString('en-US')} at ${l.sessions}`).join(', ')}); ` +
+      `orig deltas/s: the scripted deltas they carry (EVENT_COALESCE_MS=${result.coalesceMs} merges deltas ` +
+      `that come within the window).`,
+  );
+  console.log(
+    "p50/p99/max: the event's `at` (stamped by the worker's Redis event bus at publish, after the coalescing " +
+      "window) to Date.now() at the bench's WebSocket 'message', over every text_delta received.",
+  );
+  console.log(
+    'cmds: Redis total_commands_processed over the streaming phase (prompts to the last run end, commands run ' +
+      'by scripts included, every client of the Redis included) per text_delta event received / per scripted delta.',
+  );
+  console.log(
+    `of raw: delta ev/s as a share of the raw Redis PUBLISH rate measured in this run: ` +
+      `${Math.round(result.rawPublishPerSec).toLocaleString('en-US')} msgs/s (ioredis, pipelined, ` +
+      `${result.rawPayloadBytes}-byte payload shaped like a published delta, one subscriber, ${RAW_MS / 1000} s).`,
+  );
+  console.log(
+    `peak: the most runs streaming at once (first event to end); prompts go out ${REQUESTS_IN_FLIGHT} at a time ` +
+      '(how long that took is on the lines below).',
+  );
+  console.log(
+    'lost/reord: session-subscriber pairs whose seqs after the snapshot skip or step back, whose text_delta text ' +
+      'is not the scripted reply, or whose seqs differ between the two apis (expected 0).',
+  );
+  for (const l of result.levels) {
+    for (const example of l.violationExamples) console.log(`  ${l.sessions} sessions: ${example}`);
+  }
+  for (const l of result.levels) {
+    const cpu = Object.entries(l.cpuPct)
+      .map(([name, pct]) => `${name} ${pct.toFixed(0)}%`)
+      .join(', ');
+    const commands = l.topCommands
+      .map((c) => `${c.name} ${(c.calls / (l.runsCompleted * DELTAS)).toFixed(2)}`)
+      .join(', ');
+    console.log(
+      `${l.sessions} sessions: prompts sent in ${formatTime(l.promptMs)}; machine CPU ` +
+        `${l.machineCpuPct.toFixed(0)}% of ${cpus().length} cores; by process (% of one core): ${cpu}; ` +
+        `text_delta frame ~${Math.round(l.deltaFrameBytes)} B; Redis calls per scripted delta: ${commands}.`,
+    );
+  }
+  const top = result.levels.find((l) => l.sessions === TARGET_SESSIONS);
+  const lossFree = result.levels.every((l) => l.violations === 0 && l.runsCompleted === l.sessions);
+  if (top) {
+    console.log(
+      `Target: p99 < ${TARGET_P99_MS} ms at ${TARGET_SESSIONS.toLocaleString('en-US')} sessions: ` +
+        `${formatTime(top.p99Ms)}, ${top.p99Ms < TARGET_P99_MS ? 'PASS' : 'FAIL'}; no event lost or reordered ` +
+        `and every run completed at every scale: ${lossFree ? 'PASS' : 'FAIL'}.`,
+    );
+  } else {
+    console.log(
+      `Target (p99 < ${TARGET_P99_MS} ms at ${TARGET_SESSIONS.toLocaleString('en-US')} sessions): not measured ` +
+        `at these scales; no event lost or reordered: ${lossFree ? 'PASS' : 'FAIL'}.`,
+    );
+  }
+}
+
+function verdict(l: ClusterLevel): string | undefined {
+  if (l.sessions !== TARGET_SESSIONS) return undefined;
+  const ok = l.p99Ms < TARGET_P99_MS && l.violations === 0 && l.runsCompleted === l.sessions;
+  return ok ? 'PASS' : 'FAIL';
+}
+
+// One scale
+
+async function measureScale(cluster: Cluster, stats: Redis, sessions: number): Promise<ClusterLevel> {
+  const apiUrls = Array.from({ length: APIS }, (_, i) => cluster.api(i + 1));
+  const key = await newTenant(apiUrls[0]!, cluster.adminKey, `bench-${sessions}`);
+  const ids = await inBatches(sessions, (i) =>
+    request<{ id: string }>(apiUrls[i % APIS]!, key, 'POST', '/v1/sessions', {
+      model: 'mock:script',
+      title: `bench ${i}`,
+      opts: { script: [{ text: REPLY, delayMs: DELTA_MS }] },
+    }).then((s) => s.id),
+  );
+
+  const tracks = new Map<string, Track[]>(ids.map((id) => [id, []]));
+  const sockets: BenchSocket[] = [];
+  const latencies = new LatencyLog(sessions * DELTAS * APIS);
+  try {
+    for (const url of apiUrls) {
+      for (let s = 0; s < SOCKETS_PER_API; s++) sockets.push(await BenchSocket.connect(url, key, latencies));
+    }
+    // Session i on socket (i mod SOCKETS_PER_API) of every api.
+    await inBatches(ids.length * APIS, async (j) => {
+      const sessionIndex = Math.floor(j / APIS);
+      const api = j % APIS;
+      const socket = sockets[api * SOCKETS_PER_API + (sessionIndex % SOCKETS_PER_API)]!;
+      const track = new Track(`api-${api + 1}`);
+      tracks.get(ids[sessionIndex]!)!.push(track);
+      await socket.subscribe(ids[sessionIndex]!, track);
+    });
+    await waitFor(() => [...tracks.values()].every((ts) => ts.every((t) => t.snapshotSeq !== null)), 30_000);
+
+    const cpu = await CpuMeter.start(cluster, stats);
+    const commandsBefore = await commandStats(stats);
+    const started = performance.now();
+    latencies.open = true;
+    await inBatches(ids.length, (i) =>
+      request(apiUrls[i % APIS]!, key, 'POST', `/v1/sessions/${ids[i]}/prompt`, { content: 'go' }),
+    );
+    const promptMs = performance.now() - started;
+    const allDone = () => [...tracks.values()].every((ts) => ts.every((t) => t.done));
+    // Runs end ~10 s after they start; an overloaded machine stretches that, so the deadline is generous.
+    await waitFor(allDone, (DELTAS * DELTA_MS + 120_000) * Math.max(1, sessions / 1_000)).catch(
+      () => undefined,
+    );
+    const lastEnd = Math.max(...[...tracks.values()].flat().map((t) => t.doneAt ?? performance.now()));
+    const wallMs = lastEnd - started;
+    const commandsAfter = await commandStats(stats);
+    const { byProcess: cpuPct, machine: machineCpuPct } = await cpu.stop();
+    latencies.open = false;
+
+    const { violations, examples } = checkTracks(tracks);
+    const all = [...tracks.values()].flat();
+    const sorted = latencies.sorted();
+    return {
+      sessions,
+      runsCompleted: [...tracks.values()].filter((ts) => ts.every((t) => t.done)).length,
+      peakStreaming: peakOverlap([...tracks.values()].map((ts) => ts[0]!)),
+      wallMs,
+      deltaEvents: sum(all.map((t) => t.deltaEvents)),
+      originalDeltas: sum(all.map((t) => t.originalDeltas)),
+      p50Ms: percentile(sorted, 50),
+      p99Ms: percentile(sorted, 99),
+      maxMs: sorted.length > 0 ? sorted[sorted.length - 1]! : Number.NaN,
+      deltaFrameBytes: sum(all.map((t) => t.deltaBytes)) / Math.max(1, sum(all.map((t) => t.deltaEvents))),
+      redisCommands: commandsAfter.total - commandsBefore.total,
+      topCommands: [...commandsAfter.calls]
+        .map(([name, calls]) => ({ name, calls: calls - (commandsBefore.calls.get(name) ?? 0) }))
+        .sort((a, b) => b.calls - a.calls)
+        .slice(0, 8),
+      promptMs,
+      violations,
+      violationExamples: examples,
+      cpuPct,
+      machineCpuPct,
+    };
+  } finally {
+    await Promise.all(sockets.map((s) => s.close()));
+  }
+}
+
+/** Violations per session-subscriber pair, and whether the two apis delivered the same seqs. */
+function checkTracks(tracks: Map<string, Track[]>): { violations: number; examples: string[] } {
+  let violations = 0;
+  const examples: string[] = [];
+  const note = (message: string) => {
+    violations++;
+    if (examples.length < 5) examples.push(message);
+  };
+  for (const [id, ts] of tracks) {
+    for (const t of ts) {
+      if (t.problems.length > 0) note(`${id} on ${t.api}: ${t.problems.slice(0, 3).join('; ')}`);
+      else if (t.done && t.text !== REPLY)
+        note(`${id} on ${t.api}: text of ${t.text.length} chars, not the scripted ${REPLY.length}`);
+    }
+    const [a, b] = ts;
+    if (a?.done && b?.done && (a.firstSeq !== b.firstSeq || a.lastSeq !== b.lastSeq)) {
+      note(`${id}: ${a.api} got seqs ${a.firstSeq}..${a.lastSeq}, ${b.api} got ${b.firstSeq}..${b.lastSeq}`);
+    }
+  }
+  return { violations, examples };
+}
+
+// Subscribers
+
+/** One session as one subscriber saw it. */
+class Track {
+  snapshotSeq: number | null = null;
+  /** When the run's first event arrived (performance.now). */
+  startedAt: number | null = null;
+  firstSeq: number | null = null;
+  lastSeq: number | null = null;
+  text = '';
+  deltaEvents = 0;
+  originalDeltas = 0;
+  deltaBytes = 0;
+  finalTurn = false;
+  done = false;
+  doneAt: number | null = null;
+  readonly problems: string[] = [];
+
+  constructor(readonly api: string) {}
+
+  onEvent(frame: EventFrame, bytes: number): void {
+    if (frame.event === 'snapshot') {
+      if (this.snapshotSeq !== null) this.problems.push('a second snapshot');
+      this.snapshotSeq = frame.seq;
+      return;
+    }
+    if (this.snapshotSeq === null) this.problems.push(`${frame.event} #${frame.seq} before the snapshot`);
+    if (this.lastSeq === null) {
+      // Subscribed before the prompt: the run's first event (its `status`) is the first after the snapshot, and
+      // follows the snapshot's seq directly unless the session had no seq yet (a fresh sequence starts at the
+      // publisher's clock).
+      this.firstSeq = frame.seq;
+      this.startedAt = performance.now();
+      if (frame.event !== 'status')
+        this.problems.push(`first event ${frame.event} #${frame.seq}, not status`);
+      if (this.snapshotSeq && frame.seq !== this.snapshotSeq + 1) {
+        this.problems.push(`first event #${frame.seq} after snapshot #${this.snapshotSeq}`);
+      }
+    } else if (frame.seq !== this.lastSeq + 1) {
+      this.problems.push(`${frame.event} #${frame.seq} after #${this.lastSeq}`);
+    }
+    this.lastSeq = frame.seq;
+    const data = frame.data as Record<string, unknown>;
+    switch (frame.event) {
+      case 'text_delta': {
+        const delta = String(data.delta);
+        this.text += delta;
+        this.deltaEvents++;
+        this.originalDeltas += delta.match(/\S+/g)?.length ?? 0;
+        this.deltaBytes += bytes;
+        break;
+      }
+      case 'turn':
+        this.finalTurn = data.stop === 'stop';
+        break;
+      case 'store':
+        if (this.finalTurn && data.kind === 'tree') {
+          if (data.ok !== true) this.problems.push(`commit failed: ${String(data.error)}`);
+          this.markDone();
+        }
+        break;
+      case 'error':
+      case 'cancelled':
+        this.problems.push(`${frame.event}: ${JSON.stringify(data).slice(0, 200)}`);
+        this.markDone();
+        break;
+    }
+  }
+
+  private markDone(): void {
+    if (this.done) return;
+    this.done = true;
+    this.doneAt = performance.now();
+  }
+}
+
+interface EventFrame {
+  type: 'event';
+  sessionId: string;
+  seq: number;
+  event: string;
+  data: unknown;
+  at: number;
+}
+
+type Frame =
+  | EventFrame
+  | { type: 'reply'; ref?: string; ok: boolean; error?: { code: string; message: string } }
+  | { type: 'end'; sessionId: string; reason: string }
+  | { type: 'error'; error: { code: string; message: string } };
+
+/** Emit -> receipt latencies of text_delta events, in ms, while open. */
+class LatencyLog {
+  open = false;
+  private values: Float64Array;
+  private length = 0;
+
+  constructor(capacity: number) {
+    this.values = new Float64Array(Math.max(16, capacity));
+  }
+
+  add(ms: number): void {
+    if (!this.open) return;
+    if (this.length === this.values.length) {
+      const grown = new Float64Array(this.values.length * 2);
+      grown.set(this.values);
+      this.values = grown;
+    }
+    this.values[this.length++] = ms;
+  }
+
+  sorted(): Float64Array {
+    return this.values.slice(0, this.length).sort();
+  }
+}
+
+/** A WebSocket connection to /v1/ws multiplexing many sessions; events go to their session's Track. */
+class BenchSocket {
+  private nextRef = 1;
+  private readonly replies = new Map<string, { resolve: () => void; reject: (err: Error) => void }>();
+  private readonly tracks = new Map<string, Track>();
+
+  private constructor(
+    private readonly socket: WebSocket,
+    latencies: LatencyLog,
+  ) {
+    socket.on('message', (raw: WebSocket.RawData) => {
+      const receivedAt = Date.now();
+      const bytes = Buffer.isBuffer(raw) ? raw : Array.isArray(raw) ? Buffer.concat(raw) : Buffer.from(raw);
+      const text = bytes.toString('utf8');
+      const frame = JSON.parse(text) as Frame;
+      if (frame.type === 'event') {
+        if (frame.event === 'text_delta') latencies.add(receivedAt - frame.at);
+        this.tracks.get(frame.sessionId)?.onEvent(frame, bytes.length);
+      } else if (frame.type === 'reply' && frame.ref !== undefined) {
+        const waiter = this.replies.get(frame.ref);
+        this.replies.delete(frame.ref);
+        if (frame.ok) waiter?.resolve();
+        else waiter?.reject(new Error(`${frame.error?.code}: ${frame.error?.message}`));
+      } else if (frame.type === 'end') {
+        this.tracks.get(frame.sessionId)?.problems.push(`subscription ended: ${frame.reason}`);
+      } else if (frame.type === 'error') {
+        console.error(`websocket error frame: ${frame.error.code}: ${frame.error.message}`);
+      }
+    });
+  }
+
+  static connect(apiUrl: string, key: string, latencies: LatencyLog): Promise<BenchSocket> {
+    const url = new URL('/v1/ws', apiUrl.replace(/^http/, 'ws'));
+    url.searchParams.set('token', key);
+    const socket = new WebSocket(url, { perMessageDeflate: false });
+    return new Promise((resolve, reject) => {
+      socket.once('open', () => resolve(new BenchSocket(socket, latencies)));
+      socket.once('error', reject);
+    });
+  }
+
+  subscribe(sessionId: string, track: Track): Promise<void> {
+    this.tracks.set(sessionId, track);
+    const ref = `s${this.nextRef++}`;
+    return new Promise((resolve, reject) => {
+      this.replies.set(ref, { resolve, reject });
+      this.socket.send(JSON.stringify({ op: 'subscribe', ref, sessionId }));
+    });
+  }
+
+  close(): Promise<void> {
+    if (this.socket.readyState === WebSocket.CLOSED) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.socket.once('close', () => resolve());
+      this.socket.close(1000, 'bench done');
+    });
+  }
+}
+
+// The raw limit
+
+/**
+ * PUBLISH in pipelines of 500 (up to 4 in flight) to a channel one other connection subscribes to, for RAW_MS;
+ * the rate is the messages that subscriber received per second. The payload has the shape and size of what a
+ * worker publishes for one delta event: `<seq>\n[{"type":"text_delta","data":{...},"at":...}]`.
+ */
+async function rawPublishRate(
+  url: string,
+  channel: string,
+): Promise<{ perSec: number; payloadBytes: number }> {
+  const event = {
+    type: 'text_delta',
+    data: { runId: '6f1c2a9e-3b7d-4c55-9a0e-2d8f4b7c1e90', index: 0, delta: ' word123' },
+    at: Date.now(),
+  };
+  const payload = `${Date.now() * 1000}\n[${JSON.stringify(event)}]`;
+  const publisher = new Redis(url);
+  const subscriber = new Redis(url);
+  let received = 0;
+  subscriber.on('messageBuffer', () => received++);
+  try {
+    await subscriber.subscribe(channel);
+    const inFlight: Promise<unknown>[] = [];
+    const started = performance.now();
+    const end = started + RAW_MS;
+    let counted = 0;
+    let countedAt = started;
+    const from = received;
+    while (performance.now() < end) {
+      const pipeline = publisher.pipeline();
+      for (let i = 0; i < 500; i++) pipeline.publish(channel, payload);
+      inFlight.push(pipeline.exec());
+      if (inFlight.length >= 4) await inFlight.shift();
+      counted = received - from;
+      countedAt = performance.now();
+    }
+    await Promise.all(inFlight);
+    return { perSec: counted / ((countedAt - started) / 1000), payloadBytes: Buffer.byteLength(payload) };
+  } finally {
+    publisher.disconnect();
+    subscriber.disconnect();
+  }
+}
+
+// CPU
+
+/** CPU time of the cluster's processes (Linux /proc), Redis (INFO cpu) and this process over a phase. */
+class CpuMeter {
+  private constructor(
+    private readonly stats: Redis,
+    private readonly pids: Map<string, number>,
+    private readonly ticksFrom: Map<string, number>,
+    private readonly redisFrom: number,
+    private readonly benchFrom: NodeJS.CpuUsage,
+    private readonly machineFrom: MachineTicks | null,
+    private readonly postgresFrom: Map<number, number>,
+    private readonly startedAt: number,
+  ) {}
+
+  static async start(cluster: Cluster, stats: Redis): Promise<CpuMeter> {
+    const pids = new Map<string, number>();
+    const ticks = new Map<string, number>();
+    for (const [name, p] of cluster.processes) {
+      const from = p.proc.pid === undefined ? null : procTicks(p.proc.pid);
+      if (from === null) continue;
+      pids.set(name, p.proc.pid!);
+      ticks.set(name, from);
+    }
+    const redisFrom = await redisCpuSeconds(stats);
+    return new CpuMeter(
+      stats,
+      pids,
+      ticks,
+      redisFrom,
+      process.cpuUsage(),
+      machineTicks(),
+      postgresTicks(),
+      performance.now(),
+    );
+  }
+
+  /** CPU over the phase: by process name, then `redis` and `bench`, in % of one core; the machine's busy share. */
+  async stop(): Promise<{ byProcess: Record<string, number>; machine: number }> {
+    const redisTo = await redisCpuSeconds(this.stats);
+    const machineTo = machineTicks();
+    const elapsedMs = performance.now() - this.startedAt;
+    const pct = (ms: number) => (ms / elapsedMs) * 100;
+    const result: Record<string, number> = {};
+    for (const [name, pid] of this.pids) {
+      const to = procTicks(pid);
+      if (to !== null) result[name] = pct(((to - this.ticksFrom.get(name)!) / CLOCK_TICKS) * 1000);
+    }
+    result.redis = pct((redisTo - this.redisFrom) * 1000);
+    const { user, system } = process.cpuUsage(this.benchFrom);
+    result.bench = pct((user + system) / 1000);
+    // Postgres backends that lived through the phase (the deployment's pools are opened before it).
+    let postgres = 0;
+    for (const [pid, to] of postgresTicks()) postgres += to - (this.postgresFrom.get(pid) ?? to);
+    if (this.postgresFrom.size > 0) result.postgres = pct((postgres / CLOCK_TICKS) * 1000);
+    const machine =
+      this.machineFrom && machineTo
+        ? ((machineTo.busy - this.machineFrom.busy) / (machineTo.total - this.machineFrom.total)) * 100
+        : Number.NaN;
+    // Everything else busy on the machine (other programs, the kernel), in the same unit.
+    const measured = Object.values(result).reduce((a, b) => a + b, 0);
+    if (Number.isFinite(machine)) result.other = Math.max(0, machine * cpus().length - measured);
+    return { byProcess: result, machine };
+  }
+}
+
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** utime + stime of a process in clock ticks; null where /proc is not there. */
+function procTicks(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return null;
+  }
+}
+
+async function redisCpuSeconds(stats: Redis): Promise<number> {
+  const info = await stats.info('cpu');
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return field('used_cpu_sys') + field('used_cpu_user');
+}
+
+/** CPU ticks of every process named postgres, by pid (empty where /proc is not there). */
+function postgresTicks(): Map<number, number> {
+  const ticks = new Map<number, number>();
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return ticks;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
+    } catch {
+      continue;
+    }
+    const t = procTicks(Number(entry));
+    if (t !== null) ticks.set(Number(entry), t);
+  }
+  return ticks;
+}
+
+interface MachineTicks {
+  busy: number;
+  total: number;
+}
+
+/** The machine's CPU time over all cores since boot (/proc/stat), busy and total; null where it is not there. */
+function machineTicks(): MachineTicks | null {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+    const values = line.trim().split(/\s+/).slice(1).map(Number);
+    const total = values.slice(0, 8).reduce((a, b) => a + b, 0);
+    // idle and iowait are the 4th and 5th fields
+    return { busy: total - values[3]! - values[4]!, total };
+  } catch {
+    return null;
+  }
+}
+
+/** Redis's total_commands_processed and the calls per command (INFO commandstats). */
+async function commandStats(stats: Redis): Promise<{ total: number; calls: Map<string, number> }> {
+  const [general, commands] = await Promise.all([stats.info('stats'), stats.info('commandstats')]);
+  const calls = new Map<string, number>();
+  for (const match of commands.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm))
+    calls.set(match[1]!, Number(match[2]));
+  return { total: Number(/^total_commands_processed:(\d+)/m.exec(general)?.[1] ?? Number.NaN), calls };
+}
+
+// HTTP
+
+async function newTenant(apiUrl: string, adminKey: string, name: string): Promise<string> {
+  const tenant = await request<{ apiKey: string }>(apiUrl, adminKey, 'POST', '/v1/admin/tenants', { name });
+  return tenant.apiKey;
+}
+
+async function request<T = unknown>(
+  apiUrl: string,
+  credential: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<T> {
+  const res = await fetch(`${apiUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status} ${text.slice(0, 300)}`);
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+// Helpers
+
+/** Runs fn(0..count-1) with at most REQUESTS_IN_FLIGHT at once; results in index order. */
+async function inBatches<T>(count: number, fn: (i: number) => Promise<T>): Promise<T[]> {
+  const results = new Array<T>(count);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(REQUESTS_IN_FLIGHT, count) }, async () => {
+      while (next < count) {
+        const i = next++;
+        results[i] = await fn(i);
+      }
+    }),
+  );
+  return results;
+}
+
+/** Resolves once the condition holds; rejects after the deadline. Polls every 20 ms. */
+async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** The most tracks between their first event and their end at one moment. */
+function peakOverlap(tracks: readonly Track[]): number {
+  const edges: Array<[number, number]> = [];
+  for (const t of tracks) {
+    if (t.startedAt === null) continue;
+    edges.push([t.startedAt, 1], [t.doneAt ?? Number.POSITIVE_INFINITY, -1]);
+  }
+  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let now = 0;
+  let peak = 0;
+  for (const [, step] of edges) peak = Math.max(peak, (now += step));
+  return peak;
+}
+
+/** Nearest-rank percentile of sorted values; NaN when there are none. */
+function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
+}
+
+function sum(values: readonly number[]): number {
+  return values.reduce((a, b) => a + b, 0);
+}
