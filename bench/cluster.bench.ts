@@ -54,6 +54,8 @@ export interface ClusterLevel {
   p50Ms: number;
   p99Ms: number;
   maxMs: number;
+  /** p99 over the deltas received once every prompt had been answered (all runs streaming, no ramp). */
+  steadyP99Ms: number;
   /** Average size of a text_delta WebSocket frame, in bytes. */
   deltaFrameBytes: number;
   /** Redis commands processed during the streaming phase (every client of the machine's Redis). */
@@ -147,6 +149,7 @@ export function printClusterReport(title: string, result: ClusterBenchResult): v
     'p50',
     'p99',
     'max',
+    'p99 steady',
     'cmds/delta ev',
     'cmds/orig delta',
     'of raw',
@@ -165,6 +168,7 @@ export function printClusterReport(title: string, result: ClusterBenchResult): v
       formatTime(l.p50Ms),
       formatTime(l.p99Ms),
       formatTime(l.maxMs),
+      formatTime(l.steadyP99Ms),
       (l.redisCommands / l.deltaEvents).toFixed(2),
       (l.redisCommands / (l.runsCompleted * DELTAS)).toFixed(2),
       `${((l.deltaEvents / secs / result.rawPublishPerSec) * 100).toFixed(1)}%`,
@@ -187,7 +191,9 @@ export function printClusterReport(title: string, result: ClusterBenchResult): v
   );
   console.log(
     "p50/p99/max: the event's `at` (stamped by the worker's Redis event bus at publish, after the coalescing " +
-      "window) to Date.now() at the bench's WebSocket 'message', over every text_delta received.",
+      "window) to Date.now() at the bench's WebSocket 'message', over every text_delta received; p99 steady: " +
+      'over those received after the last prompt was answered (every run streaming, no session creation, ' +
+      'prompt or run start competing for the CPU).',
   );
   console.log(
     'cmds: Redis total_commands_processed over the streaming phase (prompts to the last run end, commands run ' +
@@ -283,6 +289,7 @@ async function measureScale(cluster: Cluster, stats: Redis, sessions: number): P
       request(apiUrls[i % APIS]!, key, 'POST', `/v1/sessions/${ids[i]}/prompt`, { content: 'go' }),
     );
     const promptMs = performance.now() - started;
+    latencies.markSteady();
     const allDone = () => [...tracks.values()].every((ts) => ts.every((t) => t.done));
     // Runs end ~10 s after they start; an overloaded machine stretches that, so the deadline is generous.
     await waitFor(allDone, (DELTAS * DELTA_MS + 120_000) * Math.max(1, sessions / 1_000)).catch(
@@ -307,6 +314,7 @@ async function measureScale(cluster: Cluster, stats: Redis, sessions: number): P
       p50Ms: percentile(sorted, 50),
       p99Ms: percentile(sorted, 99),
       maxMs: sorted.length > 0 ? sorted[sorted.length - 1]! : Number.NaN,
+      steadyP99Ms: percentile(latencies.sorted('steady'), 99),
       deltaFrameBytes: sum(all.map((t) => t.deltaBytes)) / Math.max(1, sum(all.map((t) => t.deltaEvents))),
       redisCommands: commandsAfter.total - commandsBefore.total,
       topCommands: [...commandsAfter.calls]
@@ -442,6 +450,8 @@ class LatencyLog {
   open = false;
   private values: Float64Array;
   private length = 0;
+  /** Where the steady phase (every prompt answered) starts in `values`. */
+  private steadyFrom = 0;
 
   constructor(capacity: number) {
     this.values = new Float64Array(Math.max(16, capacity));
@@ -457,8 +467,12 @@ class LatencyLog {
     this.values[this.length++] = ms;
   }
 
-  sorted(): Float64Array {
-    return this.values.slice(0, this.length).sort();
+  markSteady(): void {
+    this.steadyFrom = this.length;
+  }
+
+  sorted(phase: 'all' | 'steady' = 'all'): Float64Array {
+    return this.values.slice(phase === 'steady' ? this.steadyFrom : 0, this.length).sort();
   }
 }
 

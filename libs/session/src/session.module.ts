@@ -147,8 +147,8 @@ export class SessionModule {
               logger.error({ err, job }, 'run failed unexpectedly');
             if (!redis) return new InlineTurnQueue(onError);
             return new BullmqTurnQueue({
-              // BullMQ's blocking connections must never give up a command.
-              connection: redis.redis.duplicate({ maxRetriesPerRequest: null }),
+              // BullMQ's blocking connections must never give up a command (and are not auto-pipelined).
+              connection: redis.redis.duplicate({ maxRetriesPerRequest: null, enableAutoPipelining: false }),
               prefix: `${c.redis.prefix}:bull`,
               concurrency: c.redis.workerConcurrency,
               lockDurationMs: c.redis.runLockMs,
@@ -164,7 +164,7 @@ export class SessionModule {
             const onError = (err: unknown, timer: unknown) => logger.error({ err, timer }, 'timer failed');
             if (!redis) return new InProcessTimers(onError);
             return new BullmqTimers({
-              connection: redis.redis.duplicate({ maxRetriesPerRequest: null }),
+              connection: redis.redis.duplicate({ maxRetriesPerRequest: null, enableAutoPipelining: false }),
               prefix: `${c.redis.prefix}:bull`,
               onError,
             });
@@ -177,7 +177,7 @@ export class SessionModule {
             redis
               ? new RedisRunControl({
                   redis: redis.redis,
-                  subscriber: redis.redis.duplicate(),
+                  subscriber: redis.redis.duplicate({ enableAutoPipelining: false }),
                   prefix: c.redis.prefix,
                   instanceId: c.instanceId,
                 })

@@ -5,6 +5,7 @@
 // tenant or user: both come from its credential.
 
 import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { Inject, Logger } from '@nestjs/common';
 import { WebSocketGateway, type OnGatewayConnection, type OnGatewayDisconnect } from '@nestjs/websockets';
 import type { RawData, WebSocket } from 'ws';
@@ -80,7 +81,7 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
     } catch (err) {
       const { code, message } = describeError(err);
       send(ws, { type: 'error', error: { code, message } });
-      ws.close(1008, code);
+      close(ws, 1008, code);
       return;
     }
     const client: Client = {
@@ -106,7 +107,7 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
 
   /** Shutdown: every client is told to reconnect (1012 service restart). */
   closeAll(): void {
-    for (const ws of this.clients.keys()) ws.close(1012, 'server restarting');
+    for (const ws of this.clients.keys()) close(ws, 1012, 'server restarting');
   }
 
   private async onFrame(ws: WebSocket, client: Client, data: RawData): Promise<void> {
@@ -301,7 +302,39 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
 }
 
 function send(ws: WebSocket, frame: unknown): void {
-  if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame));
+  if (ws.readyState !== ws.OPEN) return;
+  corkForThisTurn(ws);
+  ws.send(JSON.stringify(frame));
+}
+
+const corked = new WeakMap<WebSocket, { socket: Duplex; flush: NodeJS.Immediate }>();
+
+/**
+ * Frames sent to a connection in one turn of the event loop (a Redis read delivers many sessions' events at once)
+ * leave in one write instead of a syscall each: the socket is corked at the first frame and uncorked once the
+ * turn's I/O callbacks are done (setImmediate), or before a close. ws has no public cork, so this reaches its
+ * net.Socket; ws corks and uncorks around each frame itself, which nests inside this.
+ */
+function corkForThisTurn(ws: WebSocket): void {
+  if (corked.has(ws)) return;
+  const socket = (ws as unknown as { _socket?: Duplex })._socket;
+  if (!socket || typeof socket.cork !== 'function') return;
+  socket.cork();
+  corked.set(ws, { socket, flush: setImmediate(() => uncork(ws)) });
+}
+
+function uncork(ws: WebSocket): void {
+  const entry = corked.get(ws);
+  if (!entry) return;
+  corked.delete(ws);
+  clearImmediate(entry.flush);
+  entry.socket.uncork();
+}
+
+/** Closes after the frames sent before it have been written. */
+function close(ws: WebSocket, code: number, reason: string): void {
+  uncork(ws);
+  ws.close(code, reason);
 }
 
 function rawText(data: RawData): string {

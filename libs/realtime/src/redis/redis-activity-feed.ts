@@ -111,7 +111,7 @@ export class RedisActivityFeed implements ActivityFeed {
   private pubSub(): RedisPubSub {
     if (!this.pubsub) {
       if (!this.subscriber) {
-        this.subscriber = this.redis.duplicate();
+        this.subscriber = this.redis.duplicate({ enableAutoPipelining: false });
         this.ownsSubscriber = true;
         this.subscriber.on('error', (error: Error) =>
           this.logger.warn(`subscriber connection: ${error.message}`),

@@ -261,7 +261,7 @@ export class RedisEventBus implements EventBus {
   private pubSub(): RedisPubSub {
     if (!this.pubsub) {
       if (!this.subscriber) {
-        this.subscriber = this.redis.duplicate();
+        this.subscriber = this.redis.duplicate({ enableAutoPipelining: false });
         this.ownsSubscriber = true;
         this.subscriber.on('error', (error: Error) =>
           this.logger.warn(`subscriber connection: ${error.message}`),

@@ -15,7 +15,10 @@ export interface RedisRealtimeOptions {
 }
 
 export interface RedisRealtime {
-  /** Commands connection (shared by the adapters; other Redis users should duplicate() it). */
+  /**
+   * Commands connection (shared by the adapters; auto-pipelined). Other Redis users should duplicate() it, with
+   * `enableAutoPipelining: false` where they need their own command timing (BullMQ, subscribers).
+   */
   readonly redis: Redis;
   readonly bus: RedisEventBus;
   readonly registry: RedisLiveRegistry;
@@ -26,8 +29,14 @@ export interface RedisRealtime {
 
 export function createRedisRealtime(options: RedisRealtimeOptions): RedisRealtime {
   // A publish whose reply was lost must not be re-sent by the client: it would publish the batch twice.
-  const redis = new Redis(options.url, { autoResendUnfulfilledCommands: false, lazyConnect: false });
-  const subscriber = redis.duplicate({ autoResendUnfulfilledCommands: true });
+  // Auto-pipelining sends the commands issued in one turn of the event loop (a worker streaming a thousand runs
+  // publishes hundreds per turn) in one write: one syscall instead of one each, in the same order.
+  const redis = new Redis(options.url, {
+    autoResendUnfulfilledCommands: false,
+    lazyConnect: false,
+    enableAutoPipelining: true,
+  });
+  const subscriber = redis.duplicate({ autoResendUnfulfilledCommands: true, enableAutoPipelining: false });
   redis.on('error', (err) => options.onError?.(err));
   subscriber.on('error', (err) => options.onError?.(err));
   const bus = new RedisEventBus({
