@@ -139,6 +139,11 @@ export type SessionEvent = {
   [K in SessionEventType]: { seq: number; sessionId: string; type: K; data: SessionEventMap[K]; at: number };
 }[SessionEventType];
 
+/** An event without its publication time (what an SSE client gets: seq, type and data). */
+export type SessionEventBody = {
+  [K in SessionEventType]: { seq: number; sessionId: string; type: K; data: SessionEventMap[K] };
+}[SessionEventType];
+
 export interface ActivityEventMap {
   opened: { id: string; title: string | null; status: SessionStatus; userId: string | null };
   status: { id: string; status: SessionStatus };

@@ -8,4 +8,5 @@ export * from './turn';
 export * from './turn-result';
 export * from './scope';
 export * from './events';
+export * from './live-state';
 export * from './api/schemas';

@@ -5,7 +5,6 @@ export * from './session-deps';
 export * from './session.service';
 export * from './live-session';
 export * from './live-sessions';
-export * from './live-state';
 export * from './run-executor';
 export * from './run-tracker';
 export * from './session-publisher';

@@ -4,6 +4,7 @@
 // receives every later event once, in seq order.
 
 import {
+  LiveState,
   systemScope,
   type SessionEvent,
   type SessionSnapshot,
@@ -12,7 +13,6 @@ import {
 } from '@canopy/core';
 import { isPendingState, awaitingIds } from '@canopy/agent';
 import type { Unsubscribe } from '@canopy/realtime';
-import { LiveState } from './live-state';
 import { RunTracker, type RunResult } from './run-tracker';
 import type { SessionEngineDeps } from './session-deps';
 import { toSessionInfo } from './convert';

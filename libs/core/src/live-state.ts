@@ -1,19 +1,12 @@
 // The live view of one session as a projection of its events: the committed tree, the session's fields and
 // status, and the run in flight (pending messages, the partial assistant message, tool uses awaiting a
 // decision). Every instance that serves a session builds the same view from the same ordered events, so a
-// subscriber can start from a snapshot of it and continue with the events after its seq. Pure: no I/O.
+// subscriber can start from a snapshot of it and continue with the events after its seq; a client (the SDK)
+// keeps the same view of the events it receives. Pure: no I/O.
 
-import {
-  Tree,
-  type InFlight,
-  type Message,
-  type NodeId,
-  type SessionEvent,
-  type SessionInfo,
-  type SessionSnapshot,
-  type TreeNode,
-  type AssistantBlock,
-} from '@canopy/core';
+import type { InFlight, SessionEventBody, SessionInfo, SessionSnapshot } from './events';
+import type { AssistantBlock, Message } from './message';
+import { Tree, type NodeId, type TreeNode } from './tree';
 
 export interface LiveStateInit {
   info: SessionInfo;
@@ -66,7 +59,7 @@ export class LiveState {
   }
 
   /** Applies an event; events at or below the current seq were already applied and are ignored. */
-  apply(event: SessionEvent): void {
+  apply(event: SessionEventBody): void {
     if (event.seq <= this.lastSeq) return;
     this.lastSeq = event.seq;
     switch (event.type) {
@@ -213,4 +206,18 @@ export class LiveState {
       timestamp: this.inFlight.partial?.timestamp ?? Date.now(),
     } satisfies Message;
   }
+}
+
+/** The init of a LiveState from a subscription's snapshot (what a client starts from). */
+export function liveStateInit(snapshot: SessionSnapshot): LiveStateInit {
+  const nodes = snapshot.tree.nodes;
+  return {
+    info: snapshot.session,
+    nodes,
+    path: snapshot.tree.path,
+    cursors: snapshot.tree.cursors,
+    nextNodeId: nodes.reduce((max, n) => Math.max(max, n.id), 0) + 1,
+    inFlight: snapshot.inFlight,
+    seq: snapshot.seq,
+  };
 }

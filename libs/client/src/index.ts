@@ -1,0 +1,26 @@
+// @canopy/client: the typed client of the Canopy API for backends (Node 18+) and browsers (fetch), on the shared
+// types of @canopy/core: every route, runs as TurnResults, resumable event streams and live UI turns.
+
+export * from './canopy';
+export * from './session';
+export * from './errors';
+export * from './types';
+export * from './live-turns';
+export * from './live-turns-handle';
+export type { FetchLike, HttpOptions } from './http';
+export {
+  TurnResult,
+  TurnResultParseError,
+  type Turn,
+  type SessionEventBody,
+  type SessionEventMap,
+  type SessionEventType,
+  type ActivityEvent,
+  type Message,
+  type MessageContent,
+  type NodeId,
+  type SessionInfo,
+  type SessionStatus,
+  type Usage,
+  type ClientTool,
+} from '@canopy/core';

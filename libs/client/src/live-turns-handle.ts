@@ -1,0 +1,77 @@
+// The live turns of a session as an object a UI holds: it reads the session's events in the background, keeps
+// the view current and tells its listeners after every change.
+
+import type { SessionEventBody } from '@canopy/core';
+
+import { CanopyError } from './errors';
+import { TurnsProjection, type LiveTurnsView } from './live-turns';
+
+type Listener = (view: LiveTurnsView) => void;
+
+export class LiveTurns {
+  private readonly projection = new TurnsProjection();
+  private readonly listeners = new Set<Listener>();
+  private readonly controller = new AbortController();
+  private latest: LiveTurnsView | null = null;
+  private failure: Error | null = null;
+  private readonly done: Promise<void>;
+
+  constructor(events: (signal: AbortSignal) => AsyncIterable<SessionEventBody>, signal?: AbortSignal) {
+    signal?.addEventListener('abort', () => void this.close(), { once: true });
+    this.done = this.pump(events(this.controller.signal));
+  }
+
+  /** The view as of the last event; null until the first snapshot arrived. */
+  get current(): LiveTurnsView | null {
+    return this.latest;
+  }
+
+  /** Calls `listener` after every change (and at once if a view exists); answers how to stop. */
+  subscribe(listener: Listener): () => void {
+    this.listeners.add(listener);
+    if (this.latest) listener(this.latest);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** The first view that satisfies `predicate` (the current one if it does). */
+  until(predicate: (view: LiveTurnsView) => boolean, timeoutMs = 30_000): Promise<LiveTurnsView> {
+    return new Promise((resolve, reject) => {
+      if (this.failure) return reject(this.failure);
+      const timer = setTimeout(() => {
+        stop();
+        reject(
+          new CanopyError({ code: 'aborted', message: `no such view within ${timeoutMs} ms`, status: 0 }),
+        );
+      }, timeoutMs);
+      const stop = this.subscribe((view) => {
+        if (!predicate(view)) return;
+        clearTimeout(timer);
+        queueMicrotask(() => stop());
+        resolve(view);
+      });
+    });
+  }
+
+  /** The first view (after the snapshot). */
+  ready(timeoutMs?: number): Promise<LiveTurnsView> {
+    return this.until(() => true, timeoutMs);
+  }
+
+  /** Stops reading events. */
+  async close(): Promise<void> {
+    this.controller.abort();
+    await this.done;
+  }
+
+  private async pump(events: AsyncIterable<SessionEventBody>): Promise<void> {
+    try {
+      for await (const event of events) {
+        if (!this.projection.apply(event)) continue;
+        this.latest = this.projection.view();
+        if (this.latest) for (const listener of [...this.listeners]) listener(this.latest);
+      }
+    } catch (err) {
+      if (!this.controller.signal.aborted) this.failure = err instanceof Error ? err : new Error(String(err));
+    }
+  }
+}

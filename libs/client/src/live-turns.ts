@@ -1,0 +1,100 @@
+// A live list of UI turns (seed 000) for one session: the committed turns of its active path, plus the turn in
+// flight, kept current by applying the session's events to the same projection the service keeps (LiveState)
+// and cutting it into turns with the core's turn functions. What a chat UI renders.
+
+import {
+  allTurns,
+  isTurnBoundary,
+  LiveState,
+  liveStateInit,
+  newTurn,
+  type Message,
+  type SessionEventBody,
+  type SessionInfo,
+  type ToolUseBlock,
+  type Turn,
+} from '@canopy/core';
+
+export interface LiveTurnsView {
+  /** Every turn of the active path, the one being streamed last (status `streaming`). */
+  turns: Turn[];
+  session: SessionInfo;
+  /** Tool uses waiting for a decision while the session is paused. */
+  awaiting: ToolUseBlock[];
+  /** The last run error seen since the view started (cleared when a new run starts). */
+  error: { code: string; message: string } | null;
+  /** The seq of the last event applied. */
+  seq: number;
+}
+
+/** Keeps a LiveTurnsView from a snapshot and the events after it. Pure: the caller feeds it. */
+export class TurnsProjection {
+  private state: LiveState | null = null;
+  private error: LiveTurnsView['error'] = null;
+
+  /** Applies an event (a snapshot starts over); answers whether the view changed. */
+  apply(event: SessionEventBody): boolean {
+    if (event.type === 'snapshot') {
+      this.state = new LiveState(liveStateInit(event.data));
+      return true;
+    }
+    if (!this.state || event.seq <= this.state.seq) return false;
+    if (event.type === 'error') this.error = { code: event.data.code, message: event.data.message };
+    if (event.type === 'status' && event.data.status === 'busy') this.error = null;
+    this.state.apply(event);
+    return true;
+  }
+
+  get ready(): boolean {
+    return this.state !== null;
+  }
+
+  view(): LiveTurnsView | null {
+    const state = this.state;
+    if (!state) return null;
+    const turns = allTurns(state.committedTree);
+    const run = state.runInFlight;
+    if (run) {
+      const messages: Message[] = [...run.pending, ...(run.partial ? [run.partial] : [])];
+      appendInFlight(turns, messages, state.committedTree.messages());
+    }
+    return {
+      turns,
+      session: state.session,
+      awaiting: run?.awaiting ?? [],
+      error: this.error,
+      seq: state.seq,
+    };
+  }
+}
+
+/**
+ * Folds a run's uncommitted messages into the turns: a prompt starts a turn of its own; a regeneration or a
+ * resumed run continues the last committed turn.
+ */
+function appendInFlight(turns: Turn[], messages: Message[], committedPath: Message[]): void {
+  let rest = messages;
+  const last = turns[turns.length - 1];
+  if (rest.length > 0 && !isTurnBoundary(rest[0]!) && last) {
+    // Continues the last turn: rebuild it from its committed messages plus the new ones.
+    const start = lastBoundary(committedPath);
+    const next = rest.findIndex(isTurnBoundary);
+    const own = next === -1 ? rest : rest.slice(0, next);
+    const rebuilt = newTurn(last.id, [...committedPath.slice(start), ...own], last.usage);
+    turns[turns.length - 1] = { ...rebuilt, resId: last.resId, edits: last.edits, regens: last.regens };
+    rest = next === -1 ? [] : rest.slice(next);
+  }
+  while (rest.length > 0) {
+    const next = rest.slice(1).findIndex(isTurnBoundary);
+    const chunk = next === -1 ? rest : rest.slice(0, next + 1);
+    turns.push(newTurn(null, chunk));
+    rest = next === -1 ? [] : rest.slice(next + 1);
+  }
+  const current = turns[turns.length - 1];
+  if (current) turns[turns.length - 1] = { ...current, status: 'streaming' };
+}
+
+function lastBoundary(messages: Message[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) if (isTurnBoundary(messages[i]!)) return i;
+  return 0;
+}

@@ -1,0 +1,199 @@
+// One session of the API: its data, its tree, the commands that drive it, and its live events and turns.
+
+import {
+  SESSION_EVENT_TYPES,
+  TurnResult,
+  type Message,
+  type MessageContent,
+  type NodeId,
+  type SessionEventBody,
+  type SessionEventType,
+  type Turn,
+  type TurnResultData,
+} from '@canopy/core';
+
+import type { Http } from './http';
+import { LiveTurns } from './live-turns-handle';
+import { sseStream } from './sse';
+import type {
+  Accepted,
+  Decision,
+  NodeView,
+  PromptOptions,
+  SessionDetail,
+  TreeView,
+  UpdateSessionInput,
+} from './types';
+import type { SessionInfo } from '@canopy/core';
+
+export interface EventsOptions {
+  /** Start after this seq (the events missed since); default: a snapshot, then every later event. */
+  after?: number;
+  /** `controller` (default) keeps the session live; `observer` only watches. */
+  mode?: 'controller' | 'observer';
+  signal?: AbortSignal;
+}
+
+const EVENT_TYPES = new Set<string>(SESSION_EVENT_TYPES);
+
+export class Session {
+  constructor(
+    private readonly http: Http,
+    readonly id: string,
+  ) {}
+
+  private path(suffix = ''): string {
+    return `/v1/sessions/${encodeURIComponent(this.id)}${suffix}`;
+  }
+
+  // Data
+
+  get(signal?: AbortSignal): Promise<SessionDetail> {
+    return this.http.request('GET', this.path(), { ...(signal ? { signal } : {}) });
+  }
+
+  update(patch: UpdateSessionInput): Promise<SessionInfo> {
+    return this.http.request('PATCH', this.path(), { body: patch, idempotent: true });
+  }
+
+  /** Stops the session being live (stored data untouched; idempotent). */
+  close(): Promise<void> {
+    return this.http.request('POST', this.path('/close'), { idempotent: true });
+  }
+
+  delete(): Promise<void> {
+    return this.http.request('DELETE', this.path());
+  }
+
+  tree(): Promise<TreeView> {
+    return this.http.request('GET', this.path('/tree'));
+  }
+
+  node(nodeId: NodeId): Promise<NodeView> {
+    return this.http.request('GET', this.path(`/nodes/${nodeId}`));
+  }
+
+  async messages(): Promise<Message[]> {
+    return (await this.http.request<{ data: Message[] }>('GET', this.path('/messages'))).data;
+  }
+
+  /** The turns of the active path, once (see `turns()` for a live list). */
+  async getTurns(): Promise<Turn[]> {
+    return (await this.http.request<{ data: Turn[] }>('GET', this.path('/turns'))).data;
+  }
+
+  // Commands
+
+  /** Starts a run with a prompt; answers its id at once. */
+  prompt(content: MessageContent, options: PromptOptions = {}): Promise<Accepted> {
+    return this.http.request('POST', this.path('/prompt'), { body: promptBody(content, options) });
+  }
+
+  /** Prompts and waits for the run to stop, pause, fail or be cancelled: its TurnResult (seed 003). */
+  async run(content: MessageContent, options: PromptOptions = {}): Promise<TurnResult> {
+    const data = await this.http.request<TurnResultData>('POST', this.path('/prompt'), {
+      body: { ...promptBody(content, options), wait: true },
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return new TurnResult(data);
+  }
+
+  /**
+   * Branches: a user node and no content regenerates its reply; an assistant node with content edits the next
+   * prompt; null with content starts a new root.
+   */
+  branch(nodeId: NodeId | null, content?: MessageContent): Promise<Accepted> {
+    return this.http.request('POST', this.path('/branch'), {
+      body: { nodeId, ...(content !== undefined ? { content } : {}) },
+    });
+  }
+
+  /** branch(), waiting for the run's TurnResult. */
+  async branchAndWait(nodeId: NodeId | null, content?: MessageContent): Promise<TurnResult> {
+    const data = await this.http.request<TurnResultData>('POST', this.path('/branch'), {
+      body: { nodeId, ...(content !== undefined ? { content } : {}), wait: true },
+    });
+    return new TurnResult(data);
+  }
+
+  /** A new reply to the user message `userNodeId`. */
+  regenerate(userNodeId: NodeId): Promise<Accepted> {
+    return this.branch(userNodeId);
+  }
+
+  /** Replaces the prompt that follows `assistantNodeId` (null: the first prompt) with `content`. */
+  edit(assistantNodeId: NodeId | null, content: MessageContent): Promise<Accepted> {
+    return this.branch(assistantNodeId, content);
+  }
+
+  /** Moves the active path to `nodeId` (and on to a tip); null clears it. */
+  navigate(nodeId: NodeId | null): Promise<{ path: NodeId[]; head: NodeId | null }> {
+    return this.http.request('POST', this.path('/navigate'), { body: { nodeId }, idempotent: true });
+  }
+
+  cancel(): Promise<{ runId: string }> {
+    return this.http.request('POST', this.path('/cancel'));
+  }
+
+  /** Decides on a paused run's tool use (the only one awaited, or `toolUseId`). */
+  resume(decision: Decision, toolUseId?: string): Promise<Accepted> {
+    return this.http.request('POST', this.path('/resume'), {
+      body: { decision, ...(toolUseId !== undefined ? { toolUseId } : {}) },
+    });
+  }
+
+  // Live
+
+  /**
+   * The session's events: a snapshot first (unless `after`), then every later event, in seq order. The stream
+   * reconnects by itself and resumes after the last seq it yielded, so a caller sees no gap and no duplicate.
+   * It ends when the signal aborts or the session is deleted.
+   */
+  async *events(options: EventsOptions = {}): AsyncGenerator<SessionEventBody> {
+    let last = options.after;
+    let deleted = false;
+    const messages = sseStream(this.http, this.path('/events'), {
+      query: { mode: options.mode },
+      resumeQuery: () => (last !== undefined ? { after: last } : {}),
+      shouldReconnect: () => !deleted,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    for await (const message of messages) {
+      if (message.event === 'end') {
+        deleted = parseJson<{ reconnect?: boolean }>(message.data)?.reconnect === false;
+        continue;
+      }
+      if (!EVENT_TYPES.has(message.event) || message.id === undefined) continue;
+      const seq = Number(message.id);
+      // A snapshot is a new starting point; any other event at or below the last seq was already seen.
+      if (message.event !== 'snapshot' && last !== undefined && seq <= last) continue;
+      last = seq;
+      yield {
+        seq,
+        sessionId: this.id,
+        type: message.event as SessionEventType,
+        data: parseJson(message.data),
+      } as SessionEventBody;
+    }
+  }
+
+  /**
+   * A live list of the session's UI turns (seed 000), the one in flight included, kept current from its events.
+   * Call `close()` when done.
+   */
+  turns(options: Omit<EventsOptions, 'after'> = {}): LiveTurns {
+    return new LiveTurns((signal) => this.events({ ...options, signal }), options.signal);
+  }
+}
+
+function promptBody(content: MessageContent, options: PromptOptions): Record<string, unknown> {
+  return {
+    content,
+    ...(options.ifBusy ? { ifBusy: options.ifBusy } : {}),
+    ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
+  };
+}
+
+function parseJson<T = unknown>(text: string): T {
+  return JSON.parse(text) as T;
+}

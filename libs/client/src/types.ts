@@ -1,0 +1,134 @@
+// The shapes of the API's answers (API.md), on the shared types of @canopy/core.
+
+import type {
+  ClientTool,
+  InFlight,
+  Message,
+  NodeId,
+  RunKind,
+  RunStatus,
+  SessionInfo,
+  SessionStatus,
+  Usage,
+} from '@canopy/core';
+
+export interface Tenant {
+  id: string;
+  name: string;
+  /** Shown once, at creation. */
+  apiKey: string;
+}
+
+export interface ApiKey {
+  id: string;
+  apiKey: string;
+}
+
+export interface UserToken {
+  token: string;
+  expiresAt: string;
+}
+
+export interface CreateSessionInput {
+  id?: string;
+  title?: string | null;
+  model: string;
+  system?: string | null;
+  opts?: Record<string, unknown>;
+  tools?: ClientTool[];
+  metadata?: Record<string, unknown>;
+  userId?: string;
+  idleShutdownAfterMs?: number;
+}
+
+export interface UpdateSessionInput {
+  title?: string | null;
+  model?: string;
+  system?: string | null;
+  opts?: Record<string, unknown>;
+  tools?: ClientTool[];
+  metadata?: Record<string, unknown>;
+}
+
+export interface ListSessionsQuery {
+  limit?: number;
+  cursor?: string;
+  userId?: string;
+  /** Only sessions live somewhere in the deployment. */
+  live?: boolean;
+  /** Filters on metadata values (`metadata.<key>=<value>`). */
+  metadata?: Record<string, string>;
+}
+
+export interface Page<T> {
+  data: T[];
+  nextCursor: string | null;
+}
+
+export interface SessionDetail extends SessionInfo {
+  head: NodeId | null;
+  path: NodeId[];
+  usage: Usage;
+  live?: { controllers: number; observers: number };
+  inFlight?: Pick<InFlight, 'runId' | 'pending' | 'partial'>;
+}
+
+export interface NodeView {
+  id: NodeId;
+  parentId: NodeId | null;
+  message: Message;
+  usage: Usage | null;
+  createdAt: string;
+}
+
+export interface TreeView {
+  nodes: NodeView[];
+  path: NodeId[];
+  cursors: Record<string, NodeId>;
+  roots: NodeId[];
+  head: NodeId | null;
+  usage: Usage;
+}
+
+export interface RunInfo {
+  id: string;
+  sessionId: string;
+  kind: RunKind;
+  status: RunStatus;
+  error?: { code: string; message: string };
+  usage: Usage;
+  /** Executions so far (more than 1 after a takeover or a hand-back). */
+  attempts: number;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+export interface LiveEntry {
+  id: string;
+  title: string | null;
+  status: SessionStatus;
+  userId: string | null;
+  controllers: number;
+  observers: number;
+  /** When it became live (ISO 8601). */
+  since: string;
+  where: { api: string[]; worker: string | null };
+}
+
+/** A command's answer: the run it started (`staged`: a steer prompt folded into the busy run). */
+export interface Accepted {
+  runId: string;
+  staged?: boolean;
+}
+
+export type Decision =
+  | { type: 'execute' }
+  | { type: 'reject'; reason?: string }
+  | { type: 'result'; content: string | Message['content']; isError?: boolean };
+
+export interface PromptOptions {
+  /** What to do while a run is in flight: refuse (`session_busy`, the default) or steer the busy run. */
+  ifBusy?: 'reject' | 'steer';
+  maxSteps?: number;
+  signal?: AbortSignal;
+}
