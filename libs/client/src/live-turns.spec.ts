@@ -1,0 +1,165 @@
+import {
+  emptyUsage,
+  type Message,
+  type SessionEventBody,
+  type SessionEventInput,
+  type SessionInfo,
+  type SessionSnapshot,
+  type TreeNode,
+} from '@canopy/core';
+
+import { TurnsProjection } from './live-turns';
+
+const info: SessionInfo = {
+  id: 's1',
+  title: null,
+  model: 'mock:echo',
+  system: null,
+  opts: {},
+  tools: [],
+  metadata: {},
+  userId: null,
+  status: 'idle',
+  createdAt: '2026-11-21T10:00:00.000Z',
+  updatedAt: '2026-11-21T10:00:00.000Z',
+};
+
+const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text', text }], timestamp: 1 });
+const assistant = (text: string): Message => ({
+  role: 'assistant',
+  content: [{ type: 'text', text }],
+  timestamp: 2,
+});
+const node = (id: number, parentId: number | null, message: Message): TreeNode => ({
+  id,
+  parentId,
+  message,
+  usage: message.role === 'assistant' ? emptyUsage() : null,
+});
+
+function snapshot(nodes: TreeNode[], path: number[], seq = 10, inFlight: SessionSnapshot['inFlight'] = null) {
+  return {
+    seq,
+    sessionId: 's1',
+    type: 'snapshot',
+    data: {
+      seq,
+      session: { ...info, status: inFlight ? 'busy' : 'idle' },
+      tree: { nodes, path, cursors: {}, head: path[path.length - 1] ?? null },
+      inFlight,
+    },
+  } as SessionEventBody;
+}
+
+/** Feeds events numbered from `from`. */
+function feed(p: TurnsProjection, from: number, events: SessionEventInput[]): number {
+  let seq = from;
+  for (const e of events) p.apply({ ...e, seq: seq++, sessionId: 's1' });
+  return seq;
+}
+
+const committed = [node(1, null, user('hi')), node(2, 1, assistant('hello'))];
+
+describe('TurnsProjection', () => {
+  it('has no view before the snapshot, then the committed turns', () => {
+    const p = new TurnsProjection();
+    expect(p.view()).toBeNull();
+    p.apply(snapshot(committed, [1, 2]));
+    const view = p.view()!;
+    expect(view.turns).toHaveLength(1);
+    expect(view.turns[0]).toMatchObject({ id: 1, resId: 2, status: 'complete', regens: [2], edits: [1] });
+    expect(view.seq).toBe(10);
+  });
+
+  it('shows a prompt run as a new streaming turn, then the committed one', () => {
+    const p = new TurnsProjection();
+    p.apply(snapshot(committed, [1, 2]));
+    let seq = feed(p, 11, [
+      { type: 'status', data: { status: 'busy', runId: 'r1' } },
+      { type: 'message', data: { runId: 'r1', message: user('again') } },
+      { type: 'text_start', data: { runId: 'r1', index: 0 } },
+      { type: 'text_delta', data: { runId: 'r1', index: 0, delta: 'Echo:' } },
+      { type: 'text_delta', data: { runId: 'r1', index: 0, delta: ' again' } },
+    ]);
+    let view = p.view()!;
+    expect(view.turns).toHaveLength(2);
+    expect(view.turns[1]).toMatchObject({ id: null, status: 'streaming', userText: [{ text: 'again' }] });
+    expect(view.turns[1]!.content).toEqual([{ type: 'text', text: 'Echo: again' }]);
+    expect(view.session.status).toBe('busy');
+
+    const reply = assistant('Echo: again');
+    seq = feed(p, seq, [
+      { type: 'message', data: { runId: 'r1', message: reply } },
+      { type: 'status', data: { status: 'idle', runId: null } },
+      {
+        type: 'turn',
+        data: {
+          runId: 'r1',
+          stop: 'stop',
+          reason: 'stop',
+          messages: [user('again'), reply],
+          usage: emptyUsage(),
+        },
+      },
+      {
+        type: 'tree',
+        data: {
+          newNodes: [3, 4],
+          nodes: [node(3, 2, user('again')), node(4, 3, reply)],
+          path: [1, 2, 3, 4],
+          cursors: { '1': 2, '2': 3, '3': 4 },
+          head: 4,
+        },
+      },
+    ]);
+    view = p.view()!;
+    expect(view.turns.map((t) => [t.id, t.resId, t.status])).toEqual([
+      [1, 2, 'complete'],
+      [3, 4, 'complete'],
+    ]);
+    // Events at or below the applied seq change nothing.
+    expect(p.apply({ seq: seq - 1, sessionId: 's1', type: 'title', data: { title: 'late' } })).toBe(false);
+  });
+
+  it('folds a regeneration into the turn of its user node', () => {
+    const p = new TurnsProjection();
+    p.apply(snapshot(committed, [1, 2]));
+    feed(p, 11, [
+      { type: 'tree', data: { newNodes: [], nodes: [], path: [1], cursors: {}, head: 1 } },
+      { type: 'status', data: { status: 'busy', runId: 'r2' } },
+      { type: 'text_start', data: { runId: 'r2', index: 0 } },
+      { type: 'text_delta', data: { runId: 'r2', index: 0, delta: 'another' } },
+    ]);
+    const view = p.view()!;
+    expect(view.turns).toHaveLength(1);
+    expect(view.turns[0]).toMatchObject({ id: 1, status: 'streaming', regens: [2] });
+    expect(view.turns[0]!.content).toEqual([{ type: 'text', text: 'another' }]);
+  });
+
+  it('starts from a snapshot taken mid-run, shows tool uses awaiting a decision, and keeps the last error', () => {
+    const p = new TurnsProjection();
+    const toolUse = { type: 'tool_use' as const, id: 'tu1', name: 'pick', input: { a: 1 } };
+    p.apply(
+      snapshot(committed, [1, 2], 20, {
+        runId: 'r3',
+        kind: 'prompt',
+        pending: [user('use a tool'), { role: 'assistant', content: [toolUse], timestamp: 3 }],
+        partial: null,
+        awaiting: [toolUse],
+      }),
+    );
+    let view = p.view()!;
+    expect(view.turns).toHaveLength(2);
+    expect(view.turns[1]!.content).toEqual([toolUse]);
+    expect(view.awaiting).toEqual([toolUse]);
+
+    feed(p, 21, [
+      { type: 'status', data: { status: 'idle', runId: null } },
+      { type: 'error', data: { runId: 'r3', code: 'provider_error', message: 'boom' } },
+    ]);
+    view = p.view()!;
+    expect(view.turns).toHaveLength(1);
+    expect(view.awaiting).toEqual([]);
+    expect(view.error).toEqual({ code: 'provider_error', message: 'boom' });
+  });
+});
