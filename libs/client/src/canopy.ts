@@ -4,6 +4,7 @@
 import type { ActivityEvent, ActivityEventType } from '@canopy/core';
 
 import { Http, type HttpOptions } from './http';
+import { LiveSocket, type LiveSocketOptions } from './live-socket';
 import { Session } from './session';
 import { sseStream } from './sse';
 import type {
@@ -84,6 +85,19 @@ export class Canopy {
       }
     },
   };
+
+  /**
+   * A WebSocket connection for live sessions, the activity feed and commands (reconnects and resubscribes by
+   * itself). In Node 20 pass `{ WebSocket }` from the `ws` package.
+   */
+  connect(options: LiveSocketOptions = {}): LiveSocket {
+    return new LiveSocket(async () => {
+      const url = new URL(this.http.url('/v1/ws'));
+      url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+      url.searchParams.set('token', await this.http.credential());
+      return url.toString();
+    }, options);
+  }
 
   /** A handle on a session by id (no request is made). */
   session(id: string): Session {

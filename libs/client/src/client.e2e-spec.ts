@@ -2,6 +2,7 @@
 // typed client, runs as TurnResults, typed errors, event streams that survive the server ending them, and live
 // turns that follow a streaming reply, a regeneration and navigation.
 
+import WebSocket from 'ws';
 import { z } from 'zod';
 
 import { startTestApp, TEST_ADMIN_KEY, type TestApp } from '../../../apps/api/test/support/test-app';
@@ -304,6 +305,44 @@ describe('live', () => {
     }
     await session.close();
     expect(await canopy.live.get(session.id)).toBeNull();
+  });
+});
+
+describe('WebSocket', () => {
+  it('multiplexes subscriptions and commands, and resubscribes after the server ended a subscription', async () => {
+    const socket = canopy.connect({ WebSocket });
+    const activity: ActivityEvent[] = [];
+    const stopActivity = socket.activity((e) => activity.push(e));
+    try {
+      const { session } = await canopy.sessions.create({ model: 'mock:echo' });
+      const events: SessionEventBody[] = [];
+      socket.subscribe(session.id, (e) => events.push(e));
+      await eventually(() => events.length > 0 && socket.status === 'open');
+      expect(events[0]?.type).toBe('snapshot');
+
+      const accepted = await socket.command<{ runId: string }>('prompt', session.id, { content: 'over ws' });
+      expect(accepted.runId).toEqual(expect.any(String));
+      await eventually(() => events.some((e) => e.type === 'store'));
+      const refused = await socket.command('cancel', session.id).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(CanopyError);
+      expect(refused).toMatchObject({ code: 'idle' });
+
+      await session.close(); // the server ends the subscription; the socket subscribes again after its last seq
+      await eventually(() => socket.status === 'open');
+      await new Promise((r) => setTimeout(r, 200));
+      await session.run('again');
+      await eventually(() => events.filter((e) => e.type === 'store').length >= 2);
+      const seqs = events.slice(1).map((e) => e.seq);
+      expect(new Set(seqs).size).toBe(seqs.length);
+      expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
+      const text = events.map((e) => (e.type === 'text_delta' ? e.data.delta : '')).join('');
+      expect(text).toBe('Echo: over ws' + 'Echo: again');
+      await eventually(() => activity.some((e) => e.type === 'run_finished' && e.data.id === session.id));
+    } finally {
+      stopActivity();
+      socket.close();
+    }
+    expect(socket.status).toBe('closed');
   });
 });
 

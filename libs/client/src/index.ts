@@ -7,6 +7,7 @@ export * from './errors';
 export * from './types';
 export * from './live-turns';
 export * from './live-turns-handle';
+export * from './live-socket';
 export type { FetchLike, HttpOptions } from './http';
 export {
   TurnResult,
