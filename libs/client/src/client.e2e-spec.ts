@@ -280,6 +280,12 @@ describe('live', () => {
     }
   });
 
+  it('fails live turns of a session that does not exist with not_found', async () => {
+    const live = canopy.session('no-such-session').turns();
+    await expect(live.ready(5_000)).rejects.toMatchObject({ code: 'not_found' });
+    await live.close();
+  });
+
   it('lists live sessions and streams the activity feed', async () => {
     const controller = new AbortController();
     const feed = collect(canopy.activity({ signal: controller.signal }), (items: ActivityEvent[]) =>

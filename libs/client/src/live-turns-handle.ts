@@ -11,6 +11,7 @@ type Listener = (view: LiveTurnsView) => void;
 export class LiveTurns {
   private readonly projection = new TurnsProjection();
   private readonly listeners = new Set<Listener>();
+  private readonly failureListeners = new Set<(err: Error) => void>();
   private readonly controller = new AbortController();
   private latest: LiveTurnsView | null = null;
   private failure: Error | null = null;
@@ -43,12 +44,22 @@ export class LiveTurns {
           new CanopyError({ code: 'aborted', message: `no such view within ${timeoutMs} ms`, status: 0 }),
         );
       }, timeoutMs);
-      const stop = this.subscribe((view) => {
+      const onFailure = (err: Error) => {
+        clearTimeout(timer);
+        stop();
+        reject(err);
+      };
+      this.failureListeners.add(onFailure);
+      const unsubscribe = this.subscribe((view) => {
         if (!predicate(view)) return;
         clearTimeout(timer);
         queueMicrotask(() => stop());
         resolve(view);
       });
+      const stop = () => {
+        unsubscribe();
+        this.failureListeners.delete(onFailure);
+      };
     });
   }
 
@@ -71,7 +82,10 @@ export class LiveTurns {
         if (this.latest) for (const listener of [...this.listeners]) listener(this.latest);
       }
     } catch (err) {
-      if (!this.controller.signal.aborted) this.failure = err instanceof Error ? err : new Error(String(err));
+      if (this.controller.signal.aborted) return;
+      const failure = err instanceof Error ? err : new Error(String(err));
+      this.failure = failure;
+      for (const listener of [...this.failureListeners]) listener(failure);
     }
   }
 }
