@@ -1,0 +1,14 @@
+// Entry point of the web UI: mounts the app. Everything it shows comes from the API through @canopy/client.
+
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { App } from './app';
+import './styles.css';
+
+const container = document.getElementById('root');
+if (!container) throw new Error('index.html has no #root');
+createRoot(container).render(
+  <StrictMode>
+    <App />
+  </StrictMode>,
+);
