@@ -12,8 +12,17 @@ import { assignRequestId, type CanopyConfig } from '@canopy/common';
 import { ApiModule } from './api.module';
 import { MetricsService } from './ops/metrics.service';
 import { ShutdownService } from './ops/shutdown.service';
+import { webUiMiddleware } from './web/web-ui.middleware';
 
-export async function createApiApp(config: CanopyConfig): Promise<NestExpressApplication> {
+export interface ApiAppOptions {
+  /** Where the built web UI is (default `dist/apps/web` under the working directory). */
+  webDir?: string;
+}
+
+export async function createApiApp(
+  config: CanopyConfig,
+  options: ApiAppOptions = {},
+): Promise<NestExpressApplication> {
   const app = await NestFactory.create<NestExpressApplication>(ApiModule.forRoot(config), {
     bufferLogs: true,
     bodyParser: false,
@@ -43,6 +52,8 @@ export async function createApiApp(config: CanopyConfig): Promise<NestExpressApp
     });
     next();
   });
+  // The web UI at `/` (API and operations routes pass through untouched).
+  app.use(webUiMiddleware(options.webDir));
   app.useBodyParser('json', { limit: config.http.bodyLimit });
   app.useWebSocketAdapter(new WsAdapter(app));
   app.disable('x-powered-by');
