@@ -1,7 +1,7 @@
 // The shell: sign-in, the header (pages, who is signed in, sign out) and the page of the current route.
 
 import { useMemo, useState } from 'react';
-import { Canopy } from '@canopy/client';
+import { connect } from './connect';
 import { clearCredential, describeCredential, loadCredential, saveCredential } from './credential';
 import { Dashboard } from './dashboard';
 import { Playground } from './playground';
@@ -11,10 +11,7 @@ import { SignIn } from './sign-in';
 export function App() {
   const [credential, setCredential] = useState<string | null>(loadCredential);
   const route = useRoute();
-  const canopy = useMemo(
-    () => (credential ? new Canopy({ baseUrl: location.origin, credential }) : null),
-    [credential],
-  );
+  const canopy = useMemo(() => (credential ? connect(credential) : null), [credential]);
 
   if (!canopy || !credential) {
     return (

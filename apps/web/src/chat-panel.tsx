@@ -136,7 +136,12 @@ export function ChatPanel({ session }: { session: Session }) {
           </button>
         </form>
       </section>
-      <TreePanel tree={tree} idle={idle} onNavigate={(id) => void command(() => session.navigate(id))} />
+      <TreePanel
+        tree={tree}
+        idle={idle}
+        running={status !== 'idle'}
+        onNavigate={(id) => void command(() => session.navigate(id))}
+      />
     </>
   );
 }

@@ -102,7 +102,8 @@ export function Dashboard({ canopy }: { canopy: Canopy }) {
     };
   }, [canopy, refresh]);
 
-  const thisMinute = Math.floor(now / 60_000);
+  // The clock ticks every 10 s; an event may already belong to a later minute.
+  const thisMinute = Math.floor(Math.max(now, feed[0]?.at ?? 0) / 60_000);
   const minutes = Array.from({ length: MINUTES_SHOWN }, (_, i) => thisMinute - i).filter(
     (m) => m >= Math.floor(openedAt / 60_000),
   );

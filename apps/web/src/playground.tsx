@@ -23,14 +23,16 @@ export function Playground({ canopy, sessionId }: { canopy: Canopy; sessionId: s
 
   useEffect(() => {
     void refresh();
-    // Titles and statuses change as runs go: follow the tenant's activity (one refresh per burst of events).
+    // Titles and statuses change as runs go: follow the tenant's activity (at most one refresh per 200 ms).
     const controller = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
     void (async () => {
       try {
         for await (const _event of canopy.activity({ signal: controller.signal })) {
-          clearTimeout(timer);
-          timer = setTimeout(() => void refresh(), 250);
+          timer ??= setTimeout(() => {
+            timer = undefined;
+            void refresh();
+          }, 200);
         }
       } catch {
         // Without the feed (e.g. not allowed for this credential) the list still refreshes on creation.

@@ -2,7 +2,8 @@
 // it is kept.
 
 import { useState, type FormEvent } from 'react';
-import { Canopy, isCanopyError } from '@canopy/client';
+import { isCanopyError } from '@canopy/client';
+import { connect } from './connect';
 import { errorText } from './format';
 
 export function SignIn({ onSignedIn }: { onSignedIn: (credential: string) => void }) {
@@ -17,7 +18,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (credential: string) => voi
     setChecking(true);
     setError(null);
     try {
-      await new Canopy({ baseUrl: location.origin, credential, maxRetries: 0 }).sessions.list({ limit: 1 });
+      await connect(credential, { maxRetries: 0 }).sessions.list({ limit: 1 });
       onSignedIn(credential);
     } catch (err) {
       // The admin key may not list sessions, yet it may watch the dashboard.

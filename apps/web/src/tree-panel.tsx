@@ -8,7 +8,7 @@ function label(node: NodeView): string {
   const m = node.message;
   if (isToolResultMessage(m)) return '↩ tool result';
   const text = messageText(m);
-  const tools = toolUses(m).map((t) => `🔧 ${t.name}`);
+  const tools = toolUses(m).map((t) => `${t.name}(…)`);
   const all = [text, ...tools].filter(Boolean).join(' ');
   return all.length > 60 ? `${all.slice(0, 59)}…` : all;
 }
@@ -16,10 +16,13 @@ function label(node: NodeView): string {
 export function TreePanel({
   tree,
   idle,
+  running,
   onNavigate,
 }: {
   tree: TreeView | null;
   idle: boolean;
+  /** A run is in flight: its messages join the tree when it commits. */
+  running: boolean;
   onNavigate: (id: NodeId) => void;
 }) {
   if (!tree) {
@@ -90,6 +93,7 @@ export function TreePanel({
       <p className="muted" data-testid="tree-summary">
         {tree.nodes.length} messages, {tree.path.length} on the active path
       </p>
+      {running && <p className="muted">The run in flight adds its messages when it ends.</p>}
       {roots.length === 0 ? (
         <p className="muted">Empty.</p>
       ) : roots.length === 1 ? (

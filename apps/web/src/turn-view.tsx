@@ -80,7 +80,7 @@ export function TurnView(props: TurnViewProps) {
           )}
         </div>
       </div>
-      <div className="reply" data-testid="turn-reply">
+      <div className="reply" data-testid="turn-reply" data-res-id={turn.resId ?? ''}>
         {turn.content.map((block, i) => {
           if (block.type === 'text') {
             return (
