@@ -1,15 +1,24 @@
 // `npm start`: the service on the embedded default. Installs what it needs, generates the Prisma client, builds
-// the api, then runs it (migrations are applied at boot; with no DATABASE_URL the data lives in ./.canopy/).
+// the api and the web UI it serves, then runs it (migrations are applied at boot; with no DATABASE_URL the data lives in ./.canopy/).
 // `npm start -- worker` runs the worker deployable instead (distributed mode).
 
 import { spawn } from 'node:child_process';
-import { ensureBuilt, ensureDependencies, ensurePrismaClient, main, root } from './lib/steps.mjs';
+import {
+  ensureBuilt,
+  ensureDependencies,
+  ensurePrismaClient,
+  ensureWebBuilt,
+  main,
+  root,
+} from './lib/steps.mjs';
 
 await main(async () => {
   const project = process.argv[2] === 'worker' ? 'worker' : 'api';
   ensureDependencies();
   ensurePrismaClient();
   const entry = ensureBuilt(project);
+  // The api serves the web UI at `/`.
+  if (project === 'api') ensureWebBuilt();
   const child = spawn(process.execPath, ['--enable-source-maps', entry], { cwd: root, stdio: 'inherit' });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   const code = await new Promise((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 128 : 1))));

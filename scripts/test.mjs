@@ -1,10 +1,32 @@
-// `npm test`: installs what it needs, generates the Prisma client, type-checks, then runs every jest project
+// `npm test`: installs what it needs, generates the Prisma client, type-checks, builds the api, the worker and the
+// web UI (and installs chromium for the browser test when it is missing), then runs every jest project
 // (unit, integration, e2e). The integration and e2e projects prepare their databases on the machine's Postgres
 // themselves (jest global setup: a test role without superuser or BYPASSRLS, a migrated template database, one
 // copy per test file). Extra arguments go to jest: `npm test -- --selectProjects unit`.
 
 import { join } from 'node:path';
-import { ensureBuilt, ensureDependencies, ensurePrismaClient, log, main, root, run } from './lib/steps.mjs';
+import {
+  ensureBuilt,
+  ensureChromium,
+  ensureDependencies,
+  ensurePrismaClient,
+  ensureWebBuilt,
+  log,
+  main,
+  root,
+  run,
+} from './lib/steps.mjs';
+
+/** Whether the jest arguments leave the e2e project in (the browser tests are e2e tests). */
+function runsEndToEnd(args) {
+  const selected = [];
+  args.forEach((arg, i) => {
+    if (arg === '--selectProjects') {
+      for (let j = i + 1; j < args.length && !args[j].startsWith('-'); j++) selected.push(args[j]);
+    } else if (arg.startsWith('--selectProjects=')) selected.push(...arg.slice(17).split(','));
+  });
+  return selected.length === 0 || selected.includes('e2e');
+}
 
 await main(async () => {
   ensureDependencies();
@@ -14,9 +36,15 @@ await main(async () => {
   run(tsc, ['--noEmit', '-p', 'tsconfig.json']);
   // libs/core is isomorphic: it must compile with no Node types at all.
   run(tsc, ['--noEmit', '-p', 'libs/core/tsconfig.lib.json']);
+  // The web UI compiles for browsers (DOM, JSX) and its Vite config for Node: each with its own settings.
+  run(tsc, ['--noEmit', '-p', 'apps/web/tsconfig.app.json']);
+  run(tsc, ['--noEmit', '-p', 'apps/web/tsconfig.node.json']);
   // The cluster tests start the built api and worker as real processes.
   ensureBuilt('api');
   ensureBuilt('worker');
+  // The browser journey (apps/web/test) opens the built UI in Debian's chromium.
+  ensureWebBuilt();
+  if (runsEndToEnd(process.argv.slice(2))) ensureChromium();
   log('running the tests');
   // VM modules: PGlite (the embedded database, exercised by e2e tests) loads parts of itself with import().
   run(process.execPath, [

@@ -87,13 +87,16 @@ export function ensurePrismaClient() {
   writeFileSync(stamp, hash);
 }
 
+const webRoot = join(root, 'apps', 'web');
+
 function sourceFingerprint() {
   const parts = [];
   const walk = (dir) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const p = join(dir, entry.name);
       if (entry.isDirectory()) {
-        if (entry.name !== 'node_modules' && entry.name !== 'dist') walk(p);
+        // The web UI is built by Vite on its own (ensureWebBuilt); it is no input of the Nest deployables.
+        if (entry.name !== 'node_modules' && entry.name !== 'dist' && p !== webRoot) walk(p);
       } else if (/\.(ts|json)$/.test(entry.name) && !/\.(spec|int-spec|e2e-spec)\.ts$/.test(entry.name)) {
         const s = statSync(p);
         parts.push(relative(root, p), s.size, s.mtimeMs);
@@ -119,6 +122,73 @@ export function ensureBuilt(project) {
     run(bin('nest'), ['build', project]);
   });
   return entry;
+}
+
+/** Sizes and times of the files under dir (recursively), skipping node_modules, dist and tests. */
+function filesFingerprint(dir, parts, include) {
+  if (!existsSync(dir)) return;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (!['node_modules', 'dist', 'test'].includes(entry.name)) filesFingerprint(p, parts, include);
+    } else if (include.test(entry.name) && !/\.(spec|int-spec|e2e-spec)\.tsx?$/.test(entry.name)) {
+      const s = statSync(p);
+      parts.push(relative(root, p), s.size, s.mtimeMs);
+    }
+  }
+}
+
+/**
+ * vite build of the web UI (apps/web, with the SDK and the core it bundles) into dist/apps/web when any of its
+ * sources changed. Returns the directory the api serves.
+ */
+export function ensureWebBuilt() {
+  const out = join(root, 'dist', 'apps', 'web');
+  const stamp = join(root, 'dist', '.build-stamps', 'web');
+  const parts = [];
+  filesFingerprint(webRoot, parts, /\.(tsx?|css|html|json|svg)$/);
+  filesFingerprint(join(root, 'libs', 'client', 'src'), parts, /\.ts$/);
+  filesFingerprint(join(root, 'libs', 'core', 'src'), parts, /\.ts$/);
+  for (const f of ['tsconfig.json', 'package-lock.json']) {
+    if (existsSync(join(root, f))) parts.push(f, statSync(join(root, f)).mtimeMs);
+  }
+  if (!existsSync(join(out, 'index.html')) && existsSync(stamp)) writeFileSync(stamp, '');
+  stamped(stamp, hashOf(parts), () => {
+    log('building the web UI');
+    run(bin('vite'), ['build', '--config', join(webRoot, 'vite.config.ts'), '--logLevel', 'warn']);
+  });
+  return out;
+}
+
+export const CHROMIUM = '/usr/bin/chromium';
+
+/**
+ * The browser tests drive Debian's chromium (playwright-core cannot download browsers here). Installs the
+ * package when it is missing; fails with a clear message when that is not possible.
+ */
+export function ensureChromium() {
+  if (existsSync(CHROMIUM)) return CHROMIUM;
+  log(`${CHROMIUM} is missing: installing Debian's chromium for the browser tests (apt-get)`);
+  const hint = `install it by hand (apt-get install chromium) and run the tests again`;
+  if (process.platform !== 'linux' || !existsSync('/usr/bin/apt-get')) {
+    throw new Error(`the browser tests need ${CHROMIUM} and this machine has no apt-get: ${hint}`);
+  }
+  if (typeof process.getuid === 'function' && process.getuid() !== 0) {
+    throw new Error(`the browser tests need ${CHROMIUM}; installing it needs root: ${hint}`);
+  }
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const install = () =>
+    spawnSync('apt-get', ['install', '-y', '-q', 'chromium'], { cwd: root, stdio: 'inherit', env });
+  let result = install();
+  if (result.status !== 0) {
+    // A stale package index is the usual cause: refresh it once and try again.
+    spawnSync('apt-get', ['update', '-q'], { cwd: root, stdio: 'inherit', env });
+    result = install();
+  }
+  if (result.status !== 0 || !existsSync(CHROMIUM)) {
+    throw new Error(`could not install chromium (apt-get exited with ${result.status}): ${hint}`);
+  }
+  return CHROMIUM;
 }
 
 /** Runs fn, printing a failure as one clear line and exiting with its code. */
