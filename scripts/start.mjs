@@ -1,5 +1,6 @@
 // `npm start`: the service on the embedded default. Installs what it needs, generates the Prisma client, builds
-// the api and the web UI it serves, then runs it (migrations are applied at boot; with no DATABASE_URL the data lives in ./.canopy/).
+// the api and the web UI it serves, then runs it (migrations are applied at boot; with no DATABASE_URL the data
+// lives in ./.canopy/).
 // `npm start -- worker` runs the worker deployable instead (distributed mode).
 
 import { spawn } from 'node:child_process';
