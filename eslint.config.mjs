@@ -9,6 +9,7 @@ export default tseslint.config(
   {
     ignores: [
       'dist/**',
+      'libs/*/dist/**',
       'coverage/**',
       'node_modules/**',
       '.canopy/**',
