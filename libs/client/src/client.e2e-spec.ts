@@ -95,6 +95,13 @@ describe('sessions and runs', () => {
     let turns = await session.getTurns();
     expect(turns[1]).toMatchObject({ id: 6, edits: [3, 6] });
 
+    expect(await session.children(2)).toEqual([3, 6]);
+    expect(await session.siblings(6)).toEqual([3]);
+    expect(await session.pathTo(7)).toEqual([1, 2, 6, 7]);
+    expect((await session.node(7)).message.role).toBe('assistant');
+    expect(await session.getTurn(6)).toMatchObject({ id: 6, resId: 7 });
+    await expect(session.getTurn(3)).rejects.toMatchObject({ code: 'not_found' });
+
     const moved = await session.navigate(3);
     expect(moved.path.slice(0, 3)).toEqual([1, 2, 3]);
     turns = await session.getTurns();

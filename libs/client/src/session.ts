@@ -73,6 +73,20 @@ export class Session {
     return this.http.request('GET', this.path(`/nodes/${nodeId}`));
   }
 
+  async children(nodeId: NodeId): Promise<NodeId[]> {
+    return (await this.http.request<{ ids: NodeId[] }>('GET', this.path(`/nodes/${nodeId}/children`))).ids;
+  }
+
+  /** The other children of the node's parent (the other roots for a root), the node itself not included. */
+  async siblings(nodeId: NodeId): Promise<NodeId[]> {
+    return (await this.http.request<{ ids: NodeId[] }>('GET', this.path(`/nodes/${nodeId}/siblings`))).ids;
+  }
+
+  /** The ids from the root down to the node. */
+  async pathTo(nodeId: NodeId): Promise<NodeId[]> {
+    return (await this.http.request<{ ids: NodeId[] }>('GET', this.path(`/nodes/${nodeId}/path`))).ids;
+  }
+
   async messages(): Promise<Message[]> {
     return (await this.http.request<{ data: Message[] }>('GET', this.path('/messages'))).data;
   }
@@ -80,6 +94,11 @@ export class Session {
   /** The turns of the active path, once (see `turns()` for a live list). */
   async getTurns(): Promise<Turn[]> {
     return (await this.http.request<{ data: Turn[] }>('GET', this.path('/turns'))).data;
+  }
+
+  /** The turn that starts at user node `nodeId` on the active path (not_found otherwise). */
+  getTurn(nodeId: NodeId): Promise<Turn> {
+    return this.http.request('GET', this.path(`/turns/${nodeId}`));
   }
 
   // Commands
