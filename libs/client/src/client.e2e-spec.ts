@@ -207,6 +207,38 @@ describe('errors', () => {
   });
 });
 
+describe('retries', () => {
+  let limited: TestApp;
+  afterAll(async () => {
+    await limited?.close();
+  });
+
+  it('retries a refused prompt (429) after Retry-After, and reports it when out of retries', async () => {
+    limited = await startTestApp({ env: { MAX_CONCURRENT_RUNS_PER_TENANT: '1' } });
+    const root = new Canopy({ baseUrl: limited.url, credential: TEST_ADMIN_KEY });
+    const { apiKey } = await root.admin.createTenant('one run at a time');
+    const patient = new Canopy({ baseUrl: limited.url, credential: apiKey });
+    const impatient = new Canopy({ baseUrl: limited.url, credential: apiKey, maxRetries: 0 });
+    const slow = await patient.sessions.create({
+      model: 'mock:script',
+      opts: { script: [{ text: 'a b c d e', delayMs: 60 }] },
+    });
+    const other = await patient.sessions.create({ model: 'mock:echo' });
+
+    await slow.session.prompt('go'); // busy for ~300 ms: the tenant's one run
+    const refused = await impatient
+      .session(other.session.id)
+      .prompt('now')
+      .catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'rate_limited', status: 429, retryAfterMs: 1000 });
+
+    const started = Date.now();
+    const result = await patient.session(other.session.id).run('when you can');
+    expect(result.finalResponse).toBe('Echo: when you can');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900); // waited for Retry-After once
+  });
+});
+
 describe('live', () => {
   it('streams a snapshot then every event in order, and resumes after the server ended the stream', async () => {
     const { session } = await canopy.sessions.create({ model: 'mock:echo' });
