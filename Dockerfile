@@ -4,7 +4,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm install --no-audit --no-fund
 COPY . .
-RUN npm run prisma:generate && npx nest build api && npx nest build worker && npm prune --omit=dev
+RUN npm run prisma:generate && npx nest build api && npx nest build worker && npm run build:web && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 WORKDIR /app
