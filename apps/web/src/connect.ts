@@ -6,9 +6,6 @@ export function connect(credential: string, options: Partial<CanopyOptions> = {}
   return new Canopy({
     baseUrl: location.origin,
     credential,
-    // The SDK calls its fetch as a method of its own object; a browser's fetch must be called on the window
-    // ("Illegal invocation" otherwise).
-    fetch: (input, init) => window.fetch(input, init),
     ...options,
   });
 }

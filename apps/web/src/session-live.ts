@@ -1,9 +1,9 @@
-// One session, live: its events (one SSE stream, as a controller) folded into the SDK's turn projection — the
-// same view LiveTurns keeps — plus what that view leaves out and the page shows: the progress tool calls report
-// (`tool_progress`) and the whole tree, fetched again whenever a `tree` event says it changed.
+// One session, live: the SDK's LiveTurns (one SSE stream, as a controller) gives the turns, the run's tool
+// progress and what awaits a decision; the page also shows the whole tree, fetched again whenever a `tree` event
+// says it changed.
 
 import { useEffect, useState } from 'react';
-import { TurnsProjection, type LiveTurnsView, type Session, type TreeView } from '@canopy/client';
+import type { LiveTurnsView, Session, TreeView } from '@canopy/client';
 import { errorText } from './format';
 
 export interface SessionLive {
@@ -18,45 +18,40 @@ export interface SessionLive {
 export function useSessionLive(session: Session): SessionLive {
   const [view, setView] = useState<LiveTurnsView | null>(null);
   const [tree, setTree] = useState<TreeView | null>(null);
-  const [progress, setProgress] = useState<Record<string, unknown[]>>({});
   const [failure, setFailure] = useState<string | null>(null);
 
   useEffect(() => {
-    const controller = new AbortController();
-    const projection = new TurnsProjection();
+    let closed = false;
     let treeRequests = 0;
     const loadTree = () => {
       const request = ++treeRequests;
       session.tree().then(
         (t) => {
           // Only the newest answer counts: an older one may land after it.
-          if (request === treeRequests && !controller.signal.aborted) setTree(t);
+          if (request === treeRequests && !closed) setTree(t);
         },
         (err: unknown) => {
-          if (!controller.signal.aborted) setFailure(errorText(err));
+          if (!closed) setFailure(errorText(err));
         },
       );
     };
     setView(null);
     setTree(null);
-    setProgress({});
     setFailure(null);
-    void (async () => {
-      try {
-        for await (const event of session.events({ mode: 'controller', signal: controller.signal })) {
-          if (event.type === 'tool_progress') {
-            const { toolUseId, payload } = event.data;
-            setProgress((p) => ({ ...p, [toolUseId]: [...(p[toolUseId] ?? []), payload] }));
-          }
-          if (event.type === 'snapshot' || event.type === 'tree') loadTree();
-          if (projection.apply(event)) setView(projection.view());
-        }
-      } catch (err) {
-        if (!controller.signal.aborted) setFailure(errorText(err));
-      }
-    })();
-    return () => controller.abort();
+    const live = session.turns({ mode: 'controller' });
+    const stops = [
+      live.onEvent((event) => {
+        if (event.type === 'snapshot' || event.type === 'tree') loadTree();
+      }),
+      live.subscribe(setView),
+      live.onFailure((err) => setFailure(errorText(err))),
+    ];
+    return () => {
+      closed = true;
+      for (const stop of stops) stop();
+      void live.close();
+    };
   }, [session]);
 
-  return { view, tree, progress, failure };
+  return { view, tree, progress: view?.progress ?? {}, failure };
 }

@@ -4,7 +4,7 @@
 
 import { useState } from 'react';
 import type { Decision } from '@canopy/client';
-import { toolResultText, type ToolResultBlock, type ToolUseBlock } from '@canopy/core';
+import { toolResultText, type ToolResultBlock, type ToolUseBlock } from '@canopy/client';
 import { shortJson } from './format';
 
 export function ToolCall({

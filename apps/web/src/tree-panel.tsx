@@ -2,7 +2,7 @@
 // highlighted. Clicking a message moves the active path to it (and on to a tip).
 
 import type { NodeId, NodeView, TreeView } from '@canopy/client';
-import { isToolResultMessage, messageText, toolUses } from '@canopy/core';
+import { isToolResultMessage, messageText, toolUses } from '@canopy/client';
 
 function label(node: NodeView): string {
   const m = node.message;

@@ -3,7 +3,7 @@
 
 import { useState } from 'react';
 import type { Decision, NodeId, Turn } from '@canopy/client';
-import { turnText } from '@canopy/core';
+import { turnText } from '@canopy/client';
 import { Picker } from './picker';
 import { ToolCall } from './tool-call';
 

@@ -287,6 +287,8 @@ describe('live', () => {
       opts: { script: [{ text: 'alpha beta gamma delta', delayMs: 40 }] },
     });
     const live = session.turns();
+    const seen: string[] = [];
+    live.onEvent((e) => seen.push(e.type));
     try {
       const first = await live.ready();
       expect(first.turns).toEqual([]);
@@ -314,6 +316,8 @@ describe('live', () => {
       await session.navigate(2);
       const back = await live.until((v) => v.turns[0]?.resId === 2);
       expect(back.turns[0]).toMatchObject({ id: 1, resId: 2, regens: [2, 3] });
+      expect(seen[0]).toBe('snapshot');
+      expect(seen.filter((type) => type === 'tree').length).toBeGreaterThanOrEqual(3); // commit, regen, navigate
     } finally {
       await live.close();
     }

@@ -40,7 +40,9 @@ export class Http {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     const fetchImpl = options.fetch ?? globalThis.fetch;
     if (!fetchImpl) throw new TypeError('no fetch: pass options.fetch (Node 18+ and browsers have one)');
-    this.fetchImpl = fetchImpl;
+    // Called as a plain function: a browser's fetch called as a method of another object throws "Illegal
+    // invocation".
+    this.fetchImpl = (input, init) => fetchImpl(input, init);
     this.maxRetries = options.maxRetries ?? 2;
     this.retryDelayMs = options.retryDelayMs ?? 250;
   }

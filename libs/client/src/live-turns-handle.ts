@@ -12,6 +12,7 @@ export class LiveTurns {
   private readonly projection = new TurnsProjection();
   private readonly listeners = new Set<Listener>();
   private readonly failureListeners = new Set<(err: Error) => void>();
+  private readonly eventListeners = new Set<(event: SessionEventBody) => void>();
   private readonly controller = new AbortController();
   private latest: LiveTurnsView | null = null;
   private failure: Error | null = null;
@@ -32,6 +33,22 @@ export class LiveTurns {
     this.listeners.add(listener);
     if (this.latest) listener(this.latest);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Calls `listener` if the event stream fails for good (e.g. not_found); answers how to stop. */
+  onFailure(listener: (err: Error) => void): () => void {
+    if (this.failure) listener(this.failure);
+    else this.failureListeners.add(listener);
+    return () => this.failureListeners.delete(listener);
+  }
+
+  /**
+   * Calls `listener` with every event as it arrives, before the view is updated (for what the view does not
+   * keep, e.g. refreshing a tree on `tree`); answers how to stop.
+   */
+  onEvent(listener: (event: SessionEventBody) => void): () => void {
+    this.eventListeners.add(listener);
+    return () => this.eventListeners.delete(listener);
   }
 
   /** The first view that satisfies `predicate` (the current one if it does). */
@@ -77,6 +94,7 @@ export class LiveTurns {
   private async pump(events: AsyncIterable<SessionEventBody>): Promise<void> {
     try {
       for await (const event of events) {
+        for (const listener of [...this.eventListeners]) listener(event);
         if (!this.projection.apply(event)) continue;
         this.latest = this.projection.view();
         if (this.latest) for (const listener of [...this.listeners]) listener(this.latest);

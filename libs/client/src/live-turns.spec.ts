@@ -121,6 +121,22 @@ describe('TurnsProjection', () => {
     expect(p.apply({ seq: seq - 1, sessionId: 's1', type: 'title', data: { title: 'late' } })).toBe(false);
   });
 
+  it('keeps the tool progress of the latest run until the next one starts', () => {
+    const p = new TurnsProjection();
+    p.apply(snapshot(committed, [1, 2]));
+    let seq = feed(p, 11, [
+      { type: 'status', data: { status: 'busy', runId: 'r1' } },
+      { type: 'tool_progress', data: { runId: 'r1', toolUseId: 'tu1', payload: { pct: 50 } } },
+      { type: 'tool_progress', data: { runId: 'r1', toolUseId: 'tu1', payload: { pct: 100 } } },
+      { type: 'tool_progress', data: { runId: 'r1', toolUseId: 'tu2', payload: 'step' } },
+      { type: 'status', data: { status: 'idle', runId: null } },
+    ]);
+    expect(p.view()!.progress).toEqual({ tu1: [{ pct: 50 }, { pct: 100 }], tu2: ['step'] });
+    seq = feed(p, seq, [{ type: 'status', data: { status: 'busy', runId: 'r2' } }]);
+    expect(p.view()!.progress).toEqual({});
+    expect(seq).toBe(17);
+  });
+
   it('folds a regeneration into the turn of its user node', () => {
     const p = new TurnsProjection();
     p.apply(snapshot(committed, [1, 2]));

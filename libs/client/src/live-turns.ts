@@ -21,6 +21,8 @@ export interface LiveTurnsView {
   session: SessionInfo;
   /** Tool uses waiting for a decision while the session is paused. */
   awaiting: ToolUseBlock[];
+  /** What server tools of the latest run reported (`tool_progress`), by tool use id; kept until the next run. */
+  progress: Record<string, unknown[]>;
   /** The last run error seen since the view started (cleared when a new run starts). */
   error: { code: string; message: string } | null;
   /** The seq of the last event applied. */
@@ -31,6 +33,8 @@ export interface LiveTurnsView {
 export class TurnsProjection {
   private state: LiveState | null = null;
   private error: LiveTurnsView['error'] = null;
+  private progress: Record<string, unknown[]> = {};
+  private progressRun: string | null = null;
 
   /** Applies an event (a snapshot starts over); answers whether the view changed. */
   apply(event: SessionEventBody): boolean {
@@ -41,6 +45,14 @@ export class TurnsProjection {
     if (!this.state || event.seq <= this.state.seq) return false;
     if (event.type === 'error') this.error = { code: event.data.code, message: event.data.message };
     if (event.type === 'status' && event.data.status === 'busy') this.error = null;
+    if (event.type === 'status' && event.data.runId !== null && event.data.runId !== this.progressRun) {
+      this.progressRun = event.data.runId;
+      this.progress = {};
+    }
+    if (event.type === 'tool_progress') {
+      const { toolUseId, payload } = event.data;
+      this.progress = { ...this.progress, [toolUseId]: [...(this.progress[toolUseId] ?? []), payload] };
+    }
     this.state.apply(event);
     return true;
   }
@@ -62,6 +74,7 @@ export class TurnsProjection {
       turns,
       session: state.session,
       awaiting: run?.awaiting ?? [],
+      progress: this.progress,
       error: this.error,
       seq: state.seq,
     };
