@@ -19,6 +19,7 @@ import { AdminController } from './http/admin.controller';
 import { CommandsController } from './http/commands.controller';
 import { LiveController, WebSocketDocController } from './http/live.controller';
 import { LiveGateway } from './http/live.gateway';
+import { StatsController } from './http/stats.controller';
 import { RunsController } from './http/runs.controller';
 import { SessionsController } from './http/sessions.controller';
 import { SseRegistry } from './http/sse';
@@ -54,6 +55,7 @@ export class ApiModule {
         TreeController,
         CommandsController,
         RunsController,
+        StatsController,
         LiveController,
         WebSocketDocController,
       ],

@@ -32,7 +32,8 @@ interface Ids {
   keyId: string;
 }
 
-type Kind = 'session' | 'create' | 'list' | 'liveList' | 'activity' | 'tokens' | 'admin' | 'websocket';
+type Kind =
+  'session' | 'create' | 'list' | 'liveList' | 'activity' | 'stats' | 'tokens' | 'admin' | 'websocket';
 type Who = 'otherTenant' | 'otherUser' | 'admin';
 
 interface RouteSpec {
@@ -76,6 +77,7 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /v1/live/{id}': { kind: 'session' },
   'GET /v1/sessions/{id}/events': { kind: 'session', queryToken: true },
   'GET /v1/activity': { kind: 'activity', queryToken: true },
+  'GET /v1/stats': { kind: 'stats' },
   'GET /v1/ws': { kind: 'websocket' },
 };
 
@@ -117,6 +119,8 @@ function verdict(kind: Kind, who: Who, res: CallResult): string | null {
   const data = body?.data;
   if (who === 'admin') {
     if (kind === 'activity') return res.status === 200 && res.stream ? null : `expected 200 stream`;
+    // The operator's view of every tenant (the admin's by design).
+    if (kind === 'stats') return res.status === 200 ? null : `expected 200, got ${res.status}`;
     return errorMismatch(res, 403, 'forbidden');
   }
   switch (kind) {
@@ -137,6 +141,13 @@ function verdict(kind: Kind, who: Who, res: CallResult): string | null {
     case 'activity':
       if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
       return res.status === 200 && res.stream ? null : `expected 200 stream, got ${res.status}`;
+    case 'stats': {
+      if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
+      const usage = (res.body as { usageByTenant?: Array<{ tenantId: string }> } | undefined)?.usageByTenant;
+      if (res.status !== 200 || !Array.isArray(usage))
+        return `expected 200 {usageByTenant}, got ${res.status}`;
+      return usage.every((u) => u.tenantId === b.tenantId) ? null : `sees ${JSON.stringify(usage)}`;
+    }
     case 'tokens': {
       if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
       if (res.status !== 201 || typeof body?.token !== 'string') return `expected 201, got ${res.status}`;
@@ -254,7 +265,8 @@ describe('the route table', () => {
     const failures: string[] = [];
     const reads = operations.filter((op) => op.method === 'GET' && specOf(op).kind !== 'websocket');
     for (const op of reads) {
-      const credential = specOf(op).kind === 'activity' ? a.key : aliceToken;
+      const kind = specOf(op).kind;
+      const credential = kind === 'activity' || kind === 'stats' ? a.key : aliceToken;
       const res = await callAs(op, credential);
       if (res.status !== 200) failures.push(`${op.key}: ${res.status} ${describeBody(res)}`);
     }

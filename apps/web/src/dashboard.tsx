@@ -1,112 +1,105 @@
 // The dashboard: the live sessions of the deployment (refreshed on every activity event), the activity feed as
-// it streams, and runs per minute and usage per tenant, added up in this page from the feed's run events since
-// it was opened (the API keeps no such totals).
+// it streams, and the deployment's run statistics over the last hour (runs started, finished and failed per
+// minute, usage per tenant: GET /v1/stats, the tenant's own with an API key, every tenant's with the admin key),
+// refreshed when runs start or finish.
 
 import { useCallback, useEffect, useRef, useState } from 'react';
-import type { ActivityEvent, Canopy, LiveEntry, Usage } from '@canopy/client';
+import type { ActivityEvent, Canopy, LiveEntry, RunStats } from '@canopy/client';
 import { errorText, shortJson, time } from './format';
 import { sessionHref } from './route';
 
 const FEED_LENGTH = 200;
+const STATS_MINUTES = 60;
 const MINUTES_SHOWN = 10;
 
-interface Totals {
-  /** run_started per minute (ms since the epoch / 60 000). */
-  started: Map<number, number>;
-  finished: Map<number, number>;
-  tenants: Map<string, { runs: number; inputTokens: number; outputTokens: number; totalCost: number }>;
-}
-
-function count(totals: Totals, event: ActivityEvent): Totals {
-  if (event.type !== 'run_started' && event.type !== 'run_finished') return totals;
-  const minute = Math.floor(event.at / 60_000);
-  const started = new Map(totals.started);
-  const finished = new Map(totals.finished);
-  const tenants = new Map(totals.tenants);
-  if (event.type === 'run_started') started.set(minute, (started.get(minute) ?? 0) + 1);
-  else {
-    finished.set(minute, (finished.get(minute) ?? 0) + 1);
-    const usage: Usage = event.data.usage;
-    const t = tenants.get(event.tenantId) ?? { runs: 0, inputTokens: 0, outputTokens: 0, totalCost: 0 };
-    tenants.set(event.tenantId, {
-      runs: t.runs + 1,
-      inputTokens: t.inputTokens + usage.inputTokens,
-      outputTokens: t.outputTokens + usage.outputTokens,
-      totalCost: t.totalCost + usage.totalCost,
+/**
+ * A loader that runs one request at a time: a call while one is in flight asks for one more afterwards, so a
+ * burst of events costs at most two requests and the last answer is never older than the last call.
+ */
+function useSingleFlight(load: () => Promise<void>): () => void {
+  const running = useRef(false);
+  const again = useRef(false);
+  const run = useCallback(() => {
+    if (running.current) {
+      again.current = true;
+      return;
+    }
+    running.current = true;
+    void load().finally(() => {
+      running.current = false;
+      if (again.current) {
+        again.current = false;
+        run();
+      }
     });
-  }
-  return { started, finished, tenants };
+  }, [load]);
+  return run;
 }
 
 export function Dashboard({ canopy }: { canopy: Canopy }) {
-  const [openedAt] = useState(() => Date.now());
   const [live, setLive] = useState<LiveEntry[] | null>(null);
   const [liveError, setLiveError] = useState<string | null>(null);
   const [feed, setFeed] = useState<ActivityEvent[]>([]);
   const [feedError, setFeedError] = useState<string | null>(null);
-  const [totals, setTotals] = useState<Totals>({
-    started: new Map(),
-    finished: new Map(),
-    tenants: new Map(),
-  });
-  const [now, setNow] = useState(() => Date.now());
-  const refreshing = useRef<Promise<void> | null>(null);
-  const again = useRef(false);
+  const [stats, setStats] = useState<RunStats | null>(null);
+  const [statsError, setStatsError] = useState<string | null>(null);
+  const [, setNow] = useState(() => Date.now());
 
-  /** One list request at a time; events during it ask for one more afterwards. */
-  const refresh = useCallback(() => {
-    if (refreshing.current) {
-      again.current = true;
-      return;
-    }
-    refreshing.current = canopy.live
-      .list()
-      .then(
-        (entries) => {
-          setLive(entries);
-          setLiveError(null);
-        },
-        (err: unknown) => setLiveError(errorText(err)),
-      )
-      .finally(() => {
-        refreshing.current = null;
-        if (again.current) {
-          again.current = false;
-          refresh();
-        }
-      });
-  }, [canopy]);
+  const refreshLive = useSingleFlight(
+    useCallback(
+      () =>
+        canopy.live.list().then(
+          (entries) => {
+            setLive(entries);
+            setLiveError(null);
+          },
+          (err: unknown) => setLiveError(errorText(err)),
+        ),
+      [canopy],
+    ),
+  );
+  const refreshStats = useSingleFlight(
+    useCallback(
+      () =>
+        canopy.stats(STATS_MINUTES).then(
+          (s) => {
+            setStats(s);
+            setStatsError(null);
+          },
+          (err: unknown) => setStatsError(errorText(err)),
+        ),
+      [canopy],
+    ),
+  );
 
   useEffect(() => {
-    refresh();
+    refreshLive();
+    refreshStats();
     const controller = new AbortController();
     void (async () => {
       try {
         for await (const event of canopy.activity({ signal: controller.signal })) {
           setFeed((f) => [event, ...f].slice(0, FEED_LENGTH));
-          setTotals((t) => count(t, event));
-          refresh();
+          refreshLive();
+          if (event.type === 'run_started' || event.type === 'run_finished') refreshStats();
         }
       } catch (err) {
         if (!controller.signal.aborted) setFeedError(errorText(err));
       }
     })();
-    // The feed says when something changes; the timer keeps the clock and the idle times honest.
+    // The feed says when something changes; the timer keeps the clock, the idle times and the window honest.
     const timer = setInterval(() => {
       setNow(Date.now());
-      refresh();
+      refreshLive();
+      refreshStats();
     }, 10_000);
     return () => {
       controller.abort();
       clearInterval(timer);
     };
-  }, [canopy, refresh]);
+  }, [canopy, refreshLive, refreshStats]);
 
-  // The clock ticks every 10 s; an event may already belong to a later minute.
-  const thisMinute = Math.floor(Math.max(now, feed[0]?.at ?? 0) / 60_000);
-  const minutes = Array.from({ length: MINUTES_SHOWN }, (_, i) => thisMinute - i).filter(
-    (m) => m >= Math.floor(openedAt / 60_000),
-  );
+  const minutes = [...(stats?.perMinute ?? [])].reverse().slice(0, MINUTES_SHOWN);
 
   return (
     <main className="dashboard" data-testid="dashboard">
@@ -162,10 +155,11 @@ export function Dashboard({ canopy }: { canopy: Canopy }) {
       </section>
 
       <section className="panel stats">
-        <h2>Since this page opened ({time(openedAt)})</h2>
+        <h2>Runs, last {STATS_MINUTES} minutes</h2>
         <p className="muted">
-          Counted in this browser from the activity feed's run events; not stored anywhere.
+          From the runs the deployment stored{stats ? ` (as of ${time(Date.parse(stats.until))})` : ''}.
         </p>
+        {statsError && <p className="error">{statsError}</p>}
         <h3>Runs per minute</h3>
         <table data-testid="runs-per-minute">
           <thead>
@@ -173,18 +167,21 @@ export function Dashboard({ canopy }: { canopy: Canopy }) {
               <th>Minute</th>
               <th>Started</th>
               <th>Finished</th>
+              <th>Failed</th>
             </tr>
           </thead>
           <tbody>
             {minutes.map((m) => (
-              <tr key={m} data-testid="minute-row">
-                <td>{new Date(m * 60_000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })}</td>
-                <td data-testid="minute-started">{totals.started.get(m) ?? 0}</td>
-                <td data-testid="minute-finished">{totals.finished.get(m) ?? 0}</td>
+              <tr key={m.minute} data-testid="minute-row">
+                <td>{new Date(m.minute).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })}</td>
+                <td data-testid="minute-started">{m.started}</td>
+                <td data-testid="minute-finished">{m.finished}</td>
+                <td data-testid="minute-failed">{m.failed}</td>
               </tr>
             ))}
           </tbody>
         </table>
+        {stats?.perMinute.length === 0 && <p className="muted">No run in this window.</p>}
         <h3>Usage per tenant (finished runs)</h3>
         <table data-testid="usage-per-tenant">
           <thead>
@@ -197,15 +194,13 @@ export function Dashboard({ canopy }: { canopy: Canopy }) {
             </tr>
           </thead>
           <tbody>
-            {[...totals.tenants].map(([tenant, t]) => (
-              <tr key={tenant} data-testid="usage-row" data-tenant-id={tenant}>
-                <td>
-                  <code>{tenant}</code>
-                </td>
-                <td data-testid="usage-runs">{t.runs}</td>
-                <td data-testid="usage-input">{t.inputTokens}</td>
-                <td data-testid="usage-output">{t.outputTokens}</td>
-                <td>{t.totalCost.toFixed(4)}</td>
+            {(stats?.usageByTenant ?? []).map((u) => (
+              <tr key={u.tenantId} data-testid="usage-row" data-tenant-id={u.tenantId}>
+                <td title={u.tenantId}>{u.tenantName}</td>
+                <td data-testid="usage-runs">{u.runs}</td>
+                <td data-testid="usage-input">{u.inputTokens}</td>
+                <td data-testid="usage-output">{u.outputTokens}</td>
+                <td>{u.totalCost.toFixed(4)}</td>
               </tr>
             ))}
           </tbody>

@@ -341,6 +341,16 @@ describe('web UI journey', () => {
     expect(run.data[0]!.content.filter((b) => b.type === 'tool_use')).toHaveLength(2);
   });
 
+  const runStats = () =>
+    api<{
+      perMinute: Array<{ started: number; finished: number }>;
+      usageByTenant: Array<{ tenantId: string; runs: number; outputTokens: number }>;
+    }>('GET', '/v1/stats?minutes=60');
+  const tenantUsage = async () => {
+    const u = (await runStats()).usageByTenant.find((x) => x.tenantId === tenantId)!;
+    return { runs: u.runs, outputTokens: u.outputTokens };
+  };
+
   it('shows the live sessions on the dashboard, following a run another tab drives', async () => {
     await byTestId('nav-dashboard').click();
     await byTestId('dashboard').waitFor();
@@ -354,6 +364,7 @@ describe('web UI journey', () => {
     await other.goto(`${t.url}/#/sessions/${encodeURIComponent(chatId)}`);
     await expectCount(byTestId('turn', other), 2);
     await waitIdle(other);
+    const usageBefore = await tenantUsage();
     await send(LONG, other);
 
     await expectText(liveRow(chatId).getByTestId('live-status'), 'busy');
@@ -362,24 +373,35 @@ describe('web UI journey', () => {
     await expectText(liveRow(chatId).getByTestId('live-status'), 'idle');
     await expectText(turn(2, other).getByTestId('reply-text'), `Echo: ${LONG}`);
 
-    // The feed and the page's own counts (only what happened since the dashboard opened).
+    // The feed, and the run statistics as the API keeps them (GET /v1/stats over the last hour).
     const runEvents = (type: string) =>
       page.locator(`[data-testid="activity-item"][data-type="${type}"]`).filter({ hasText: chatId });
     await expectCount(runEvents('run_started'), 1);
     await expectCount(runEvents('run_finished'), 1);
+    const stats = await runStats();
+    const mine = await tenantUsage();
+    // The other tab's run is one more (mock:echo counts words: "Echo:" and the 20 of the prompt).
+    expect(mine).toEqual({
+      ...usageBefore,
+      runs: usageBefore.runs + 1,
+      outputTokens: usageBefore.outputTokens + 21,
+    });
     await eventually(
       async () => {
         const started = await byTestId('minute-started').allInnerTexts();
         const finished = await byTestId('minute-finished').allInnerTexts();
-        expect(started.reduce((n, s) => n + Number(s), 0)).toBe(1);
-        expect(finished.reduce((n, s) => n + Number(s), 0)).toBe(1);
+        expect(started.reduce((n, s) => n + Number(s), 0)).toBe(
+          stats.perMinute.reduce((n, m) => n + m.started, 0),
+        );
+        expect(finished.reduce((n, s) => n + Number(s), 0)).toBe(
+          stats.perMinute.reduce((n, m) => n + m.finished, 0),
+        );
       },
-      { timeoutMs: 10_000 },
+      { timeoutMs: 15_000 },
     );
     const usage = page.locator(`[data-testid="usage-row"][data-tenant-id="${tenantId}"]`);
-    await expectText(usage.getByTestId('usage-runs'), '1');
-    // mock:echo counts words: "Echo:" and the 20 words of the prompt.
-    await expectText(usage.getByTestId('usage-output'), '21');
+    await expectText(usage.getByTestId('usage-runs'), String(mine.runs));
+    await expectText(usage.getByTestId('usage-output'), String(mine.outputTokens));
     await screenshot(page, '12-dashboard-after-run');
     await other.close();
 

@@ -14,6 +14,7 @@ import type {
   LiveEntry,
   Page,
   RunInfo,
+  RunStats,
   Tenant,
   UserToken,
 } from './types';
@@ -97,6 +98,14 @@ export class Canopy {
       url.searchParams.set('token', await this.http.credential());
       return url.toString();
     }, options);
+  }
+
+  /**
+   * Runs started, finished and failed per minute and usage per tenant over the last `minutes` (default 60, at
+   * most 1440): the tenant's own with an API key, every tenant's with the admin key.
+   */
+  stats(minutes?: number): Promise<RunStats> {
+    return this.http.request('GET', '/v1/stats', { query: { minutes } });
   }
 
   /** A handle on a session by id (no request is made). */

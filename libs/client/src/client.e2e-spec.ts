@@ -207,6 +207,55 @@ describe('errors', () => {
   });
 });
 
+describe('stats', () => {
+  it('counts runs per minute and usage per tenant: a tenant its own, the admin every tenant', async () => {
+    const a = await admin.admin.createTenant('stats a');
+    const b = await admin.admin.createTenant('stats b');
+    const clientA = new Canopy({ baseUrl: t.url, credential: a.apiKey });
+    const clientB = new Canopy({ baseUrl: t.url, credential: b.apiKey });
+    const before = await clientA.stats(5);
+    expect(before.usageByTenant).toEqual([]);
+    for (const text of ['one two', 'three']) {
+      const { session } = await clientA.sessions.create({ model: 'mock:echo' });
+      await session.run(text);
+    }
+    const failing = await clientA.sessions.create({
+      model: 'mock:script',
+      opts: { script: [{ error: 'model exploded' }] },
+    });
+    await failing.session.run('fail please');
+    await (await clientB.sessions.create({ model: 'mock:echo' })).session.run('b');
+
+    const mine = await clientA.stats(5);
+    const sum = (key: 'started' | 'finished' | 'failed') => mine.perMinute.reduce((n, m) => n + m[key], 0);
+    expect({ started: sum('started'), finished: sum('finished'), failed: sum('failed') }).toEqual({
+      started: 3,
+      finished: 3,
+      failed: 1,
+    });
+    expect(mine.usageByTenant).toEqual([
+      expect.objectContaining({
+        tenantId: a.id,
+        tenantName: 'stats a',
+        runs: 3,
+        outputTokens: expect.any(Number),
+      }),
+    ]);
+    expect(mine.usageByTenant[0]!.totalTokens).toBeGreaterThan(0);
+    expect(Date.parse(mine.since)).toBeLessThanOrEqual(Date.parse(mine.until) - 4 * 60_000);
+
+    const all = await admin.stats(5);
+    const names = all.usageByTenant.map((u) => u.tenantName);
+    expect(names).toEqual(expect.arrayContaining(['stats a', 'stats b']));
+
+    await expect(clientA.stats(0)).rejects.toMatchObject({ code: 'bad_request' });
+    await expect(clientA.stats(1441)).rejects.toMatchObject({ code: 'bad_request' });
+    const { token } = await clientA.tokens.create('someone');
+    const asUser = new Canopy({ baseUrl: t.url, credential: token });
+    await expect(asUser.stats()).rejects.toMatchObject({ code: 'forbidden' });
+  });
+});
+
 describe('retries', () => {
   let limited: TestApp;
   afterAll(async () => {

@@ -132,3 +132,21 @@ export interface PromptOptions {
   maxSteps?: number;
   signal?: AbortSignal;
 }
+
+export interface RunStats {
+  /** The window: from the start of its first minute to now (ISO 8601). */
+  since: string;
+  until: string;
+  /** Minutes with any run started or finished, oldest first. */
+  perMinute: Array<{ minute: string; started: number; finished: number; failed: number }>;
+  /** Tenants with runs finished in the window (one with a tenant key; all with the admin key), most tokens first. */
+  usageByTenant: Array<{
+    tenantId: string;
+    tenantName: string;
+    runs: number;
+    inputTokens: number;
+    outputTokens: number;
+    totalTokens: number;
+    totalCost: number;
+  }>;
+}

@@ -4,6 +4,7 @@
 import { Global, Inject, Injectable, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
 import { Database } from './database';
+import { RunStatsRepository } from './run-stats';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
 import { applyMigrations } from './migrator';
 
@@ -71,7 +72,8 @@ class DatabaseLifecycle implements OnApplicationShutdown {
     },
     { provide: Database, inject: [DATABASE_HANDLE], useFactory: (h: DatabaseHandle) => h.database },
     DatabaseLifecycle,
+    RunStatsRepository,
   ],
-  exports: [Database],
+  exports: [Database, RunStatsRepository],
 })
 export class DatabaseModule {}

@@ -7,4 +7,5 @@ export * from './embedded-postgres';
 export * from './migrator';
 export * from './prisma-errors';
 export * from './prisma-session.store';
+export * from './run-stats';
 export * from './session-store.port';

@@ -13,6 +13,7 @@ import {
   navigateSchema,
   promptSchema,
   resumeSchema,
+  statsQuerySchema,
   updateSessionSchema,
 } from '@canopy/core';
 
@@ -27,3 +28,4 @@ export class BranchDto extends createZodDto(branchSchema) {}
 export class NavigateDto extends createZodDto(navigateSchema) {}
 export class ResumeDto extends createZodDto(resumeSchema) {}
 export class EventsQueryDto extends createZodDto(eventsQuerySchema) {}
+export class StatsQueryDto extends createZodDto(statsQuerySchema) {}

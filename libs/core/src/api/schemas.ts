@@ -217,6 +217,11 @@ export const eventsQuerySchema = z.object({
   token: z.string().max(4_000).optional(),
 });
 
+/** GET /v1/stats: the window, in minutes up to a day (default an hour). */
+export const statsQuerySchema = z
+  .object({ minutes: z.coerce.number().int().min(1).max(1_440).default(60) })
+  .strict();
+
 export type CreateSessionRequest = z.infer<typeof createSessionSchema>;
 export type UpdateSessionRequest = z.infer<typeof updateSessionSchema>;
 export type PromptRequest = z.infer<typeof promptSchema>;
