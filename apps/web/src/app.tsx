@@ -2,7 +2,13 @@
 
 import { useMemo, useState } from 'react';
 import { connect } from './connect';
-import { clearCredential, describeCredential, loadCredential, saveCredential } from './credential';
+import {
+  clearCredential,
+  describeCredential,
+  isUserToken,
+  loadCredential,
+  saveCredential,
+} from './credential';
 import { Dashboard } from './dashboard';
 import { Playground } from './playground';
 import { useRoute } from './route';
@@ -23,6 +29,8 @@ export function App() {
       />
     );
   }
+  // The dashboard and the activity feed are tenant-wide views: API keys and the admin key only.
+  const operator = !isUserToken(credential);
 
   return (
     <div className="app">
@@ -32,13 +40,15 @@ export function App() {
           <a href="#/" className={route.page === 'playground' ? 'current' : ''} data-testid="nav-playground">
             Playground
           </a>
-          <a
-            href="#/dashboard"
-            className={route.page === 'dashboard' ? 'current' : ''}
-            data-testid="nav-dashboard"
-          >
-            Dashboard
-          </a>
+          {operator && (
+            <a
+              href="#/dashboard"
+              className={route.page === 'dashboard' ? 'current' : ''}
+              data-testid="nav-dashboard"
+            >
+              Dashboard
+            </a>
+          )}
         </nav>
         <span className="who" data-testid="signed-in-as">
           {describeCredential(credential)}
@@ -49,15 +59,21 @@ export function App() {
           onClick={() => {
             clearCredential();
             setCredential(null);
+            // The next identity starts from the playground, not from a page of this one's.
+            location.hash = '#/';
           }}
         >
           Sign out
         </button>
       </header>
-      {route.page === 'dashboard' ? (
+      {route.page === 'dashboard' && operator ? (
         <Dashboard canopy={canopy} />
       ) : (
-        <Playground canopy={canopy} sessionId={route.sessionId} />
+        <Playground
+          canopy={canopy}
+          sessionId={route.page === 'playground' ? route.sessionId : null}
+          followActivity={operator}
+        />
       )}
     </div>
   );

@@ -20,8 +20,28 @@ export function clearCredential(): void {
 }
 
 /** What kind of credential it is, for the header (API keys start with `ck_`; user tokens are JWTs). */
+/** A user token (a JWT) rather than a key: it sees only its user's sessions and no tenant-wide view. */
+export function isUserToken(credential: string): boolean {
+  return credential.split('.').length === 3;
+}
+
 export function describeCredential(credential: string): string {
   if (credential.startsWith('ck_')) return `API key ${credential.slice(0, 7)}…`;
-  if (credential.split('.').length === 3) return 'user token';
+  const parts = credential.split('.');
+  if (parts.length === 3) {
+    const subject = tokenSubject(parts[1]!);
+    return subject ? `user ${subject}` : 'user token';
+  }
   return 'admin key';
+}
+
+/** The `sub` of a JWT's payload (base64url JSON), or null if it cannot be read: for display only, not trusted. */
+function tokenSubject(payload: string): string | null {
+  try {
+    const json = atob(payload.replace(/-/g, '+').replace(/_/g, '/'));
+    const sub = (JSON.parse(json) as { sub?: unknown }).sub;
+    return typeof sub === 'string' ? sub : null;
+  } catch {
+    return null;
+  }
 }

@@ -8,7 +8,19 @@ import { errorText } from './format';
 import { NewSessionForm } from './new-session-form';
 import { sessionHref } from './route';
 
-export function Playground({ canopy, sessionId }: { canopy: Canopy; sessionId: string | null }) {
+/** How often a user token's session list is fetched again (it has no activity feed to follow). */
+const POLL_MS = 5_000;
+
+export function Playground({
+  canopy,
+  sessionId,
+  followActivity,
+}: {
+  canopy: Canopy;
+  sessionId: string | null;
+  /** Keep the list current from the tenant's activity feed (API keys); false polls it (user tokens). */
+  followActivity: boolean;
+}) {
   const [sessions, setSessions] = useState<SessionInfo[] | null>(null);
   const [error, setError] = useState<string | null>(null);
 
@@ -23,26 +35,31 @@ export function Playground({ canopy, sessionId }: { canopy: Canopy; sessionId: s
 
   useEffect(() => {
     void refresh();
-    // Titles and statuses change as runs go: follow the tenant's activity (at most one refresh per 200 ms).
     const controller = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
-    void (async () => {
-      try {
-        for await (const _event of canopy.activity({ signal: controller.signal })) {
-          timer ??= setTimeout(() => {
-            timer = undefined;
-            void refresh();
-          }, 200);
+    // A user token has no activity feed: its list is polled instead.
+    const poll = followActivity ? undefined : setInterval(() => void refresh(), POLL_MS);
+    if (followActivity) {
+      // Titles and statuses change as runs go: follow the tenant's activity (at most one refresh per 200 ms).
+      void (async () => {
+        try {
+          for await (const _event of canopy.activity({ signal: controller.signal })) {
+            timer ??= setTimeout(() => {
+              timer = undefined;
+              void refresh();
+            }, 200);
+          }
+        } catch {
+          // Without the feed the list still refreshes on creation.
         }
-      } catch {
-        // Without the feed (e.g. not allowed for this credential) the list still refreshes on creation.
-      }
-    })();
+      })();
+    }
     return () => {
       clearTimeout(timer);
+      clearInterval(poll);
       controller.abort();
     };
-  }, [canopy, refresh]);
+  }, [canopy, refresh, followActivity]);
 
   const session = useMemo(() => (sessionId ? canopy.session(sessionId) : null), [canopy, sessionId]);
 

@@ -413,11 +413,55 @@ describe('web UI journey', () => {
     await screenshot(page, '13-opened-from-dashboard');
   });
 
+  it('cancels a slow run from the chat: the reply stops and nothing is committed', async () => {
+    const slow = await api<{ id: string }>('POST', '/v1/sessions', {
+      model: 'mock:echo',
+      title: 'Slow chat',
+      opts: { delayMs: 150 },
+    });
+    await page.goto(`${t.url}/#/sessions/${encodeURIComponent(slow.id)}`);
+    await expectText(byTestId('session-title'), 'Slow chat');
+    await send(LONG);
+    await expectText(byTestId('session-status'), 'busy');
+    await expectText(reply(0), /^Echo: word1/);
+    await byTestId('cancel').click();
+    await waitIdle();
+    await expectCount(byTestId('turn'), 0);
+    await screenshot(page, '14-cancelled');
+    const messages = await api<{ data: unknown[] }>('GET', `/v1/sessions/${slow.id}/messages`);
+    expect(messages.data).toEqual([]);
+  });
+
+  it("signs in as an end user with a token and sees only that user's sessions", async () => {
+    const mine = await api<{ id: string }>('POST', '/v1/sessions', {
+      model: 'mock:echo',
+      title: 'Alice chat',
+      userId: 'alice',
+    });
+    const { token } = await api<{ token: string }>('POST', '/v1/tokens', { userId: 'alice' });
+    await byTestId('sign-out').click();
+    await byTestId('credential-input').fill(token);
+    await byTestId('sign-in').click();
+    await expectText(byTestId('signed-in-as'), 'user alice');
+    expect(await byTestId('nav-dashboard').count()).toBe(0); // tenant-wide views are for keys
+    await expectCount(byTestId('session-item'), 1);
+    await expectAttribute(byTestId('session-item'), 'data-session-id', mine.id);
+    await byTestId('session-item').click();
+    await send('hi from alice');
+    await expectText(reply(0), 'Echo: hi from alice');
+    await screenshot(page, '15-end-user');
+    // The tenant's other sessions stay out of reach for this token.
+    const res = await fetch(`${t.url}/v1/sessions/${encodeURIComponent(chatId)}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(res.status).toBe(404);
+  });
+
   it('signs out', async () => {
     await byTestId('sign-out').click();
     await byTestId('credential-input').waitFor();
     expect(await storedCredential()).toBeNull();
-    await screenshot(page, '14-signed-out');
+    await screenshot(page, '16-signed-out');
     // Nothing broke in the page: no uncaught error, no blocked resource (CSP) — only the refused bad key.
     expect(errors.filter((e) => !e.includes('401 (Unauthorized)'))).toEqual([]);
   });
