@@ -1,7 +1,8 @@
 // The web UI in a real browser against the real api (booted in-process on a fresh database, serving the built UI
 // from dist/apps/web): sign in with a tenant key, hold a streamed conversation, regenerate and edit with the
 // version pickers and the tree, answer a client tool and approve a server tool (its progress shown), watch the
-// dashboard follow a session another tab drives, sign out. A screenshot of each step goes to test-artifacts/web.
+// dashboard follow a session another tab drives (its run statistics as the API keeps them), cancel a slow run,
+// sign in as an end user with a token, sign out. A screenshot of each step goes to test-artifacts/web.
 
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
