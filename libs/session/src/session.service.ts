@@ -7,11 +7,8 @@ import {
   Tree,
   TurnResult,
   isToolResultMessage,
-  isTurnBoundary,
   systemScope,
-  toBlocks,
   type Block,
-  type ClientTool,
   type MessageContent,
   type NodeId,
   type RunKind,
@@ -41,6 +38,8 @@ import type { SessionEngineDeps } from './session-deps';
 import { SessionPublisher } from './session-publisher';
 import { reconcile, type StartOptions } from './reconcile';
 import { Decisions, type ResumeInput } from './decisions';
+import { RunRecovery } from './run-recovery';
+import { checkContent, checkModel, checkTools, requireIdle } from './session-input';
 
 export type { ResumeInput } from './decisions';
 
@@ -69,6 +68,7 @@ export class SessionService {
   readonly live: LiveSessions;
   readonly executor: RunExecutor;
   private readonly decisions: Decisions;
+  private readonly recovery: RunRecovery;
   private readonly publisher: SessionPublisher;
   private readonly publishedListeners = new Set<(count: number) => void>();
 
@@ -79,6 +79,7 @@ export class SessionService {
     this.live = new LiveSessions(deps, this.publisher);
     this.decisions = new Decisions(deps, this.publisher);
     this.executor = new RunExecutor(deps, this.publisher, this.live, this.decisions);
+    this.recovery = new RunRecovery(deps, this.executor, this.decisions);
     // Every process serves live sessions: a close decided anywhere ends them here too.
     deps.control.onClose(async (tenantId, id, reason) => {
       await this.live.close(tenantId, id, reason);
@@ -108,61 +109,18 @@ export class SessionService {
    * What a process that executes runs does at start-up: ends runs a dead process left behind, and sets again the
    * decision expiries of paused runs (embedded timers do not survive a restart).
    */
-  async recover(): Promise<{ interrupted: number; expiries: number }> {
-    if (!this.deps.settings.executesRuns) return { interrupted: 0, expiries: 0 };
-    const interrupted = await this.recoverInterruptedRuns();
-    const expiries = await this.decisions.rearmExpiries();
-    return { interrupted, expiries };
+  recover(): Promise<{ interrupted: number; expiries: number }> {
+    return this.recovery.recover();
   }
 
-  /**
-   * Ends runs a dead process left behind (queued or running with nothing executing them) as errors, rolling back
-   * branches that never committed, so no session stays busy. Paused runs wait for their decisions.
-   */
-  async recoverInterruptedRuns(): Promise<number> {
-    // With a shared queue, another worker may be executing any of them: stalled jobs are the queue's to recover.
-    if (!this.deps.queue.runsInline) return 0;
-    const runs = await this.deps.store.unfinishedRuns();
-    let recovered = 0;
-    for (const r of runs) {
-      if (r.status === 'paused' || this.executor.isRunning(r.runId)) continue;
-      const scope = systemScope(r.tenantId);
-      const run = await this.deps.store.getRun(scope, r.runId);
-      if (!run) continue;
-      await this.executor.endRun(
-        scope,
-        { id: r.sessionId },
-        run,
-        'error',
-        { code: 'interrupted', message: 'the run was interrupted (the process running it stopped)' },
-        [],
-        run.usage,
-        false,
-      );
-      recovered++;
-    }
-    return recovered;
+  /** Ends runs a dead process left behind (see RunRecovery); answers how many. */
+  recoverInterruptedRuns(): Promise<number> {
+    return this.recovery.recoverInterruptedRuns();
   }
 
-  /**
-   * The queue gave up on a run (its executions kept failing, or its workers kept dying): it ends as an error,
-   * a branch that never committed rolls back, and the session is idle again. Nothing if it already ended.
-   */
-  async giveUpRun(tenantId: string, sessionId: string, runId: string, error: unknown): Promise<void> {
-    const scope = systemScope(tenantId);
-    const run = await this.deps.store.getRun(scope, runId);
-    if (!run || !['queued', 'running'].includes(run.status)) return;
-    const message = error instanceof Error ? error.message : String(error);
-    await this.executor.endRun(
-      scope,
-      { id: sessionId },
-      run,
-      'error',
-      { code: 'interrupted', message: `the run could not be completed: ${message}` },
-      [],
-      run.usage,
-      false,
-    );
+  /** The queue gave up on a run: it ends as an error (see RunRecovery). */
+  giveUpRun(tenantId: string, sessionId: string, runId: string, error: unknown): Promise<void> {
+    return this.recovery.giveUpRun(tenantId, sessionId, runId, error);
   }
 
   /**
@@ -184,8 +142,8 @@ export class SessionService {
   // Sessions
 
   async create(scope: Scope, input: CreateSessionInput): Promise<SessionInfo> {
-    this.checkModel(input.model);
-    this.checkTools(input.tools ?? [], input.opts);
+    checkModel(this.deps.gateway, input.model);
+    checkTools(this.deps.tools, input.tools ?? [], input.opts);
     const record = await this.deps.store.create(scope, {
       ...input,
       userId: scope.userId ?? input.userId ?? null,
@@ -213,10 +171,10 @@ export class SessionService {
    * always broadcasts `title`; any other field broadcasts `state`; a write (`store`) happens only on change.
    */
   async update(scope: Scope, id: string, patch: SessionStatePatch): Promise<SessionInfo> {
-    if (patch.model !== undefined) this.checkModel(patch.model);
+    if (patch.model !== undefined) checkModel(this.deps.gateway, patch.model);
     const current = await this.get(scope, id);
     if (patch.tools !== undefined || patch.opts !== undefined) {
-      this.checkTools(patch.tools ?? current.tools, patch.opts ?? current.opts);
+      checkTools(this.deps.tools, patch.tools ?? current.tools, patch.opts ?? current.opts);
     }
     const idleOnly =
       patch.model !== undefined ||
@@ -315,7 +273,7 @@ export class SessionService {
   // Commands
 
   async prompt(scope: Scope, id: string, input: PromptInput): Promise<CommandResult> {
-    const content = this.checkContent(input.content);
+    const content = checkContent(input.content);
     if (input.ifBusy === 'steer') {
       // Staged only while a run is in flight; an idle session starts a run instead.
       const staged = await this.deps.store.stageSteer(scope, id, { content, maxSteps: input.maxSteps });
@@ -330,14 +288,14 @@ export class SessionService {
    */
   async branch(scope: Scope, id: string, input: BranchInput): Promise<CommandResult> {
     const live = await this.liveSession(scope, id);
-    this.requireIdle(live.status);
+    requireIdle(live.status);
     const tree = live.tree.clone();
     const rollback = positionOf(tree);
     let content: Block[] | undefined;
     if (input.nodeId === null) {
       if (input.content === undefined)
         throw CanopyException.badRequest('a new root needs content', { field: 'content' });
-      content = this.checkContent(input.content);
+      content = checkContent(input.content);
       tree.navigate(null);
     } else {
       const node = tree.getNode(input.nodeId);
@@ -350,7 +308,7 @@ export class SessionService {
         if (node.message.role !== 'assistant') {
           throw new CanopyException('not_assistant_node', 'editing branches from an assistant node');
         }
-        content = this.checkContent(input.content);
+        content = checkContent(input.content);
       }
       tree.navigate(input.nodeId);
     }
@@ -367,7 +325,7 @@ export class SessionService {
   /** Moves the active path to a node and down to a tip (null clears the path). Idle only. */
   async navigate(scope: Scope, id: string, nodeId: NodeId | null): Promise<PositionRecord> {
     const live = await this.liveSession(scope, id);
-    this.requireIdle(live.status);
+    requireIdle(live.status);
     const tree = live.tree.clone();
     if (nodeId !== null && !tree.has(nodeId)) throw CanopyException.notFound('node');
     tree.navigate(nodeId).extend();
@@ -530,50 +488,5 @@ export class SessionService {
     });
     await this.deps.queue.enqueue({ tenantId: scope.tenantId, sessionId: id, runId });
     return { runId };
-  }
-
-  private requireIdle(status: SessionInfo['status']): void {
-    if (status === 'busy') throw new CanopyException('session_busy', 'a run is in flight');
-    if (status === 'paused') throw new CanopyException('session_paused', 'a run is waiting for a decision');
-  }
-
-  private checkModel(model: string): void {
-    const problem = this.deps.gateway.check(model);
-    if (problem) throw CanopyException.badRequest(problem, { field: 'model' });
-  }
-
-  private checkTools(tools: ClientTool[], opts: Record<string, unknown> | undefined): void {
-    const names = new Set<string>();
-    for (const t of tools) {
-      if (names.has(t.name))
-        throw CanopyException.badRequest(`tool "${t.name}" is declared twice`, { field: 'tools' });
-      names.add(t.name);
-    }
-    const server = opts?.serverTools;
-    if (server === undefined) return;
-    if (!Array.isArray(server) || !server.every((n) => typeof n === 'string')) {
-      throw CanopyException.badRequest('opts.serverTools must be a list of tool names', {
-        field: 'opts.serverTools',
-      });
-    }
-    for (const name of server) {
-      if (!this.deps.tools.has(name)) {
-        throw CanopyException.badRequest(`unknown server tool "${name}"`, { field: 'opts.serverTools' });
-      }
-      if (names.has(name)) {
-        throw CanopyException.badRequest(`"${name}" is both a server tool and a client tool`, {
-          field: 'tools',
-        });
-      }
-    }
-  }
-
-  private checkContent(content: MessageContent): Block[] {
-    const blocks = toBlocks(content);
-    if (blocks.length === 0) throw CanopyException.badRequest('content is empty', { field: 'content' });
-    if (!isTurnBoundary({ role: 'user', content: blocks, timestamp: 0 })) {
-      throw CanopyException.badRequest('a prompt cannot carry tool results', { field: 'content' });
-    }
-    return blocks;
   }
 }

@@ -1,0 +1,63 @@
+// Checks of what callers give the session engine, before anything is stored or started: the model names a known
+// provider, client tools are declared once and do not clash with the session's server tools, a prompt has content
+// and carries no tool results, and idle-only commands find the session idle. Each failure is a 4xx with the field.
+
+import {
+  isTurnBoundary,
+  toBlocks,
+  type Block,
+  type ClientTool,
+  type MessageContent,
+  type SessionInfo,
+} from '@canopy/core';
+import { CanopyException } from '@canopy/common';
+import type { ModelGateway, ToolRegistry } from '@canopy/agent';
+
+export function requireIdle(status: SessionInfo['status']): void {
+  if (status === 'busy') throw new CanopyException('session_busy', 'a run is in flight');
+  if (status === 'paused') throw new CanopyException('session_paused', 'a run is waiting for a decision');
+}
+
+export function checkModel(gateway: Pick<ModelGateway, 'check'>, model: string): void {
+  const problem = gateway.check(model);
+  if (problem) throw CanopyException.badRequest(problem, { field: 'model' });
+}
+
+export function checkTools(
+  registry: Pick<ToolRegistry, 'has'>,
+  tools: ClientTool[],
+  opts: Record<string, unknown> | undefined,
+): void {
+  const names = new Set<string>();
+  for (const t of tools) {
+    if (names.has(t.name))
+      throw CanopyException.badRequest(`tool "${t.name}" is declared twice`, { field: 'tools' });
+    names.add(t.name);
+  }
+  const server = opts?.serverTools;
+  if (server === undefined) return;
+  if (!Array.isArray(server) || !server.every((n) => typeof n === 'string')) {
+    throw CanopyException.badRequest('opts.serverTools must be a list of tool names', {
+      field: 'opts.serverTools',
+    });
+  }
+  for (const name of server) {
+    if (!registry.has(name)) {
+      throw CanopyException.badRequest(`unknown server tool "${name}"`, { field: 'opts.serverTools' });
+    }
+    if (names.has(name)) {
+      throw CanopyException.badRequest(`"${name}" is both a server tool and a client tool`, {
+        field: 'tools',
+      });
+    }
+  }
+}
+
+export function checkContent(content: MessageContent): Block[] {
+  const blocks = toBlocks(content);
+  if (blocks.length === 0) throw CanopyException.badRequest('content is empty', { field: 'content' });
+  if (!isTurnBoundary({ role: 'user', content: blocks, timestamp: 0 })) {
+    throw CanopyException.badRequest('a prompt cannot carry tool results', { field: 'content' });
+  }
+  return blocks;
+}
