@@ -316,6 +316,21 @@ describe('RedisEventBus', () => {
       expect(replay.complete).toBe(false);
     });
 
+    it('sets the TTLs again once they ran down, and continues the sequence when only the counter expired', async () => {
+      const bus = instance({ replayTtlSeconds: 1_000 });
+      const first = await bus.publish(tenant, session, deltas(2));
+      for (const key of [`${sessionKey()}:seq`, `${sessionKey()}:stream`]) await admin.expire(key, 500);
+      await bus.publish(tenant, session, deltas(1, 2));
+      for (const key of [`${sessionKey()}:seq`, `${sessionKey()}:stream`]) {
+        expect(await admin.ttl(key)).toBeGreaterThan(990);
+      }
+      // The counter gone but the log kept: the sequence goes on above the log's tail, no seq reused.
+      await admin.del(`${sessionKey()}:seq`);
+      const next = await bus.publish(tenant, session, deltas(1, 3));
+      expect(next[0]!.seq).toBeGreaterThan(first[1]!.seq + 1);
+      expect(await admin.ttl(`${sessionKey()}:seq`)).toBeGreaterThan(990);
+    });
+
     it('lets an idle session expire; its next publish starts a new sequence above the old one', async () => {
       const bus = instance({ replayTtlSeconds: 1 });
       const before = await bus.publish(tenant, session, deltas(2));

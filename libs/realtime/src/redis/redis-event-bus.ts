@@ -6,7 +6,7 @@
 //   <prefix>:session:{<tenant>:<session>}:stream  stream  the replay log: entry id `<seq>-0`, field `e` = the event
 //                                                          as JSON {type, data, at}; MAXLEN = replayLimit, exactly
 //   <prefix>:session:{<tenant>:<session>}         channel one message per published batch: `<first seq>\n[events]`
-// Both keys expire replayTtlSeconds after the session's last publish.
+// Both keys expire about replayTtlSeconds after the session's last publish (within a hundredth of it).
 //
 // Why one Lua script per publish: numbering (INCRBY), appending (XADD) and delivering (PUBLISH) must happen in the
 // same order for every batch, or a subscriber could see seq 8 before seq 7, or a replay could hold an event no
@@ -91,24 +91,33 @@ interface Gap {
 // KEYS[1] the seq counter, KEYS[2] the replay stream. ARGV[1] the channel, ARGV[2] where a fresh sequence starts
 // minus one, ARGV[3] the replay limit, ARGV[4] the TTL in seconds, ARGV[5..] the events as JSON.
 // Seqs stay below 2^53, which Lua numbers hold exactly; string.format('%d') prints them without an exponent.
+// The hot path is INCRBY, XADD per event, TTL and PUBLISH: a counter INCRBY created (it answers `count`: real
+// counters start at the clock in microseconds) is a fresh sequence, set above the clock and the log's tail; the
+// TTLs are set again only once they ran down by a hundredth (at least a second), not at every publish.
 const PUBLISH_LUA = `
 local count = #ARGV - 4
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  local base = ARGV[2]
+local ttl = tonumber(ARGV[4])
+local last = redis.call('INCRBY', KEYS[1], count)
+local refresh = false
+if last == count then
+  local base = tonumber(ARGV[2])
   local tail = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
   if tail then
-    local tailSeq = string.match(tail[1], '^%d+')
-    if tonumber(tailSeq) > tonumber(base) then base = tailSeq end
+    local tailSeq = tonumber(string.match(tail[1], '^%d+'))
+    if tailSeq > base then base = tailSeq end
   end
-  redis.call('SET', KEYS[1], base)
+  last = base + count
+  redis.call('SET', KEYS[1], string.format('%d', last))
+  refresh = true
 end
-local last = redis.call('INCRBY', KEYS[1], count)
 local first = last - count + 1
 for i = 1, count do
   redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], string.format('%d-0', first + i - 1), 'e', ARGV[4 + i])
 end
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-redis.call('EXPIRE', KEYS[2], ARGV[4])
+if refresh or redis.call('TTL', KEYS[2]) < ttl - math.max(1, math.floor(ttl / 100)) then
+  redis.call('EXPIRE', KEYS[1], ttl)
+  redis.call('EXPIRE', KEYS[2], ttl)
+end
 local firstSeq = string.format('%d', first)
 redis.call('PUBLISH', ARGV[1], firstSeq .. '\\n[' .. table.concat(ARGV, ',', 5) .. ']')
 return firstSeq
