@@ -119,8 +119,9 @@ function verdict(kind: Kind, who: Who, res: CallResult): string | null {
   const data = body?.data;
   if (who === 'admin') {
     if (kind === 'activity') return res.status === 200 && res.stream ? null : `expected 200 stream`;
-    // The operator's view of every tenant (the admin's by design).
-    if (kind === 'stats') return res.status === 200 ? null : `expected 200, got ${res.status}`;
+    // The operator's views of every tenant (the admin's by design).
+    if (kind === 'stats' || kind === 'liveList')
+      return res.status === 200 ? null : `expected 200, got ${res.status}`;
     return errorMismatch(res, 403, 'forbidden');
   }
   switch (kind) {

@@ -5,6 +5,7 @@ import { connect } from './connect';
 import {
   clearCredential,
   describeCredential,
+  isAdminKey,
   isUserToken,
   loadCredential,
   saveCredential,
@@ -29,17 +30,25 @@ export function App() {
       />
     );
   }
-  // The dashboard and the activity feed are tenant-wide views: API keys and the admin key only.
+  // The dashboard and the activity feed are tenant-wide views: API keys and the admin key only. The admin key has
+  // no tenant, so no playground: it watches every tenant on the dashboard.
   const operator = !isUserToken(credential);
+  const admin = isAdminKey(credential);
 
   return (
     <div className="app">
       <header className="topbar">
         <span className="brand">Canopy</span>
         <nav>
-          <a href="#/" className={route.page === 'playground' ? 'current' : ''} data-testid="nav-playground">
-            Playground
-          </a>
+          {!admin && (
+            <a
+              href="#/"
+              className={route.page === 'playground' ? 'current' : ''}
+              data-testid="nav-playground"
+            >
+              Playground
+            </a>
+          )}
           {operator && (
             <a
               href="#/dashboard"
@@ -66,8 +75,8 @@ export function App() {
           Sign out
         </button>
       </header>
-      {route.page === 'dashboard' && operator ? (
-        <Dashboard canopy={canopy} />
+      {(route.page === 'dashboard' && operator) || admin ? (
+        <Dashboard canopy={canopy} allTenants={admin} />
       ) : (
         <Playground
           canopy={canopy}

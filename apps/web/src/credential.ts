@@ -1,4 +1,4 @@
-// The credential the UI speaks with (a tenant API key or a user token), kept in this browser's localStorage
+// The credential the UI speaks with (a tenant API key, a user token or the admin key), kept in this browser's localStorage
 // until the user signs out.
 
 const KEY = 'canopy.credential';
@@ -19,12 +19,17 @@ export function clearCredential(): void {
   localStorage.removeItem(KEY);
 }
 
-/** What kind of credential it is, for the header (API keys start with `ck_`; user tokens are JWTs). */
 /** A user token (a JWT) rather than a key: it sees only its user's sessions and no tenant-wide view. */
 export function isUserToken(credential: string): boolean {
   return credential.split('.').length === 3;
 }
 
+/** The admin key: no tenant of its own (no sessions to chat in), every tenant's dashboard. */
+export function isAdminKey(credential: string): boolean {
+  return !credential.startsWith('ck_') && !isUserToken(credential);
+}
+
+/** What kind of credential it is, for the header (API keys start with `ck_`; user tokens are JWTs). */
 export function describeCredential(credential: string): string {
   if (credential.startsWith('ck_')) return `API key ${credential.slice(0, 7)}…`;
   const parts = credential.split('.');

@@ -36,7 +36,7 @@ function useSingleFlight(load: () => Promise<void>): () => void {
   return run;
 }
 
-export function Dashboard({ canopy }: { canopy: Canopy }) {
+export function Dashboard({ canopy, allTenants = false }: { canopy: Canopy; allTenants?: boolean }) {
   const [live, setLive] = useState<LiveEntry[] | null>(null);
   const [liveError, setLiveError] = useState<string | null>(null);
   const [feed, setFeed] = useState<ActivityEvent[]>([]);
@@ -114,6 +114,7 @@ export function Dashboard({ canopy }: { canopy: Canopy }) {
         <table className="live">
           <thead>
             <tr>
+              {allTenants && <th>Tenant</th>}
               <th>Session</th>
               <th>Status</th>
               <th>Controllers</th>
@@ -126,13 +127,23 @@ export function Dashboard({ canopy }: { canopy: Canopy }) {
           <tbody>
             {live?.map((entry) => (
               <tr
-                key={entry.id}
-                onClick={() => (location.hash = sessionHref(entry.id))}
+                key={`${entry.tenantId ?? ''}:${entry.id}`}
+                // The admin key has no tenant: it watches sessions, it does not open them.
+                onClick={allTenants ? undefined : () => (location.hash = sessionHref(entry.id))}
                 data-testid="live-row"
                 data-session-id={entry.id}
               >
+                {allTenants && (
+                  <td data-testid="live-tenant">
+                    <code>{entry.tenantId?.slice(0, 8)}</code>
+                  </td>
+                )}
                 <td>
-                  <a href={sessionHref(entry.id)}>{entry.title ?? entry.id}</a>
+                  {allTenants ? (
+                    (entry.title ?? entry.id)
+                  ) : (
+                    <a href={sessionHref(entry.id)}>{entry.title ?? entry.id}</a>
+                  )}
                 </td>
                 <td>
                   <span className={`status status-${entry.status}`} data-testid="live-status">
@@ -215,7 +226,7 @@ export function Dashboard({ canopy }: { canopy: Canopy }) {
           {feed.map((e, i) => (
             <li key={`${e.at}-${feed.length - i}`} data-testid="activity-item" data-type={e.type}>
               <span className="muted">{time(e.at)}</span> <strong>{e.type}</strong>{' '}
-              <a href={sessionHref(e.data.id)}>{e.data.id}</a>{' '}
+              {allTenants ? <code>{e.data.id}</code> : <a href={sessionHref(e.data.id)}>{e.data.id}</a>}{' '}
               <span className="muted">{shortJson(withoutId(e.data))}</span>
             </li>
           ))}

@@ -1,5 +1,5 @@
-// Sign-in: a tenant API key (`ck_…`) or a user token minted by POST /v1/tokens, checked against the API before
-// it is kept.
+// Sign-in: a tenant API key (`ck_…`), a user token minted by POST /v1/tokens or the admin key, checked against
+// the API before it is kept.
 
 import { useState, type FormEvent } from 'react';
 import { isCanopyError } from '@canopy/client';
@@ -18,12 +18,11 @@ export function SignIn({ onSignedIn }: { onSignedIn: (credential: string) => voi
     setChecking(true);
     setError(null);
     try {
-      await connect(credential, { maxRetries: 0 }).sessions.list({ limit: 1 });
+      // GET /v1/live answers every valid credential (keys, user tokens, the admin key).
+      await connect(credential, { maxRetries: 0 }).live.list();
       onSignedIn(credential);
     } catch (err) {
-      // The admin key may not list sessions, yet it may watch the dashboard.
-      if (isCanopyError(err, 'forbidden')) onSignedIn(credential);
-      else setError(isCanopyError(err, 'unauthorized') ? 'This key or token is not valid.' : errorText(err));
+      setError(isCanopyError(err, 'unauthorized') ? 'This key or token is not valid.' : errorText(err));
     } finally {
       setChecking(false);
     }
@@ -32,7 +31,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (credential: string) => voi
   return (
     <main className="sign-in">
       <h1>Canopy</h1>
-      <p>Sign in with a tenant API key or a user token.</p>
+      <p>Sign in with a tenant API key, a user token or the admin key.</p>
       <form onSubmit={(e) => void submit(e)}>
         <input
           type="password"

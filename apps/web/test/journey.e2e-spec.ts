@@ -2,7 +2,7 @@
 // from dist/apps/web): sign in with a tenant key, hold a streamed conversation, regenerate and edit with the
 // version pickers and the tree, answer a client tool and approve a server tool (its progress shown), watch the
 // dashboard follow a session another tab drives (its run statistics as the API keeps them), cancel a slow run,
-// sign in as an end user with a token, sign out. A screenshot of each step goes to test-artifacts/web.
+// sign in as an end user with a token, watch every tenant with the admin key, sign out. A screenshot of each step goes to test-artifacts/web.
 
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -458,11 +458,23 @@ describe('web UI journey', () => {
     expect(res.status).toBe(404);
   });
 
+  it('lets the admin key watch every tenant on the dashboard (no playground: it has no tenant)', async () => {
+    await byTestId('sign-out').click();
+    await byTestId('credential-input').fill(TEST_ADMIN_KEY);
+    await byTestId('sign-in').click();
+    await expectText(byTestId('signed-in-as'), 'admin key');
+    await byTestId('dashboard').waitFor();
+    expect(await byTestId('nav-playground').count()).toBe(0);
+    await expectCount(liveRow(chatId), 1);
+    await expectText(liveRow(chatId).getByTestId('live-tenant'), tenantId.slice(0, 8));
+    await screenshot(page, '16-admin-dashboard');
+  });
+
   it('signs out', async () => {
     await byTestId('sign-out').click();
     await byTestId('credential-input').waitFor();
     expect(await storedCredential()).toBeNull();
-    await screenshot(page, '16-signed-out');
+    await screenshot(page, '17-signed-out');
     // Nothing broke in the page: no uncaught error, no blocked resource (CSP) — only the refused bad key.
     expect(errors.filter((e) => !e.includes('401 (Unauthorized)'))).toEqual([]);
   });

@@ -17,8 +17,11 @@ import type { Scope } from '@canopy/core';
 import { AuthService } from './auth.service';
 import { scopeOf, type Principal } from './principal';
 
-/** admin: the admin key; tenant: an API key; member: an API key or a user token; operator: an API key or the admin. */
-export type AccessLevel = 'admin' | 'tenant' | 'member' | 'operator';
+/**
+ * admin: the admin key; tenant: an API key; member: an API key or a user token; operator: an API key or the admin;
+ * any: every valid credential (the route itself narrows what each one sees).
+ */
+export type AccessLevel = 'admin' | 'tenant' | 'member' | 'operator' | 'any';
 
 const PUBLIC = 'canopy:public';
 const ACCESS = 'canopy:access';
@@ -75,6 +78,7 @@ function admits(level: AccessLevel, p: Principal): boolean {
   if (level === 'admin') return p.kind === 'admin';
   if (level === 'tenant') return p.kind === 'tenant';
   if (level === 'operator') return p.kind === 'tenant' || p.kind === 'admin';
+  if (level === 'any') return true;
   return p.kind === 'tenant' || p.kind === 'user';
 }
 
@@ -86,6 +90,8 @@ function describe(level: AccessLevel): string {
       return 'a tenant API key';
     case 'operator':
       return 'a tenant API key or the admin key';
+    case 'any':
+      return 'a credential';
     default:
       return 'a tenant API key or a user token';
   }

@@ -391,6 +391,9 @@ describe('live', () => {
       const entry = await canopy.live.get(session.id);
       expect(entry).toMatchObject({ id: session.id, controllers: 1, status: 'idle' });
       expect((await canopy.live.list()).map((e) => e.id)).toContain(session.id);
+      // The admin key sees every tenant's live sessions, each with its tenant.
+      const everywhere = await admin.live.list();
+      expect(everywhere.find((e) => e.id === session.id)).toMatchObject({ tenantId: expect.any(String) });
       await session.run('ping');
       const events = await feed.done;
       controller.abort();

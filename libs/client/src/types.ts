@@ -104,6 +104,8 @@ export interface RunInfo {
 }
 
 export interface LiveEntry {
+  /** Only in the admin key's view (every tenant's sessions). */
+  tenantId?: string;
   id: string;
   title: string | null;
   status: SessionStatus;

@@ -33,9 +33,17 @@ export class LiveController {
   ) {}
 
   @Get('live')
-  @Access('member')
-  @ApiOperation({ summary: 'Live sessions of the deployment and where each is served' })
-  async list(@CurrentScope() scope: Scope) {
+  @Access('any')
+  @ApiOperation({
+    summary:
+      "Live sessions of the deployment and where each is served: a tenant's (a user's own with a user token); every tenant's, each with its tenantId, with the admin key",
+  })
+  async list(@CurrentPrincipal() principal: Principal) {
+    if (principal.kind === 'admin') {
+      const all = await this.registry.list(null);
+      return { data: all.map((e) => ({ tenantId: e.tenantId, ...liveView(e) })) };
+    }
+    const scope = scopeOf(principal)!;
     const entries = await this.registry.list(scope.tenantId);
     return {
       data: entries.filter((e) => scope.userId === undefined || e.userId === scope.userId).map(liveView),
