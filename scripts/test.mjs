@@ -36,6 +36,8 @@ await main(async () => {
   run(tsc, ['--noEmit', '-p', 'tsconfig.json']);
   // libs/core is isomorphic: it must compile with no Node types at all.
   run(tsc, ['--noEmit', '-p', 'libs/core/tsconfig.lib.json']);
+  // So is the SDK (browsers and Node, DOM types only).
+  run(tsc, ['--noEmit', '-p', 'libs/client/tsconfig.lib.json']);
   // The web UI compiles for browsers (DOM, JSX) and its Vite config for Node: each with its own settings.
   run(tsc, ['--noEmit', '-p', 'apps/web/tsconfig.app.json']);
   run(tsc, ['--noEmit', '-p', 'apps/web/tsconfig.node.json']);
