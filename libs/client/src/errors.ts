@@ -1,23 +1,10 @@
 // Errors of the Canopy API, typed by their stable codes (API.md "Errors"), plus the two a client meets on its own
 // side: the service could not be reached, or a request was aborted.
 
-/** The codes the API answers with (API.md). */
-export type ApiErrorCode =
-  | 'bad_request'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'not_found'
-  | 'already_exists'
-  | 'session_busy'
-  | 'session_paused'
-  | 'not_paused'
-  | 'idle'
-  | 'not_user_node'
-  | 'not_assistant_node'
-  | 'payload_too_large'
-  | 'rate_limited'
-  | 'unavailable'
-  | 'internal';
+import type { ErrorCode as CoreErrorCode } from '@canopy/core';
+
+/** The codes the API answers with (API.md), as the service defines them. */
+export type ApiErrorCode = CoreErrorCode;
 
 /** `network_error`: no answer (connection refused, reset, DNS); `aborted`: the caller's signal fired. */
 export type ClientErrorCode = 'network_error' | 'aborted';

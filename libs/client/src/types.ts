@@ -1,6 +1,8 @@
 // The shapes of the API's answers (API.md), on the shared types of @canopy/core.
 
 import type {
+  LiveEntry as CoreLiveEntry,
+  RunStats,
   ClientTool,
   InFlight,
   Message,
@@ -8,7 +10,6 @@ import type {
   RunKind,
   RunStatus,
   SessionInfo,
-  SessionStatus,
   Usage,
 } from '@canopy/core';
 
@@ -103,19 +104,8 @@ export interface RunInfo {
   finishedAt: string | null;
 }
 
-export interface LiveEntry {
-  /** Only in the admin key's view (every tenant's sessions). */
-  tenantId?: string;
-  id: string;
-  title: string | null;
-  status: SessionStatus;
-  userId: string | null;
-  controllers: number;
-  observers: number;
-  /** When it became live (ISO 8601). */
-  since: string;
-  where: { api: string[]; worker: string | null };
-}
+/** A live session as GET /v1/live answers it; `tenantId` only in the admin key's view (every tenant's sessions). */
+export type LiveEntry = Omit<CoreLiveEntry, 'tenantId'> & { tenantId?: string };
 
 /** A command's answer: the run it started (`staged`: a steer prompt folded into the busy run). */
 export interface Accepted {
@@ -135,20 +125,4 @@ export interface PromptOptions {
   signal?: AbortSignal;
 }
 
-export interface RunStats {
-  /** The window: from the start of its first minute to now (ISO 8601). */
-  since: string;
-  until: string;
-  /** Minutes with any run started or finished, oldest first. */
-  perMinute: Array<{ minute: string; started: number; finished: number; failed: number }>;
-  /** Tenants with runs finished in the window (one with a tenant key; all with the admin key), most tokens first. */
-  usageByTenant: Array<{
-    tenantId: string;
-    tenantName: string;
-    runs: number;
-    inputTokens: number;
-    outputTokens: number;
-    totalTokens: number;
-    totalCost: number;
-  }>;
-}
+export type { RunStats };

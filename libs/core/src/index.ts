@@ -10,3 +10,5 @@ export * from './scope';
 export * from './events';
 export * from './live-state';
 export * from './api/schemas';
+export * from './api/error-codes';
+export * from './api/views';

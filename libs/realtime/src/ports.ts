@@ -2,7 +2,9 @@
 // of this library; the distributed runtime plugs Redis adapters into the same ports, and one contract test suite
 // (./testing) runs against both.
 
-import type { ActivityEvent, SessionEvent, SessionEventInput, SessionStatus } from '@canopy/core';
+import type { ActivityEvent, LiveEntry, SessionEvent, SessionEventInput, SessionStatus } from '@canopy/core';
+
+export type { LiveEntry };
 
 export type Unsubscribe = () => Promise<void>;
 
@@ -54,20 +56,6 @@ export interface LivePresence {
    * not one of the apis serving the session. Default `api`.
    */
   role?: 'api' | 'worker';
-}
-
-/** A live session across the deployment: the presences of every instance merged. */
-export interface LiveEntry {
-  tenantId: string;
-  id: string;
-  title: string | null;
-  status: SessionStatus;
-  userId: string | null;
-  controllers: number;
-  observers: number;
-  /** ISO time the session became live (earliest presence). */
-  since: string;
-  where: { api: string[]; worker: string | null };
 }
 
 /** Which sessions are live, where, with how many subscribers. */

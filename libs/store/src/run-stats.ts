@@ -3,35 +3,10 @@
 // the admin road, named as such.
 
 import { Injectable } from '@nestjs/common';
+import type { MinuteStats, RunStats, TenantUsage } from '@canopy/core';
 import { Database, type SqlTx } from './database';
 
-export interface MinuteStats {
-  /** The minute's start (ISO 8601). */
-  minute: string;
-  started: number;
-  finished: number;
-  failed: number;
-}
-
-export interface TenantUsage {
-  tenantId: string;
-  tenantName: string;
-  /** Runs finished in the window. */
-  runs: number;
-  inputTokens: number;
-  outputTokens: number;
-  totalTokens: number;
-  totalCost: number;
-}
-
-export interface RunStats {
-  since: string;
-  until: string;
-  /** Minutes with any run started or finished, oldest first. */
-  perMinute: MinuteStats[];
-  /** Tenants with runs finished in the window, most tokens first (at most 100). */
-  usageByTenant: TenantUsage[];
-}
+export type { MinuteStats, RunStats, TenantUsage };
 
 /** The largest window (one day) and the default one (an hour). */
 export const STATS_MAX_MINUTES = 1_440;
