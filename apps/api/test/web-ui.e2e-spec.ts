@@ -6,33 +6,14 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { NestExpressApplication } from '@nestjs/platform-express';
-import { loadConfig } from '@canopy/common';
-import { createTestDatabase, TEST_ADMIN_KEY, TEST_JWT_SECRET, type TestDatabase } from '@canopy/testing';
-import { createApiApp } from '../src/app.factory';
+import { startTestApp, type TestApp } from './support/test-app';
 
 const INDEX = '<!doctype html><html><head><title>Canopy UI stand-in</title></head><body></body></html>';
 const SCRIPT = 'console.log("stand-in");';
 
-let database: TestDatabase;
 let dir: string;
-let withBuild: { app: NestExpressApplication; url: string };
-let withoutBuild: { app: NestExpressApplication; url: string };
-
-async function boot(webDir: string): Promise<{ app: NestExpressApplication; url: string }> {
-  const config = loadConfig({
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'silent',
-    NODE_ENV: 'test',
-    CANOPY_ADMIN_KEY: TEST_ADMIN_KEY,
-    CANOPY_JWT_SECRET: TEST_JWT_SECRET,
-    DATABASE_URL: database.url,
-  });
-  const app = await createApiApp(config, { webDir });
-  await app.listen(0, '127.0.0.1');
-  return { app, url: (await app.getUrl()).replace('[::1]', '127.0.0.1') };
-}
+let withBuild: TestApp;
+let withoutBuild: TestApp;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'canopy-web-'));
@@ -40,15 +21,13 @@ beforeAll(async () => {
   mkdirSync(join(dir, 'empty'));
   writeFileSync(join(dir, 'build', 'index.html'), INDEX);
   writeFileSync(join(dir, 'build', 'assets', 'index-AbC123.js'), SCRIPT);
-  database = await createTestDatabase();
-  withBuild = await boot(join(dir, 'build'));
-  withoutBuild = await boot(join(dir, 'empty'));
+  withBuild = await startTestApp({ webDir: join(dir, 'build') });
+  withoutBuild = await startTestApp({ webDir: join(dir, 'empty') });
 });
 
 afterAll(async () => {
-  await withBuild?.app.close();
-  await withoutBuild?.app.close();
-  await database?.drop();
+  await withBuild?.close();
+  await withoutBuild?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 

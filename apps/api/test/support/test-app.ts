@@ -21,6 +21,8 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   /** Use the embedded PGlite in this data directory instead of a Postgres test database. */
   embeddedDataDir?: string;
+  /** Where the web UI's build is (default: the api's, dist/apps/web). */
+  webDir?: string;
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -35,7 +37,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(database ? { DATABASE_URL: database.url } : { CANOPY_DATA_DIR: options.embeddedDataDir }),
     ...options.env,
   });
-  const app = await createApiApp(config);
+  const app = await createApiApp(config, options.webDir !== undefined ? { webDir: options.webDir } : {});
   try {
     await app.listen(0, '127.0.0.1');
   } catch (err) {
