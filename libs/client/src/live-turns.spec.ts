@@ -84,6 +84,10 @@ describe('TurnsProjection', () => {
     let view = p.view()!;
     expect(view.turns).toHaveLength(2);
     expect(view.turns[1]).toMatchObject({ id: null, status: 'streaming', userText: [{ text: 'again' }] });
+    // Deltas do not cut the committed path into turns again: the committed turn is the same object.
+    const committedTurn = view.turns[0];
+    seq = feed(p, seq, [{ type: 'text_delta', data: { runId: 'r1', index: 0, delta: '' } }]);
+    expect(p.view()!.turns[0]).toBe(committedTurn);
     expect(view.turns[1]!.content).toEqual([{ type: 'text', text: 'Echo: again' }]);
     expect(view.session.status).toBe('busy');
 

@@ -35,11 +35,14 @@ export class TurnsProjection {
   private error: LiveTurnsView['error'] = null;
   private progress: Record<string, unknown[]> = {};
   private progressRun: string | null = null;
+  /** The committed tree's turns and path messages; only a snapshot or a `tree` event changes them (not deltas). */
+  private committed: { turns: Turn[]; messages: Message[] } | null = null;
 
   /** Applies an event (a snapshot starts over); answers whether the view changed. */
   apply(event: SessionEventBody): boolean {
     if (event.type === 'snapshot') {
       this.state = new LiveState(liveStateInit(event.data));
+      this.committed = null;
       return true;
     }
     if (!this.state || event.seq <= this.state.seq) return false;
@@ -54,6 +57,7 @@ export class TurnsProjection {
       this.progress = { ...this.progress, [toolUseId]: [...(this.progress[toolUseId] ?? []), payload] };
     }
     this.state.apply(event);
+    if (event.type === 'tree') this.committed = null;
     return true;
   }
 
@@ -64,11 +68,12 @@ export class TurnsProjection {
   view(): LiveTurnsView | null {
     const state = this.state;
     if (!state) return null;
-    const turns = allTurns(state.committedTree);
+    this.committed ??= { turns: allTurns(state.committedTree), messages: state.committedTree.messages() };
+    const turns = [...this.committed.turns];
     const run = state.runInFlight;
     if (run) {
       const messages: Message[] = [...run.pending, ...(run.partial ? [run.partial] : [])];
-      appendInFlight(turns, messages, state.committedTree.messages());
+      appendInFlight(turns, messages, this.committed.messages);
     }
     return {
       turns,
