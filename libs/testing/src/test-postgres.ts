@@ -12,7 +12,7 @@ import { applyMigrations } from '../../store/src/migrator';
 import { isProcessAlive } from '../../common/src/process';
 
 export const TEST_ROLE = 'canopy_test';
-export const TEMPLATE_DB = 'canopy_test_template';
+const TEMPLATE_PREFIX = 'canopy_tpl_';
 const DB_PREFIX = 'canopy_test_';
 const MIGRATIONS_DIR = resolve(__dirname, '../../../prisma/migrations');
 
@@ -58,10 +58,22 @@ async function withAdmin<T>(fn: (c: Client) => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * The template database of the current migrations. Named by their hash, so test runs of checkouts whose
+ * migrations differ (several worktrees on one machine) never rebuild each other's template.
+ */
+export function templateDb(hash = migrationsHash()): string {
+  return `${TEMPLATE_PREFIX}${hash.slice(0, 16)}`;
+}
+
+/** Templates not used for this long (by any migration set) are dropped by the next run. */
+const TEMPLATE_KEEP_MS = 3 * 24 * 3_600_000;
+
 /** Ensures the test role and an up-to-date migrated template; drops databases left by earlier runs. */
 export async function prepareTemplate(): Promise<void> {
   const hash = migrationsHash();
-  const stale = await withAdmin(async (c) => {
+  const template = templateDb(hash);
+  const exists = await withAdmin(async (c) => {
     const role = await c.query<{ rolsuper: boolean; rolbypassrls: boolean }>(
       'SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = $1',
       [TEST_ROLE],
@@ -71,31 +83,54 @@ export async function prepareTemplate(): Promise<void> {
     } else if (role.rows[0]!.rolsuper || role.rows[0]!.rolbypassrls) {
       await c.query(`ALTER ROLE ${TEST_ROLE} NOSUPERUSER NOBYPASSRLS`);
     }
-    const leftovers = await c.query<{ datname: string }>(
-      `SELECT datname FROM pg_database d
-        WHERE datname LIKE '${DB_PREFIX}%' AND datname <> $1
+    const leftovers = await c.query<{ datname: string; comment: string | null }>(
+      `SELECT datname, shobj_description(oid, 'pg_database') AS comment FROM pg_database d
+        WHERE (datname LIKE '${DB_PREFIX}%' OR datname LIKE '${TEMPLATE_PREFIX}%') AND datname <> $1
           AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = d.datname)`,
-      [TEMPLATE_DB],
+      [template],
     );
-    for (const { datname } of leftovers.rows) {
-      // Names carry the pid of the test process that made them: a live process's database (another jest run
-      // starting at the same moment) is not a leftover.
-      const pid = Number(/^canopy_test_(\d+)_/.exec(datname)?.[1]);
-      if (Number.isInteger(pid) && isProcessAlive(pid)) continue;
+    for (const { datname, comment } of leftovers.rows) {
+      if (datname.startsWith(TEMPLATE_PREFIX)) {
+        // Another checkout's template (or one being built): dropped only once unused for days.
+        const usedAt = Number(/used:(\d+)/.exec(comment ?? '')?.[1]);
+        if (!Number.isFinite(usedAt) || Date.now() - usedAt < TEMPLATE_KEEP_MS) continue;
+      } else {
+        // Names carry the pid of the test process that made them: a live process's database (another jest run
+        // starting at the same moment) is not a leftover.
+        const pid = Number(/^canopy_test_(\d+)_/.exec(datname)?.[1]);
+        if (Number.isInteger(pid) && isProcessAlive(pid)) continue;
+      }
       await c.query(`DROP DATABASE IF EXISTS "${datname}"`).catch(() => undefined);
     }
-    const current = await c.query<{ comment: string | null }>(
-      'SELECT shobj_description(oid, $2) AS comment FROM pg_database WHERE datname = $1',
-      [TEMPLATE_DB, 'pg_database'],
-    );
-    if (current.rows[0]?.comment === `migrations:${hash}`) return false;
-    await c.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DB} WITH (FORCE)`);
-    await c.query(`CREATE DATABASE ${TEMPLATE_DB} OWNER ${TEST_ROLE}`);
+    const current = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [template]);
+    if (current.rowCount === 0) return false;
+    await markUsed(c, template, hash);
     return true;
   });
-  if (!stale) return;
-  await applyMigrations({ url: roleUrl(TEMPLATE_DB), migrationsDir: MIGRATIONS_DIR });
-  await withAdmin((c) => c.query(`COMMENT ON DATABASE ${TEMPLATE_DB} IS 'migrations:${hash}'`));
+  if (exists) return;
+  // Built under a name of its own, then renamed: a concurrent run never copies a half-migrated template.
+  const building = `${template}_b${process.pid}`;
+  await withAdmin((c) => c.query(`CREATE DATABASE ${building} OWNER ${TEST_ROLE}`));
+  try {
+    await applyMigrations({ url: roleUrl(building), migrationsDir: MIGRATIONS_DIR });
+    await withAdmin(async (c) => {
+      try {
+        await c.query(`ALTER DATABASE ${building} RENAME TO ${template}`);
+        await markUsed(c, template, hash);
+      } catch (err) {
+        // Another run built the same template first: use theirs.
+        if ((err as { code?: string }).code !== '42P04') throw err;
+        await c.query(`DROP DATABASE IF EXISTS ${building} WITH (FORCE)`);
+      }
+    });
+  } catch (err) {
+    await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${building} WITH (FORCE)`)).catch(() => undefined);
+    throw err;
+  }
+}
+
+async function markUsed(c: Client, template: string, hash: string): Promise<void> {
+  await c.query(`COMMENT ON DATABASE ${template} IS 'migrations:${hash} used:${Date.now()}'`);
 }
 
 export interface TestDatabase {
@@ -108,7 +143,7 @@ export interface TestDatabase {
 /** A fresh, migrated database of its own for one test file. */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const name = `${DB_PREFIX}${process.pid}_${randomBytes(4).toString('hex')}`;
-  await withAdmin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DB} OWNER ${TEST_ROLE}`));
+  await withAdmin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${templateDb()} OWNER ${TEST_ROLE}`));
   return {
     name,
     url: roleUrl(name),
