@@ -124,7 +124,9 @@ export async function prepareTemplate(): Promise<void> {
       }
     });
   } catch (err) {
-    await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${building} WITH (FORCE)`)).catch(() => undefined);
+    await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${building} WITH (FORCE)`)).catch(
+      () => undefined,
+    );
     throw err;
   }
 }
