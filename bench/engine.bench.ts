@@ -83,6 +83,28 @@ export async function runEngineBench(): Promise<EngineBenchResult> {
   }
 }
 
+/** The engine alone at one concurrency, on a database of its own (the HTTP bench compares itself with it). */
+export async function measureEngineAt(
+  concurrency: number,
+): Promise<Pick<EngineLevel, 'runsPerSec' | 'p50Ms' | 'p99Ms'>> {
+  const testDb = await createTestDatabase();
+  const db = new Database({
+    url: testDb.url,
+    poolMax: ENGINE_POOL,
+    txMaxWaitMs: 10_000,
+    txTimeoutMs: 15_000,
+  });
+  const service = new SessionService(engineDeps(db));
+  try {
+    const { runsPerSec, p50Ms, p99Ms } = await measureEngine(service, await newTenant(db), concurrency);
+    return { runsPerSec, p50Ms, p99Ms };
+  } finally {
+    await service.shutdown().catch(() => undefined);
+    await db.disconnect().catch(() => undefined);
+    await testDb.drop();
+  }
+}
+
 /** Prints one row per concurrency and the verdict on the target at the highest. */
 export function printEngineReport(title: string, result: EngineBenchResult): void {
   const header = [

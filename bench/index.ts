@@ -3,6 +3,9 @@
 //   core    @canopy/core's tree operations and UI projection (tinybench, time per call and growth ratios)
 //   engine  the session engine on the machine's Postgres: runs/s and latency at 1/10/100 sessions, as a share
 //           of the raw Postgres limit for a commit-shaped transaction
+//   http    the api process as deployed (embedded PGlite, and the machine's Postgres), driven over HTTP by a
+//           load generator process: runs/s, latency, CPU, memory and database work per run at 1/10/100
+//           sessions, as a share of the in-process engine (--http-modes, --http-levels, --http-runtimes)
 //   cluster 2 api + 2 worker processes on the machine's Postgres and Redis: 100 and 1,000 sessions streaming
 //           over WebSocket on both apis, delivery rate and latency, Redis commands per delta, lost or reordered
 //           events, against the raw Redis PUBLISH rate (--cluster-sessions=50,200 or
@@ -13,6 +16,7 @@ import { cpus, totalmem } from 'node:os';
 import { clusterScales, printClusterReport, runClusterBench } from './cluster.bench';
 import { runCoreBench } from './core.bench';
 import { printEngineReport, runEngineBench } from './engine.bench';
+import { httpBenchOptions, printHttpReport, runHttpBench } from './http.bench';
 import { printReports } from './report';
 
 interface Section {
@@ -29,6 +33,12 @@ const SECTIONS: Section[] = [
     name: 'engine',
     title: 'Session engine (mock:echo on Postgres)',
     run: async (title) => printEngineReport(title, await runEngineBench()),
+  },
+  {
+    name: 'http',
+    title: 'The public API over HTTP (api process + separate load generator)',
+    run: async (title) =>
+      printHttpReport(title, await runHttpBench(httpBenchOptions(process.argv.slice(2), process.env))),
   },
   {
     name: 'cluster',

@@ -51,6 +51,7 @@ export class Database {
   /** BEGIN and the transaction's deadlines, up to the RLS setting that completes the first round trip. */
   private readonly begin: string;
   private ended = false;
+  private statementsSent = 0;
 
   constructor(private readonly options: DatabaseOptions) {
     // One pool for both roads, so poolMax bounds the connections this process opens (Postgres allows few).
@@ -61,6 +62,15 @@ export class Database {
     });
     // A pooled connection that dies while idle is dropped by the pool; without a listener it would crash us.
     this.pool.on('error', () => undefined);
+    // Every statement sent on any road (Prisma's adapter included) is one query() call on a pooled client: counted
+    // for /metrics and the benches (round trips per run).
+    this.pool.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+        this.statementsSent++;
+        return query(...args);
+      };
+    });
     this.prisma = new PrismaClient({
       adapter: new PrismaPg(this.pool), // an external pool: Prisma never ends it, disconnect() does
       transactionOptions: { maxWait: options.txMaxWaitMs, timeout: options.txTimeoutMs },
@@ -149,6 +159,11 @@ export class Database {
       client.removeListener('error', onError);
       client.release(broken);
     }
+  }
+
+  /** Statements this process has sent to the database (each one round trip), since it started. */
+  get roundTripsSent(): number {
+    return this.statementsSent;
   }
 
   /** Resolves when the database answers. */

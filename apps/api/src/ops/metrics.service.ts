@@ -1,10 +1,11 @@
 // Prometheus metrics (prom-client): HTTP latency by route, runs by final status, live sessions and subscribers,
-// events published, plus the process's default metrics.
+// events published, database round trips, plus the process's default metrics.
 
 import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { ACTIVITY_FEED, type ActivityFeed, type Unsubscribe } from '@canopy/realtime';
 import { SessionService } from '@canopy/session';
+import { Database } from '@canopy/store';
 
 @Injectable()
 export class MetricsService implements OnModuleInit, OnModuleDestroy {
@@ -33,8 +34,18 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   constructor(
     private readonly sessions: SessionService,
     @Inject(ACTIVITY_FEED) private readonly feed: ActivityFeed,
+    database: Database,
   ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'canopy_' });
+    new Counter({
+      name: 'canopy_db_round_trips_total',
+      help: 'Statements sent to the database by this process (each one round trip)',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(database.roundTripsSent);
+      },
+    });
     const live = () => this.sessions.live.list();
     new Gauge({
       name: 'canopy_live_sessions',

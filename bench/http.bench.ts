@@ -1,0 +1,557 @@
+// Benchmark of the public API as deployed: the built api process (the embedded default with PGlite, and the
+// machine's Postgres as the non-superuser test role, both with the in-process runtime), driven over HTTP by a
+// load generator in a process of its own (bench/http-load.mjs: keep-alive, closed loop, one virtual user per
+// session, 10 turns per session). Modes: wait (prompt with wait: true), stream (SSE + prompt until the run's
+// `store`), branch (regenerate with wait), create (sessions only); at 1, 10 and 100 concurrent sessions.
+// Per level: runs/s, p50/p99, session create p50, CPU of the api, of the database backends and of the load
+// generator over the load, the api's peak resident memory, and per run the database work: transactions and rows
+// fetched (pg_stat_database), statements (the api's own count of round trips, /metrics). In the same run, the
+// in-process engine (bench/engine.bench.ts) at the same concurrency on the same Postgres, so HTTP is judged as a
+// share of it; and a history section that seeds 100,000 earlier runs in 10,000 sessions of the tenant (and as
+// many in another tenant) and measures again. Each target is printed with its verdict.
+// Options: --http-modes=wait,stream --http-levels=1,100 --http-runtimes=postgres --http-measure-ms=6000
+// (or CANOPY_BENCH_HTTP_* variables of the same names).
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+import { Client } from 'pg';
+
+import {
+  TEST_ADMIN_KEY,
+  TEST_JWT_SECRET,
+  adminUrl,
+  createTestDatabase,
+  eventually,
+  prepareTemplate,
+  type TestDatabase,
+} from '../libs/testing/src';
+import { measureEngineAt } from './engine.bench';
+import { formatTime, printTable } from './report';
+
+const ROOT = resolve(__dirname, '..');
+const API_MAIN = join(ROOT, 'dist/apps/api/apps/api/src/main.js');
+const LOADGEN = join(ROOT, 'bench/http-load.mjs');
+const TURNS_PER_SESSION = 10;
+const WARMUP_MS = 1_500;
+const CLK_TCK = 100;
+
+type Mode = 'wait' | 'stream' | 'branch' | 'create';
+type RuntimeName = 'postgres' | 'embedded';
+
+export interface HttpBenchOptions {
+  modes: Mode[];
+  levels: number[];
+  runtimes: RuntimeName[];
+  measureMs: number;
+  history: boolean;
+}
+
+export interface HttpLevel {
+  runtime: RuntimeName;
+  mode: Mode;
+  concurrency: number;
+  /** Turns (runs) per second in the measured window; sessions per second in `create` mode. */
+  perSec: number;
+  p50Ms: number | null;
+  p99Ms: number | null;
+  createP50Ms: number | null;
+  /** CPU over the whole load in % of one core. */
+  apiCpuPct: number;
+  dbCpuPct: number | null;
+  loadCpuPct: number;
+  apiRssMiB: number;
+  /** Database work per run (per session in `create` mode); null where the database is not reachable. */
+  xactsPerRun: number | null;
+  xactsPerRunLessCreates: number | null;
+  rowsFetchedPerRun: number | null;
+  statementsPerRun: number;
+  errors: Record<string, number>;
+}
+
+export interface HttpBenchResult {
+  levels: HttpLevel[];
+  engine: Array<{ concurrency: number; runsPerSec: number; p50Ms: number; p99Ms: number }>;
+  history: { empty: HttpLevel; seeded: HttpLevel; seededRuns: number; seededSessions: number } | null;
+  measureMs: number;
+}
+
+export function httpBenchOptions(argv: readonly string[], env: NodeJS.ProcessEnv): HttpBenchOptions {
+  const opt = (name: string): string | undefined => {
+    const arg = argv.find((a) => a.startsWith(`--http-${name}=`));
+    return arg?.slice(`--http-${name}=`.length) ?? env[`CANOPY_BENCH_HTTP_${name.toUpperCase()}`];
+  };
+  const list = <T extends string>(name: string, allowed: readonly T[], all: readonly T[]): T[] => {
+    const text = opt(name);
+    if (!text) return [...all];
+    const items = text.split(',').map((s) => s.trim()) as T[];
+    const bad = items.filter((i) => !allowed.includes(i));
+    if (bad.length)
+      throw new Error(`--http-${name}: unknown ${bad.join(', ')} (known: ${allowed.join(', ')})`);
+    return items;
+  };
+  const modes = list<Mode>(
+    'modes',
+    ['wait', 'stream', 'branch', 'create'],
+    ['wait', 'stream', 'branch', 'create'],
+  );
+  const runtimes = list<RuntimeName>('runtimes', ['postgres', 'embedded'], ['postgres', 'embedded']);
+  const levelsText = opt('levels');
+  const levels = levelsText ? levelsText.split(',').map(Number) : [1, 10, 100];
+  if (levels.some((n) => !Number.isInteger(n) || n < 1 || n > 1_000)) {
+    throw new Error(`--http-levels: integers from 1 to 1000, got "${levelsText}"`);
+  }
+  const measureMs = Number(opt('measure-ms') ?? 6_000);
+  if (!Number.isInteger(measureMs) || measureMs < 1_000) throw new Error('--http-measure-ms: at least 1000');
+  return { modes, levels, runtimes, measureMs, history: opt('history') !== 'false' };
+}
+
+export async function runHttpBench(options: HttpBenchOptions): Promise<HttpBenchResult> {
+  await prepareTemplate();
+  const levels: HttpLevel[] = [];
+  let history: HttpBenchResult['history'] = null;
+  for (const runtime of options.runtimes) {
+    const service = await Service.start(runtime);
+    try {
+      for (const mode of options.modes) {
+        for (const concurrency of options.levels) {
+          levels.push(await service.measure(mode, concurrency, options.measureMs));
+        }
+      }
+      if (runtime === 'postgres' && options.history) {
+        const top = Math.max(...options.levels);
+        const empty = await service.measureFresh('wait', top, options.measureMs);
+        const seeded = await service.seedHistory(100_000, 10_000);
+        history = {
+          empty,
+          seeded: await service.measure('wait', top, options.measureMs),
+          seededRuns: seeded.runs,
+          seededSessions: seeded.sessions,
+        };
+      }
+    } finally {
+      await service.stop();
+    }
+  }
+  const engine = [];
+  if (options.runtimes.includes('postgres') && options.modes.includes('wait')) {
+    for (const concurrency of options.levels) {
+      engine.push({ concurrency, ...(await measureEngineAt(concurrency)) });
+    }
+  }
+  return { levels, engine, history, measureMs: options.measureMs };
+}
+
+export function printHttpReport(title: string, result: HttpBenchResult): void {
+  const header = [
+    'runtime',
+    'mode',
+    'sessions',
+    'runs/s',
+    'p50',
+    'p99',
+    'create p50',
+    'api cpu',
+    'db cpu',
+    'load cpu',
+    'api rss',
+    'tx/run',
+    'rows/run',
+    'stmts/run',
+    'errors',
+  ];
+  const num = (v: number | null, digits = 1) => (v === null ? '-' : v.toFixed(digits));
+  const time = (v: number | null) => (v === null ? '-' : formatTime(v));
+  const row = (l: HttpLevel) => [
+    l.runtime,
+    l.mode,
+    String(l.concurrency),
+    l.perSec.toFixed(0),
+    time(l.p50Ms),
+    time(l.p99Ms),
+    time(l.createP50Ms),
+    `${l.apiCpuPct.toFixed(0)}%`,
+    l.dbCpuPct === null ? '-' : `${l.dbCpuPct.toFixed(0)}%`,
+    `${l.loadCpuPct.toFixed(0)}%`,
+    `${l.apiRssMiB.toFixed(0)} MiB`,
+    num(l.xactsPerRun, 2),
+    num(l.rowsFetchedPerRun, 0),
+    l.statementsPerRun.toFixed(1),
+    Object.entries(l.errors)
+      .map(([k, v]) => `${k}:${v}`)
+      .join(' ') || '0',
+  ];
+  printTable(title, header, result.levels.map(row), new Set([2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]));
+  console.log(
+    `Each virtual user creates a session and plays ${TURNS_PER_SESSION} mock:echo turns on it, then starts again; ` +
+      `${WARMUP_MS / 1000} s warm-up, ${result.measureMs / 1000} s measured. per run: database work over the whole ` +
+      'load divided by the runs (sessions in create mode); tx/run counts session creates too.',
+  );
+  if (result.engine.length) {
+    printTable(
+      'In-process engine at the same concurrency (same Postgres)',
+      ['sessions', 'runs/s', 'p50', 'p99', 'HTTP wait / engine'],
+      result.engine.map((e) => {
+        const http = result.levels.find(
+          (l) => l.runtime === 'postgres' && l.mode === 'wait' && l.concurrency === e.concurrency,
+        );
+        return [
+          String(e.concurrency),
+          e.runsPerSec.toFixed(0),
+          formatTime(e.p50Ms),
+          formatTime(e.p99Ms),
+          http ? `${((http.perSec / e.runsPerSec) * 100).toFixed(0)}%` : '-',
+        ];
+      }),
+      new Set([0, 1, 2, 3, 4]),
+    );
+  }
+  if (result.history) {
+    const { empty, seeded } = result.history;
+    printTable(
+      `History: ${result.history.seededRuns.toLocaleString('en-US')} earlier runs in ${result.history.seededSessions.toLocaleString('en-US')} sessions per tenant, 2 tenants`,
+      header,
+      [row(empty), row(seeded)],
+      new Set([2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]),
+    );
+  }
+  printVerdicts(result);
+}
+
+function printVerdicts(result: HttpBenchResult): void {
+  const find = (runtime: RuntimeName, mode: Mode, concurrency: number) =>
+    result.levels.find((l) => l.runtime === runtime && l.mode === mode && l.concurrency === concurrency);
+  const top = Math.max(...result.levels.map((l) => l.concurrency));
+  const lines: string[] = [];
+  const verdict = (ok: boolean) => (ok ? 'met' : 'NOT MET');
+  const pgTop = find('postgres', 'wait', top);
+  const engineTop = result.engine.find((e) => e.concurrency === top);
+  if (pgTop && engineTop) {
+    const share = pgTop.perSec / engineTop.runsPerSec;
+    lines.push(`HTTP >= 80% of the engine at ${top}: ${(share * 100).toFixed(0)}%, ${verdict(share >= 0.8)}`);
+  }
+  if (pgTop?.createP50Ms != null) {
+    lines.push(
+      `session create p50 <= 20 ms at ${top}: ${formatTime(pgTop.createP50Ms)}, ${verdict(pgTop.createP50Ms <= 20)}`,
+    );
+  }
+  if (pgTop?.p50Ms != null && pgTop.p99Ms != null) {
+    const r = pgTop.p99Ms / pgTop.p50Ms;
+    lines.push(`prompt wait p99 <= 3x p50 at ${top}: ${r.toFixed(1)}x, ${verdict(r <= 3)}`);
+  }
+  if (pgTop?.rowsFetchedPerRun != null && pgTop.xactsPerRunLessCreates != null) {
+    lines.push(
+      `rows fetched per run <= 50: ${pgTop.rowsFetchedPerRun.toFixed(0)}, ${verdict(pgTop.rowsFetchedPerRun <= 50)}`,
+    );
+    lines.push(
+      `transactions per run <= 2 (+1 per session): ${pgTop.xactsPerRunLessCreates.toFixed(2)}, ${verdict(pgTop.xactsPerRunLessCreates <= 2)}`,
+    );
+  }
+  if (result.history) {
+    const { empty, seeded } = result.history;
+    const r = seeded.perSec / empty.perSec;
+    lines.push(
+      `history costs nothing: runs/s with history / empty = ${(r * 100).toFixed(0)}%, ${verdict(r >= 0.9)}; ` +
+        `rows/run ${empty.rowsFetchedPerRun?.toFixed(0)} -> ${seeded.rowsFetchedPerRun?.toFixed(0)}`,
+    );
+  }
+  const pgOne = find('postgres', 'wait', 1);
+  if (pgOne?.p50Ms != null) {
+    lines.push(`wait p50 at 1 <= 5 ms on Postgres: ${formatTime(pgOne.p50Ms)}, ${verdict(pgOne.p50Ms <= 5)}`);
+  }
+  const embTop = find('embedded', 'wait', top);
+  if (embTop) {
+    lines.push(
+      `embedded rss <= 350 MiB at ${top}: ${embTop.apiRssMiB.toFixed(0)} MiB, ${verdict(embTop.apiRssMiB <= 350)}`,
+    );
+    if (pgTop) {
+      const r = embTop.perSec / pgTop.perSec;
+      lines.push(
+        `embedded >= 70% of Postgres runs/s at ${top}: ${(r * 100).toFixed(0)}%, ${verdict(r >= 0.7)}`,
+      );
+    }
+  }
+  console.log('Targets:');
+  for (const line of lines) console.log(`  ${line}`);
+}
+
+/** One api process as deployed, its database, and what the bench reads of them. */
+class Service {
+  private constructor(
+    readonly runtime: RuntimeName,
+    private readonly proc: ChildProcess,
+    private readonly output: string[],
+    readonly url: string,
+    private readonly database: TestDatabase | null,
+    private readonly dataDir: string | null,
+    private key: string,
+  ) {}
+
+  static async start(runtime: RuntimeName): Promise<Service> {
+    const port = await freePort();
+    const database = runtime === 'postgres' ? await createTestDatabase() : null;
+    const dataDir = runtime === 'embedded' ? mkdtempSync(join(tmpdir(), 'canopy-http-bench-')) : null;
+    const output: string[] = [];
+    const proc = spawn(process.execPath, [API_MAIN], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? '',
+        NODE_ENV: 'production',
+        LOG_LEVEL: 'warn',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        CANOPY_ADMIN_KEY: TEST_ADMIN_KEY,
+        CANOPY_JWT_SECRET: TEST_JWT_SECRET,
+        RATE_LIMIT_PER_KEY: '0',
+        RATE_LIMIT_PER_TENANT: '0',
+        MAX_CONCURRENT_RUNS_PER_TENANT: '10000',
+        ...(database ? { DATABASE_URL: database.url } : { CANOPY_DATA_DIR: dataDir! }),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (d: Buffer) => {
+      output.push(d.toString());
+      if (output.length > 200) output.shift();
+    };
+    proc.stdout?.on('data', keep);
+    proc.stderr?.on('data', keep);
+    const url = `http://127.0.0.1:${port}`;
+    await eventually(
+      async () => {
+        if (proc.exitCode !== null) throw new Error(`the api exited: ${output.join('')}`);
+        const res = await fetch(`${url}/readyz`);
+        if (res.status !== 200) throw new Error(`not ready: ${res.status}`);
+      },
+      { timeoutMs: 90_000, intervalMs: 250 },
+    );
+    const service = new Service(runtime, proc, output, url, database, dataDir, '');
+    service.key = await service.newTenant();
+    return service;
+  }
+
+  async stop(): Promise<void> {
+    this.proc.kill('SIGTERM');
+    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 15_000);
+    await new Promise((r) => (this.proc.exitCode !== null ? r(null) : this.proc.once('exit', r)));
+    clearTimeout(timer);
+    await this.database?.drop();
+    if (this.dataDir) rmSync(this.dataDir, { recursive: true, force: true });
+  }
+
+  /** A level on a new tenant, so each starts from an empty tenant (no earlier level's runs). */
+  async measureFresh(mode: Mode, concurrency: number, measureMs: number): Promise<HttpLevel> {
+    this.key = await this.newTenant();
+    return this.measure(mode, concurrency, measureMs);
+  }
+
+  async measure(mode: Mode, concurrency: number, measureMs: number): Promise<HttpLevel> {
+    const pid = this.proc.pid!;
+    const db = this.database ? await this.dbCounters() : null;
+    const statementsBefore = await this.statementsSent();
+    const apiTicks = processTicks(pid);
+    let peakRss = rssMiB(pid);
+    const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMiB(pid))), 250);
+    const load = await runLoad({
+      url: this.url,
+      key: this.key,
+      mode,
+      concurrency,
+      warmupMs: WARMUP_MS,
+      measureMs,
+      turns: TURNS_PER_SESSION,
+    });
+    clearInterval(sampler);
+    const apiCpuPct = ((processTicks(pid) - apiTicks) / CLK_TCK / (load.wallMs / 1000)) * 100;
+    // pg_stat counters reach the shared statistics up to a second after a backend's transaction ends.
+    await new Promise((r) => setTimeout(r, 1_200));
+    const dbAfter = db ? await this.dbCounters() : null;
+    const statements = (await this.statementsSent()) - statementsBefore;
+    const units = mode === 'create' ? load.totalSessions : load.totalTurns;
+    const per = (n: number) => (units > 0 ? n / units : Number.NaN);
+    const xacts = db && dbAfter ? dbAfter.xacts - db.xacts : null;
+    return {
+      runtime: this.runtime,
+      mode,
+      concurrency,
+      perSec: load.perSec,
+      p50Ms: load.p50Ms,
+      p99Ms: load.p99Ms,
+      createP50Ms: load.createP50Ms,
+      apiCpuPct,
+      dbCpuPct:
+        db && dbAfter
+          ? ((backendTicks(dbAfter.ticks) - backendTicks(db.ticks, dbAfter.ticks)) /
+              CLK_TCK /
+              (load.wallMs / 1000)) *
+            100
+          : null,
+      loadCpuPct: load.cpuPct,
+      apiRssMiB: peakRss,
+      xactsPerRun: xacts === null ? null : per(xacts),
+      xactsPerRunLessCreates: xacts === null || mode === 'create' ? null : per(xacts - load.totalSessions),
+      rowsFetchedPerRun: db && dbAfter ? per(dbAfter.fetched - db.fetched) : null,
+      statementsPerRun: per(statements),
+      errors: load.errors,
+    };
+  }
+
+  /**
+   * Earlier history for the tenant and another one: `sessions` sessions each, `runs` completed runs each,
+   * written straight into the database (a superuser connection: the bench seeds, the service never does this).
+   */
+  async seedHistory(runs: number, sessions: number): Promise<{ runs: number; sessions: number }> {
+    if (!this.database) throw new Error('history needs the Postgres runtime');
+    const other = await this.newTenant();
+    const client = new Client({ connectionString: adminUrlFor(this.database.name) });
+    await client.connect();
+    try {
+      for (const key of [this.key, other]) {
+        const prefix = key.slice(0, 10);
+        const { rows } = await client.query<{ tenant_id: string }>(
+          'SELECT tenant_id FROM api_keys WHERE prefix = $1',
+          [prefix],
+        );
+        const tenant = rows[0]?.tenant_id;
+        if (!tenant) throw new Error(`no tenant for key prefix ${prefix}`);
+        await client.query(
+          `INSERT INTO sessions (tenant_id, id, model, title, created_at, updated_at)
+           SELECT $1, 'hist-' || g, 'mock:echo', 'history ' || g, now() - interval '30 days', now() - interval '30 days'
+             FROM generate_series(1, $2) g`,
+          [tenant, sessions],
+        );
+        await client.query(
+          `INSERT INTO runs (tenant_id, session_id, kind, status, input, usage, attempts, created_at, started_at, finished_at)
+           SELECT $1, 'hist-' || (1 + g % $3), 'prompt', 'completed', '{"content":"old"}',
+                  '{"inputTokens":3,"outputTokens":4}', 1, t, t, t
+             FROM generate_series(1, $2) g, LATERAL (SELECT now() - interval '30 days' + g * interval '1 second' AS t) x`,
+          [tenant, runs, sessions],
+        );
+      }
+      await client.query('ANALYZE');
+    } finally {
+      await client.end();
+    }
+    return { runs, sessions };
+  }
+
+  private async newTenant(): Promise<string> {
+    const res = await fetch(`${this.url}/v1/admin/tenants`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_ADMIN_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: `http-bench-${Date.now()}-${Math.random().toString(36).slice(2, 8)}` }),
+    });
+    if (res.status !== 201) throw new Error(`creating a tenant: ${res.status} ${await res.text()}`);
+    return ((await res.json()) as { apiKey: string }).apiKey;
+  }
+
+  private async statementsSent(): Promise<number> {
+    const text = await (await fetch(`${this.url}/metrics`)).text();
+    const match = /^canopy_db_round_trips_total (\d+(?:\.\d+)?)/m.exec(text);
+    return match ? Number(match[1]) : Number.NaN;
+  }
+
+  private async dbCounters(): Promise<{ xacts: number; fetched: number; ticks: Map<number, number> }> {
+    const client = new Client({ connectionString: adminUrl() });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ xacts: string; fetched: string }>(
+        `SELECT xact_commit + xact_rollback AS xacts, tup_fetched AS fetched FROM pg_stat_database WHERE datname = $1`,
+        [this.database!.name],
+      );
+      const backends = await client.query<{ pid: number }>(
+        'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+        [this.database!.name],
+      );
+      const ticks = new Map<number, number>();
+      for (const { pid } of backends.rows) ticks.set(pid, processTicks(pid));
+      return { xacts: Number(rows[0]?.xacts ?? 0), fetched: Number(rows[0]?.fetched ?? 0), ticks };
+    } finally {
+      await client.end();
+    }
+  }
+}
+
+interface LoadResult {
+  perSec: number;
+  p50Ms: number | null;
+  p99Ms: number | null;
+  samples: number;
+  createP50Ms: number | null;
+  createP99Ms: number | null;
+  totalTurns: number;
+  totalSessions: number;
+  errors: Record<string, number>;
+  cpuPct: number;
+  wallMs: number;
+}
+
+function runLoad(job: Record<string, unknown>): Promise<LoadResult> {
+  return new Promise((resolveLoad, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, [LOADGEN, JSON.stringify(job)], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('exit', (code) => {
+      if (code !== 0) return reject(new Error(`load generator exited with ${code}: ${err}`));
+      try {
+        resolveLoad({ ...(JSON.parse(out) as LoadResult), wallMs: performance.now() - started });
+      } catch (e) {
+        reject(new Error(`load generator output: ${out} ${err} (${String(e)})`));
+      }
+    });
+  });
+}
+
+/** utime + stime of a process in clock ticks; 0 when it is gone. */
+function processTicks(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0;
+  }
+}
+
+/** Sum of the backends' ticks; with `only`, just those still present there (a backend that left takes its ticks). */
+function backendTicks(ticks: Map<number, number>, only?: Map<number, number>): number {
+  let sum = 0;
+  for (const [pid, t] of ticks) if (!only || only.has(pid)) sum += t;
+  return sum;
+}
+
+function rssMiB(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    return kb / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+function adminUrlFor(database: string): string {
+  const u = new URL(adminUrl());
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
