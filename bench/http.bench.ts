@@ -69,6 +69,8 @@ export interface HttpLevel {
   xactsPerRunLessCreates: number | null;
   rowsFetchedPerRun: number | null;
   statementsPerRun: number;
+  /** Where the rows were read, per table (Postgres only): scans and rows per run. */
+  tables: Array<{ table: string; idxScans: number; idxRows: number; seqScans: number; seqRows: number }>;
   errors: Record<string, number>;
 }
 
@@ -218,6 +220,25 @@ export function printHttpReport(title: string, result: HttpBenchResult): void {
       new Set([2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]),
     );
   }
+  const top = result.levels
+    .filter((l) => l.runtime === 'postgres' && l.mode === 'wait')
+    .sort((a, b) => b.concurrency - a.concurrency)[0];
+  const seeded = result.history?.seeded;
+  for (const level of [top, seeded]) {
+    if (!level?.tables.length) continue;
+    printTable(
+      `Where a run's rows come from (postgres, wait, ${level.concurrency} sessions${level === seeded ? ', with history' : ''}): per run`,
+      ['table', 'index scans', 'rows by index', 'seq scans', 'rows by seq scan'],
+      level.tables.map((t) => [
+        t.table,
+        t.idxScans.toFixed(2),
+        t.idxRows.toFixed(1),
+        t.seqScans.toFixed(2),
+        t.seqRows.toFixed(1),
+      ]),
+      new Set([1, 2, 3, 4]),
+    );
+  }
   printVerdicts(result);
 }
 
@@ -350,6 +371,7 @@ class Service {
   async measure(mode: Mode, concurrency: number, measureMs: number): Promise<HttpLevel> {
     const pid = this.proc.pid!;
     const db = this.database ? await this.dbCounters() : null;
+    const tablesBefore = db ? await this.tableCounters() : null;
     const statementsBefore = await this.statementsSent();
     const apiTicks = processTicks(pid);
     let peakRss = rssMiB(pid);
@@ -368,6 +390,7 @@ class Service {
     // pg_stat counters reach the shared statistics up to a second after a backend's transaction ends.
     await new Promise((r) => setTimeout(r, 1_200));
     const dbAfter = db ? await this.dbCounters() : null;
+    const tablesAfter = db ? await this.tableCounters() : null;
     const statements = (await this.statementsSent()) - statementsBefore;
     const units = mode === 'create' ? load.totalSessions : load.totalTurns;
     const per = (n: number) => (units > 0 ? n / units : Number.NaN);
@@ -394,6 +417,21 @@ class Service {
       xactsPerRunLessCreates: xacts === null || mode === 'create' ? null : per(xacts - load.totalSessions),
       rowsFetchedPerRun: db && dbAfter ? per(dbAfter.fetched - db.fetched) : null,
       statementsPerRun: per(statements),
+      tables:
+        tablesBefore && tablesAfter
+          ? [...tablesAfter.entries()]
+              .map(([table, a]) => {
+                const b = tablesBefore.get(table) ?? { idxScans: 0, idxRows: 0, seqScans: 0, seqRows: 0 };
+                return {
+                  table,
+                  idxScans: per(a.idxScans - b.idxScans),
+                  idxRows: per(a.idxRows - b.idxRows),
+                  seqScans: per(a.seqScans - b.seqScans),
+                  seqRows: per(a.seqRows - b.seqRows),
+                };
+              })
+              .filter((t) => t.idxScans + t.seqScans > 0)
+          : [],
       errors: load.errors,
     };
   }
@@ -451,6 +489,36 @@ class Service {
     const text = await (await fetch(`${this.url}/metrics`)).text();
     const match = /^canopy_db_round_trips_total (\d+(?:\.\d+)?)/m.exec(text);
     return match ? Number(match[1]) : Number.NaN;
+  }
+
+  /** pg_stat_user_tables of the bench's database (a connection to it: the view is per database). */
+  private async tableCounters(): Promise<
+    Map<string, { idxScans: number; idxRows: number; seqScans: number; seqRows: number }>
+  > {
+    const client = new Client({ connectionString: adminUrlFor(this.database!.name) });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{
+        relname: string;
+        idx_scan: string | null;
+        idx_tup_fetch: string | null;
+        seq_scan: string;
+        seq_tup_read: string;
+      }>('SELECT relname, idx_scan, idx_tup_fetch, seq_scan, seq_tup_read FROM pg_stat_user_tables');
+      return new Map(
+        rows.map((r) => [
+          r.relname,
+          {
+            idxScans: Number(r.idx_scan ?? 0),
+            idxRows: Number(r.idx_tup_fetch ?? 0),
+            seqScans: Number(r.seq_scan),
+            seqRows: Number(r.seq_tup_read),
+          },
+        ]),
+      );
+    } finally {
+      await client.end();
+    }
   }
 
   private async dbCounters(): Promise<{ xacts: number; fetched: number; ticks: Map<number, number> }> {

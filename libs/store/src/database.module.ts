@@ -1,16 +1,27 @@
 // Opens the database for a deployable: the configured Postgres, or the embedded PGlite when DATABASE_URL is
 // unset; applies pending migrations when configured to; closes everything on shutdown.
 
-import { Global, Inject, Injectable, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Global,
+  Inject,
+  Injectable,
+  Logger,
+  Module,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
 import { Database } from './database';
 import { RunStatsRepository } from './run-stats';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
 import { applyMigrations } from './migrator';
+import { TableMaintenance } from './table-maintenance';
 
 export interface DatabaseHandle {
   readonly database: Database;
   readonly embedded: EmbeddedPostgres | null;
+  /** Keeps table statistics current; null when turned off (DATABASE_UPKEEP_INTERVAL_MS=0). */
+  readonly maintenance: TableMaintenance | null;
   close(): Promise<void>;
 }
 
@@ -37,10 +48,21 @@ export async function openDatabase(config: CanopyConfig, logger: Logger): Promis
       txTimeoutMs: config.database.txTimeoutMs,
     });
     await database.ping();
+    const maintenance =
+      config.database.upkeepIntervalMs > 0
+        ? new TableMaintenance(database, {
+            vacuum: embedded !== null,
+            intervalMs: config.database.upkeepIntervalMs,
+            log: (m) => logger.debug(m),
+            onError: (err) => logger.warn({ err }, 'table upkeep failed'),
+          })
+        : null;
     return {
       database,
       embedded,
+      maintenance,
       async close() {
+        await maintenance?.stop();
         await database.disconnect();
         await embedded?.stop();
       },
@@ -54,8 +76,12 @@ export async function openDatabase(config: CanopyConfig, logger: Logger): Promis
 const DATABASE_HANDLE = Symbol('DATABASE_HANDLE');
 
 @Injectable()
-class DatabaseLifecycle implements OnApplicationShutdown {
+class DatabaseLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
   constructor(@Inject(DATABASE_HANDLE) private readonly handle: DatabaseHandle) {}
+
+  onApplicationBootstrap(): void {
+    this.handle.maintenance?.start();
+  }
 
   async onApplicationShutdown(): Promise<void> {
     await this.handle.close();

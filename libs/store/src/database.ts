@@ -30,6 +30,16 @@ export interface SqlTx {
   query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
 }
 
+/** One table's activity counters (pg_stat_user_tables). */
+export interface TableActivity {
+  table: string;
+  liveRows: number;
+  deadRows: number;
+  modifiedSinceAnalyze: number;
+  /** Whether the planner has statistics for it (an ANALYZE ran, by hand or by autovacuum). */
+  analyzed: boolean;
+}
+
 export interface DatabaseOptions {
   url: string;
   poolMax: number;
@@ -164,6 +174,48 @@ export class Database {
   /** Statements this process has sent to the database (each one round trip), since it started. */
   get roundTripsSent(): number {
     return this.statementsSent;
+  }
+
+  /**
+   * Table upkeep, outside any tenant: the activity counters of the service's own tables (pg_stat_user_tables) and
+   * ANALYZE / VACUUM of one of them. No tenant data is read: ANALYZE samples rows for the planner inside the
+   * server, and the table name is checked against the tables the service owns before it is spliced in.
+   */
+  async tableActivity(): Promise<TableActivity[]> {
+    try {
+      const { rows } = await this.pool.query<{
+        table: string;
+        live: string;
+        dead: string;
+        modified: string;
+        analyzed: boolean;
+      }>(
+        `SELECT relname AS table, n_live_tup AS live, n_dead_tup AS dead, n_mod_since_analyze AS modified,
+                (last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL) AS analyzed
+           FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname <> '_prisma_migrations'`,
+      );
+      return rows.map((r) => ({
+        table: r.table,
+        liveRows: Number(r.live),
+        deadRows: Number(r.dead),
+        modifiedSinceAnalyze: Number(r.modified),
+        analyzed: r.analyzed,
+      }));
+    } catch (err) {
+      throw mapDbError(err);
+    }
+  }
+
+  /** ANALYZE or VACUUM (ANALYZE) of one of the service's tables (see tableActivity). */
+  async upkeep(kind: 'analyze' | 'vacuum', table: string): Promise<void> {
+    const known = await this.tableActivity();
+    if (!known.some((t) => t.table === table)) throw new Error(`upkeep: unknown table "${table}"`);
+    const name = `"${table.replaceAll('"', '""')}"`;
+    try {
+      await this.pool.query(kind === 'analyze' ? `ANALYZE ${name}` : `VACUUM (ANALYZE) ${name}`);
+    } catch (err) {
+      throw mapDbError(err);
+    }
   }
 
   /** Resolves when the database answers. */

@@ -9,3 +9,4 @@ export * from './prisma-errors';
 export * from './prisma-session.store';
 export * from './run-stats';
 export * from './session-store.port';
+export * from './table-maintenance';

@@ -19,6 +19,8 @@ export const envSchema = z.object({
   /** Interactive transactions: longest wait for a connection, and longest life. */
   DATABASE_TX_MAX_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   DATABASE_TX_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
+  /** How often table statistics are checked (ANALYZE when stale; embedded: VACUUM too); 0 turns it off. */
+  DATABASE_UPKEEP_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5_000),
   CANOPY_DATA_DIR: z.string().min(1).default('.canopy'),
   CANOPY_MIGRATIONS_DIR: z.string().min(1).default('prisma/migrations'),
   CANOPY_MIGRATE_ON_BOOT: bool.default(true),
@@ -97,6 +99,8 @@ export interface CanopyConfig {
     readonly poolMax: number;
     readonly txMaxWaitMs: number;
     readonly txTimeoutMs: number;
+    /** 0: no table upkeep by the service. */
+    readonly upkeepIntervalMs: number;
     readonly dataDir: string;
     readonly migrationsDir: string;
     readonly migrateOnBoot: boolean;
@@ -178,6 +182,7 @@ export function loadConfig(
       poolMax: e.DATABASE_POOL_MAX,
       txMaxWaitMs: e.DATABASE_TX_MAX_WAIT_MS,
       txTimeoutMs: e.DATABASE_TX_TIMEOUT_MS,
+      upkeepIntervalMs: e.DATABASE_UPKEEP_INTERVAL_MS,
       dataDir: e.CANOPY_DATA_DIR,
       migrationsDir: e.CANOPY_MIGRATIONS_DIR,
       migrateOnBoot: e.CANOPY_MIGRATE_ON_BOOT,
