@@ -9,11 +9,18 @@
 // phase), and violations: per session and subscriber, seqs that are not consecutive, a text that is not the
 // scripted reply, or two apis that delivered different seqs. In the same run, the machine's raw Redis PUBLISH
 // rate (a pipelined ioredis loop to a channel with one subscriber) is the limit the delivery rate is set against.
+// In the same run and the same process layout (2 api + 2 worker processes and Redis), a baseline relay
+// (bench/relay: workers PUBLISH each delta, apis SUBSCRIBE per session and write it to the WebSocket
+// subscribers, nothing else) is measured the same way, and Canopy is reported as ratios of it: p50, p99 and CPU
+// per delivered event. Every process of both runs carries an event-loop delay probe (bench/relay/loop-delay.cjs),
+// and its p99 over the streaming phase is reported per process.
 // Scales: CANOPY_BENCH_CLUSTER_SESSIONS=50 or `npm run bench -- cluster --cluster-sessions=50,200`.
 
-import { execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { cpus, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 
 import { Redis } from 'ioredis';
 import WebSocket from 'ws';
@@ -21,7 +28,7 @@ import WebSocket from 'ws';
 import { Cluster, prepareTemplate } from '../libs/testing/src';
 import { formatTime, printTable } from './report';
 
-const DEFAULT_SCALES = [100, 1_000] as const;
+const DEFAULT_SCALES = [100, 300, 1_000] as const;
 const DELTAS = 200;
 const DELTA_MS = 50;
 /** WebSocket connections per api; every session is subscribed once on each api. */
@@ -72,10 +79,16 @@ export interface ClusterLevel {
   cpuPct: Record<string, number>;
   /** The whole machine's busy CPU over the phase, in % of all its cores (/proc/stat); NaN where unknown. */
   machineCpuPct: number;
+  /** CPU seconds of the deployment (apis, workers, Redis, Postgres) per text_delta event delivered. */
+  cpuMsPerEvent: number;
+  /** Event-loop delay over the streaming phase, by process: p99 and max in ms. */
+  loopDelay: Record<string, { p99: number; max: number }>;
 }
 
 export interface ClusterBenchResult {
   levels: ClusterLevel[];
+  /** The baseline relay at the same scales. */
+  baseline: ClusterLevel[];
   /** Raw PUBLISH messages received per second by one subscriber. */
   rawPublishPerSec: number;
   rawPayloadBytes: number;
@@ -98,6 +111,7 @@ export async function runClusterBench(scales: readonly number[]): Promise<Cluste
   await prepareTemplate();
   const largest = Math.max(...scales);
   const coalesceMs = 15;
+  const probe = LoopDelayProbe.create();
   const cluster = new Cluster({
     apis: APIS,
     workers: WORKERS,
@@ -116,15 +130,21 @@ export async function runClusterBench(scales: readonly number[]): Promise<Cluste
       RUN_LOCK_DURATION_MS: '30000',
       EVENT_COALESCE_MS: String(coalesceMs),
       SHUTDOWN_GRACE_MS: '5000',
+      ...probe.env,
     },
   });
   const stats = new Redis(cluster.redisUrl);
+  const relay = new RelayDeployment(cluster.redisUrl, probe.dir);
   try {
     await cluster.start();
     const raw = await rawPublishRate(cluster.redisUrl, `${cluster.prefix}:bench:raw`);
     const levels: ClusterLevel[] = [];
-    for (const sessions of scales) levels.push(await measureScale(cluster, stats, sessions));
-    return { levels, rawPublishPerSec: raw.perSec, rawPayloadBytes: raw.payloadBytes, coalesceMs };
+    for (const sessions of scales) levels.push(await measureScale(cluster, stats, sessions, probe));
+    await cluster.stop();
+    await relay.start();
+    const baseline: ClusterLevel[] = [];
+    for (const sessions of scales) baseline.push(await measureScale(relay, stats, sessions, probe));
+    return { levels, baseline, rawPublishPerSec: raw.perSec, rawPayloadBytes: raw.payloadBytes, coalesceMs };
   } catch (err) {
     for (const p of cluster.processes.values()) {
       const tail = p.output.join('').split('\n').slice(-15).join('\n');
@@ -134,6 +154,8 @@ export async function runClusterBench(scales: readonly number[]): Promise<Cluste
   } finally {
     stats.disconnect();
     await cluster.stop();
+    await relay.stop();
+    probe.remove();
   }
 }
 
@@ -228,6 +250,7 @@ export function printClusterReport(title: string, result: ClusterBenchResult): v
         `text_delta frame ~${Math.round(l.deltaFrameBytes)} B; Redis calls per scripted delta: ${commands}.`,
     );
   }
+  printBaselineReport(result);
   const top = result.levels.find((l) => l.sessions === TARGET_SESSIONS);
   const lossFree = result.levels.every((l) => l.violations === 0 && l.runsCompleted === l.sessions);
   if (top) {
@@ -244,6 +267,71 @@ export function printClusterReport(title: string, result: ClusterBenchResult): v
   }
 }
 
+/** The baseline relay's figures, Canopy's as ratios of them, event-loop delays, and the ratio targets. */
+function printBaselineReport(result: ClusterBenchResult): void {
+  if (result.baseline.length === 0) return;
+  const published = (l: ClusterLevel) => l.deltaEvents / APIS;
+  printTable(
+    'Canopy against the baseline relay (same layout: 2 api + 2 worker processes, Redis)',
+    [
+      'sessions',
+      'p50 canopy/base',
+      'p99 canopy/base',
+      'p99 steady',
+      'cpu/event canopy/base',
+      'redis cmds/published ev',
+      'lost canopy/base',
+    ],
+    result.levels.map((c) => {
+      const b = result.baseline.find((x) => x.sessions === c.sessions);
+      if (!b) return [String(c.sessions), '-', '-', '-', '-', '-', '-'];
+      const ratio = (x: number, y: number, unit: (v: number) => string) =>
+        `${unit(x)}/${unit(y)} = ${(x / y).toFixed(2)}x`;
+      const ms = (v: number) => formatTime(v);
+      const cpu = (v: number) => `${(v * 1000).toFixed(0)} µs`;
+      return [
+        c.sessions.toLocaleString('en-US'),
+        ratio(c.p50Ms, b.p50Ms, ms),
+        ratio(c.p99Ms, b.p99Ms, ms),
+        ratio(c.steadyP99Ms, b.steadyP99Ms, ms),
+        ratio(c.cpuMsPerEvent, b.cpuMsPerEvent, cpu),
+        `${(c.redisCommands / published(c)).toFixed(2)} / ${(b.redisCommands / published(b)).toFixed(2)}`,
+        `${c.violations}/${b.violations}`,
+      ];
+    }),
+    new Set([0, 1, 2, 3, 4, 5, 6]),
+  );
+  console.log(
+    'cpu/event: CPU time of the deployment (apis, workers, Redis, Postgres for Canopy) over the streaming phase ' +
+      'per text_delta event delivered; redis cmds/published ev: Redis commands over the phase per delta event a ' +
+      'worker published (each is delivered once per api).',
+  );
+  for (const [name, levels] of [
+    ['canopy', result.levels],
+    ['baseline', result.baseline],
+  ] as const) {
+    for (const l of levels) {
+      const delays = Object.entries(l.loopDelay)
+        .map(([process, d]) => `${process} ${formatTime(d.p99)} (max ${formatTime(d.max)})`)
+        .join(', ');
+      console.log(`event-loop delay p99, ${name} at ${l.sessions} sessions: ${delays || 'not measured'}`);
+    }
+  }
+  const top = result.levels.find((l) => l.sessions === TARGET_SESSIONS);
+  const base = result.baseline.find((l) => l.sessions === TARGET_SESSIONS);
+  if (top && base) {
+    const p99 = top.p99Ms / base.p99Ms;
+    const cpu = top.cpuMsPerEvent / base.cpuMsPerEvent;
+    const cmds = top.redisCommands / published(top);
+    const ok = (v: boolean) => (v ? 'met' : 'NOT MET');
+    console.log(
+      `Targets at ${TARGET_SESSIONS.toLocaleString('en-US')} sessions: p99 <= 2x the baseline's: ${p99.toFixed(2)}x, ${ok(p99 <= 2)}; ` +
+        `CPU per delivered event <= 2x: ${cpu.toFixed(2)}x, ${ok(cpu <= 2)}; Redis commands per published event <= 2: ` +
+        `${cmds.toFixed(2)}, ${ok(cmds <= 2)}; nothing lost or reordered: ${ok(top.violations === 0 && top.runsCompleted === top.sessions)}.`,
+    );
+  }
+}
+
 function verdict(l: ClusterLevel): string | undefined {
   if (l.sessions !== TARGET_SESSIONS) return undefined;
   const ok = l.p99Ms < TARGET_P99_MS && l.violations === 0 && l.runsCompleted === l.sessions;
@@ -252,7 +340,19 @@ function verdict(l: ClusterLevel): string | undefined {
 
 // One scale
 
-async function measureScale(cluster: Cluster, stats: Redis, sessions: number): Promise<ClusterLevel> {
+/** What a scale is measured on: Canopy's Cluster, or the baseline relay. */
+interface Deployment {
+  readonly processes: Map<string, { proc: ChildProcess }>;
+  readonly adminKey: string;
+  api(i: number): string;
+}
+
+async function measureScale(
+  cluster: Deployment,
+  stats: Redis,
+  sessions: number,
+  probe: LoopDelayProbe,
+): Promise<ClusterLevel> {
   const apiUrls = Array.from({ length: APIS }, (_, i) => cluster.api(i + 1));
   const key = await newTenant(apiUrls[0]!, cluster.adminKey, `bench-${sessions}`);
   const ids = await inBatches(sessions, (i) =>
@@ -282,6 +382,7 @@ async function measureScale(cluster: Cluster, stats: Redis, sessions: number): P
     await waitFor(() => [...tracks.values()].every((ts) => ts.every((t) => t.snapshotSeq !== null)), 30_000);
 
     const cpu = await CpuMeter.start(cluster, stats);
+    probe.reset();
     const commandsBefore = await commandStats(stats);
     const started = performance.now();
     latencies.open = true;
@@ -298,7 +399,8 @@ async function measureScale(cluster: Cluster, stats: Redis, sessions: number): P
     const lastEnd = Math.max(...[...tracks.values()].flat().map((t) => t.doneAt ?? performance.now()));
     const wallMs = lastEnd - started;
     const commandsAfter = await commandStats(stats);
-    const { byProcess: cpuPct, machine: machineCpuPct } = await cpu.stop();
+    const { byProcess: cpuPct, machine: machineCpuPct, elapsedMs: cpuMs } = await cpu.stop();
+    const loopDelay = probe.read(cluster);
     latencies.open = false;
 
     const { violations, examples } = checkTracks(tracks);
@@ -326,6 +428,10 @@ async function measureScale(cluster: Cluster, stats: Redis, sessions: number): P
       violationExamples: examples,
       cpuPct,
       machineCpuPct,
+      cpuMsPerEvent:
+        (sum(Object.entries(cpuPct).map(([name, pct]) => (DEPLOYMENT_CPU.test(name) ? pct : 0))) / 100) *
+        (cpuMs / Math.max(1, sum(all.map((t) => t.deltaEvents)))),
+      loopDelay,
     };
   } finally {
     await Promise.all(sockets.map((s) => s.close()));
@@ -595,7 +701,7 @@ class CpuMeter {
     private readonly startedAt: number,
   ) {}
 
-  static async start(cluster: Cluster, stats: Redis): Promise<CpuMeter> {
+  static async start(cluster: Deployment, stats: Redis): Promise<CpuMeter> {
     const pids = new Map<string, number>();
     const ticks = new Map<string, number>();
     for (const [name, p] of cluster.processes) {
@@ -618,7 +724,7 @@ class CpuMeter {
   }
 
   /** CPU over the phase: by process name, then `redis` and `bench`, in % of one core; the machine's busy share. */
-  async stop(): Promise<{ byProcess: Record<string, number>; machine: number }> {
+  async stop(): Promise<{ byProcess: Record<string, number>; machine: number; elapsedMs: number }> {
     const redisTo = await redisCpuSeconds(this.stats);
     const machineTo = machineTicks();
     const elapsedMs = performance.now() - this.startedAt;
@@ -642,7 +748,7 @@ class CpuMeter {
     // Everything else busy on the machine (other programs, the kernel), in the same unit.
     const measured = Object.values(result).reduce((a, b) => a + b, 0);
     if (Number.isFinite(machine)) result.other = Math.max(0, machine * cpus().length - measured);
-    return { byProcess: result, machine };
+    return { byProcess: result, machine, elapsedMs };
   }
 }
 
@@ -718,6 +824,131 @@ async function commandStats(stats: Redis): Promise<{ total: number; calls: Map<s
   for (const match of commands.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm))
     calls.set(match[1]!, Number(match[2]));
   return { total: Number(/^total_commands_processed:(\d+)/m.exec(general)?.[1] ?? Number.NaN), calls };
+}
+
+// The baseline relay
+
+const RELAY_DIR = resolve(__dirname, 'relay');
+/** The processes whose CPU is the deployment's (not the bench's, not the rest of the machine). */
+const DEPLOYMENT_CPU = /^(api-|worker-|redis$|postgres$)/;
+
+/** bench/relay's processes in Canopy's layout: APIS relay apis and WORKERS relay workers on one Redis. */
+class RelayDeployment {
+  readonly processes = new Map<string, { proc: ChildProcess; url: string | null; output: string[] }>();
+  readonly adminKey = 'relay';
+  private readonly prefix = `relay${Math.random().toString(36).slice(2, 8)}`;
+
+  constructor(
+    private readonly redisUrl: string,
+    private readonly probeDir: string,
+  ) {}
+
+  api(i: number): string {
+    const url = this.processes.get(`api-${i}`)?.url;
+    if (!url) throw new Error(`relay api-${i} is not running`);
+    return url;
+  }
+
+  async start(): Promise<void> {
+    for (let i = 1; i <= WORKERS; i++) {
+      this.spawn(`worker-${i}`, 'relay-worker.mjs', { RELAY_INDEX: String(i - 1) }, null);
+    }
+    for (let i = 1; i <= APIS; i++) {
+      const port = await freePort();
+      this.spawn(`api-${i}`, 'relay-api.mjs', { PORT: String(port) }, `http://127.0.0.1:${port}`);
+    }
+    await waitFor(
+      () => [...this.processes.values()].every((p) => /listening|ready/.test(p.output.join(''))),
+      30_000,
+    );
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(
+      [...this.processes.values()].map(async ({ proc }) => {
+        if (proc.exitCode !== null) return;
+        proc.kill('SIGTERM');
+        await new Promise((r) => proc.once('exit', r));
+      }),
+    );
+    this.processes.clear();
+  }
+
+  private spawn(name: string, file: string, env: Record<string, string>, url: string | null): void {
+    const proc = spawn(process.execPath, [join(RELAY_DIR, file)], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        REDIS_URL: this.redisUrl,
+        RELAY_PREFIX: this.prefix,
+        RELAY_WORKERS: String(WORKERS),
+        RELAY_DELTAS: String(DELTAS),
+        RELAY_DELTA_MS: String(DELTA_MS),
+        NODE_OPTIONS: `--require ${join(RELAY_DIR, 'loop-delay.cjs')}`,
+        CANOPY_BENCH_PROBE_DIR: this.probeDir,
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const output: string[] = [];
+    proc.stdout?.on('data', (d: Buffer) => output.push(d.toString()));
+    proc.stderr?.on('data', (d: Buffer) => output.push(d.toString()));
+    this.processes.set(name, { proc, url, output });
+  }
+}
+
+/** The event-loop delay probe's directory: processes write their figures there, the bench resets and reads them. */
+class LoopDelayProbe {
+  private constructor(readonly dir: string) {}
+
+  static create(): LoopDelayProbe {
+    return new LoopDelayProbe(mkdtempSync(join(tmpdir(), 'canopy-loop-delay-')));
+  }
+
+  /** What a process needs in its environment to carry the probe. */
+  get env(): Record<string, string> {
+    return {
+      NODE_OPTIONS: `--require ${join(RELAY_DIR, 'loop-delay.cjs')}`,
+      CANOPY_BENCH_PROBE_DIR: this.dir,
+    };
+  }
+
+  /** Starts a new histogram in every process (within the probe's half-second tick). */
+  reset(): void {
+    writeFileSync(join(this.dir, 'reset'), String(Date.now()));
+  }
+
+  /** Each process's figures since the last reset. */
+  read(deployment: Deployment): Record<string, { p99: number; max: number }> {
+    const result: Record<string, { p99: number; max: number }> = {};
+    for (const [name, { proc }] of deployment.processes) {
+      try {
+        const figures = JSON.parse(readFileSync(join(this.dir, `${proc.pid}.json`), 'utf8')) as {
+          p99: number;
+          max: number;
+        };
+        result[name] = { p99: figures.p99, max: figures.max };
+      } catch {
+        // the process wrote nothing (it died, or the probe is off)
+      }
+    }
+    return result;
+  }
+
+  remove(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
 }
 
 // HTTP
