@@ -109,7 +109,8 @@ function appendInFlight(turns: Turn[], messages: Message[], committedPath: Messa
     rest = next === -1 ? [] : rest.slice(next + 1);
   }
   const current = turns[turns.length - 1];
-  if (current) turns[turns.length - 1] = { ...current, status: 'streaming' };
+  // Seed 000: a streaming turn has no timestamp yet (it is the last assistant message's once finished).
+  if (current) turns[turns.length - 1] = { ...current, status: 'streaming', timestamp: null };
 }
 
 function lastBoundary(messages: Message[]): number {

@@ -11,6 +11,7 @@ import {
   eventsQuerySchema,
   listSessionsQuerySchema,
   navigateSchema,
+  openSessionSchema,
   promptSchema,
   resumeSchema,
   statsQuerySchema,
@@ -26,6 +27,7 @@ export class ListSessionsQueryDto extends createZodDto(listSessionsQuerySchema) 
 export class PromptDto extends createZodDto(promptSchema) {}
 export class BranchDto extends createZodDto(branchSchema) {}
 export class NavigateDto extends createZodDto(navigateSchema) {}
+export class OpenSessionDto extends createZodDto(openSessionSchema) {}
 export class ResumeDto extends createZodDto(resumeSchema) {}
 export class EventsQueryDto extends createZodDto(eventsQuerySchema) {}
 export class StatsQueryDto extends createZodDto(statsQuerySchema) {}
