@@ -630,6 +630,7 @@ describe('startRun', () => {
       error: null,
       usage: emptyUsage(),
       attempts: 1,
+      actor: { type: 'admin' }, // a scope made in code, neither a key's nor a user's
       createdAt: expect.any(Date) as Date,
       startedAt: expect.any(Date) as Date,
       finishedAt: null,

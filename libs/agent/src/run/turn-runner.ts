@@ -115,11 +115,11 @@ class RunHalted extends Error {
 function haltMessage(code: HaltCode, hook: string, reason: string): string {
   switch (code) {
     case 'hook_failed':
-      return `pre-hook "${hook}" failed: ${reason}`;
+      return `pre-hook ${hook} failed: ${reason}`;
     case 'injection_overflow':
-      return `pre-hook "${hook}" overflowed the injection budget: ${reason}`;
+      return `pre-hook ${hook} overflowed the injection budget: ${reason}`;
     default:
-      return `halted by hook "${hook}": ${reason}`;
+      return `halted by hook ${hook}: ${reason}`;
   }
 }
 

@@ -106,7 +106,7 @@ export class InProcessEventBus implements EventBus {
     if (this.closed) return Promise.reject(closedError());
     const stream = this.stream(tenantId, sessionId);
     // Where a first publish would start the sequence (see publish), minus one: the first event follows it.
-    if (stream.seq === 0) stream.seq = freshStart(this.now()) - 1;
+    if (stream.seq === 0) stream.seq = Math.max(1, freshStart(this.now()) - 1);
     return Promise.resolve(stream.seq);
   }
 
@@ -156,9 +156,9 @@ export class InProcessEventBus implements EventBus {
   }
 }
 
-/** The first seq of a sequence started at `now` (ms): the wall clock in microseconds, at least 2. */
+/** The first seq of a sequence started at `now` (ms): the wall clock in microseconds, at least 1. */
 function freshStart(now: number): number {
-  return Math.max(2, Math.floor(now * 1000));
+  return Math.max(1, Math.floor(now * 1000));
 }
 
 function key(tenantId: string, sessionId: string): string {
