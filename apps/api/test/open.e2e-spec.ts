@@ -146,3 +146,45 @@ describe('an observer', () => {
     expect((await api.get<SessionDetail>(`/v1/sessions/${s.id}`)).body.system).toBe('kept');
   });
 });
+
+describe('the OpenAPI document', () => {
+  it('describes the open route, the results’ and runs’ new fields and the new refusals', async () => {
+    const doc = (await (await fetch(`${t.url}/docs/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { requestBody?: unknown; responses?: Record<string, unknown> }>>;
+      components: { schemas: Record<string, { properties?: Record<string, unknown> }> };
+    };
+    const open = doc.paths['/v1/sessions/{id}/open']!.post!;
+    expect(JSON.stringify(open.requestBody)).toContain('OpenSessionDto');
+    expect(Object.keys(doc.components.schemas.OpenSessionDto!.properties!).sort()).toEqual([
+      'mode',
+      'model',
+      'opts',
+      'system',
+    ]);
+    expect(Object.keys(doc.components.schemas.OpenedSessionDto!.properties!).sort()).toEqual([
+      'opened',
+      'resolution',
+      'seq',
+      'session',
+    ]);
+    expect(doc.components.schemas.TurnResultDto!.properties).toEqual(
+      expect.objectContaining({
+        runId: expect.any(Object),
+        status: expect.any(Object),
+        awaiting: expect.any(Object),
+      }),
+    );
+    expect(doc.components.schemas.JsonResultDto!.properties).toEqual(
+      expect.objectContaining({
+        run_id: expect.any(Object),
+        status: expect.any(Object),
+        awaiting: expect.any(Object),
+      }),
+    );
+    expect(doc.components.schemas.RunViewDto!.properties).toHaveProperty('actor');
+    expect(JSON.stringify(doc.paths['/v1/sessions/{id}/branch']!.post!.responses)).toContain('tool_use_node');
+    expect(JSON.stringify(doc.paths['/v1/sessions/{id}/resume']!.post!.responses)).toContain(
+      'details.awaiting',
+    );
+  });
+});

@@ -1,13 +1,19 @@
 // Sessions: create, list, read, update, open (with start options), close, delete.
 
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import type { Scope } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
 import { CurrentScope } from '@canopy/auth';
 import { SessionService } from '@canopy/session';
-import { CreateSessionDto, ListSessionsQueryDto, OpenSessionDto, UpdateSessionDto } from './dto';
+import {
+  CreateSessionDto,
+  ListSessionsQueryDto,
+  OpenedSessionDto,
+  OpenSessionDto,
+  UpdateSessionDto,
+} from './dto';
 import { sessionDetailView, sessionView } from './views';
 
 @ApiTags('sessions')
@@ -86,6 +92,7 @@ export class SessionsController {
       'The answer: the session (as `GET /v1/sessions/:id`), `opened` (`started`: the open made it live; `existing`: it was live already), `resolution` (which side each field came from) and `seq` (subscribe to the events with `after=<seq>` to miss nothing after the open).',
     ].join('\n'),
   })
+  @ApiOkResponse({ type: OpenedSessionDto })
   async open(@CurrentScope() scope: Scope, @Param('id') id: string, @Body() body: OpenSessionDto) {
     const { mode, ...start } = body;
     const opened = await this.sessions.open(scope, id, start, mode ?? 'controller');
