@@ -2,10 +2,12 @@
 // may inject content for one model call; post-hooks see each assistant message and may stop the tool loop. A
 // parallel hook that throws or times out is skipped; a sequential one that throws ends the run with a clear
 // error; injections over their budget halt the run naming the hook. Hooks report no progress (no tool call).
+// Hooks act in the scope of the run's caller — unless the execution is a takeover (recovery): the system's.
 
 import { z } from 'zod';
 import { defineTool, type HookTurn, type PreHookResult } from '@canopy/agent';
-import { messageText, type Scope, type ToolResultBlock } from '@canopy/core';
+import { messageText, systemScope, tenantScope, type Scope, type ToolResultBlock } from '@canopy/core';
+import { eventually } from '@canopy/testing';
 import { EngineHarness, EventLog, type Engine } from './testing/engine-harness';
 
 // The harness's hooks: parallel ones time out after 500 ms, injections are capped at 200 tokens (~800 chars).
@@ -193,5 +195,49 @@ describe('pre-hooks', () => {
       /^pre-hook seq-b overflowed the injection budget: .*~251 tokens.*200$/,
     );
     expect((await engine.service.tree(scope, s.id)).nodes).toHaveLength(0);
+  });
+});
+
+describe('the scope an execution acts in', () => {
+  async function execute(dies: boolean) {
+    const caller = tenantScope(scope.tenantId, { keyId: 'key-1' });
+    const s = await engine.service.create(caller, { model: 'mock:echo' });
+    const seen: Scope[] = [];
+    pre.set(s.id, {
+      'seq-a': (turn) => {
+        seen.push(turn.scope);
+        return { action: 'continue' };
+      },
+    });
+    // A run queued for a worker (not through the inline queue, so that this test decides who executes it).
+    const started = await engine.deps.store.startRun(caller, {
+      sessionId: s.id,
+      kind: 'prompt',
+      input: { content: 'hi' },
+      status: 'queued',
+    });
+    if (!started.ok) throw new Error(started.reason);
+    const runId = started.run.id;
+    // A worker that took the run and died before doing anything: the next execution is a takeover.
+    if (dies) await engine.deps.store.loadRun(systemScope(scope.tenantId), s.id, runId);
+    await engine.service.executor.execute({ tenantId: scope.tenantId, sessionId: s.id, runId });
+    const run = await eventually(async () => {
+      const r = await engine.service.getRun(caller, runId);
+      expect(r.status).toBe('completed');
+      return r;
+    });
+    return { seen, run };
+  }
+
+  it('is the caller’s who started the run for its first execution', async () => {
+    const { seen, run } = await execute(false);
+    expect(run).toMatchObject({ actor: { type: 'key', keyId: 'key-1' }, attempts: 1 });
+    expect(seen).toEqual([{ tenantId: scope.tenantId, keyId: 'key-1', roles: [], system: false }]);
+  });
+
+  it('is the system’s for a takeover after the execution holding the run died (recovery)', async () => {
+    const { seen, run } = await execute(true);
+    expect(run).toMatchObject({ actor: { type: 'key', keyId: 'key-1' }, attempts: 2 });
+    expect(seen).toEqual([systemScope(scope.tenantId)]);
   });
 });

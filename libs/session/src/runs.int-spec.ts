@@ -282,6 +282,10 @@ describe('approvals and client tools', () => {
     expect(done.status).toBe('completed');
     const tree = await restarted.service.tree(scope, s.id);
     expect(tree.nodes.map((n) => n.message.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+    // The result covers the whole run, what it did before the restart included, each message by its node.
+    expect(done.messages.map((m) => [m.nodeId, m.message.role])).toEqual(
+      tree.nodes.map((n) => [n.id, n.message.role]),
+    );
     engine = restarted;
   });
 
