@@ -186,7 +186,7 @@ describe('the Redis runtime', () => {
     );
     await resumed.waitFor((e) => e.event === 'title' && e.data.title === 'two');
     resumed.close();
-    expect(resumed.events.map((e) => [e.event, e.data.title])).toEqual([
+    expect(resumed.events.map((e): unknown[] => [e.event, e.data.title])).toEqual([
       ['title', 'one'],
       ['store', undefined],
       ['title', 'two'],

@@ -15,10 +15,7 @@ export interface Scope {
 
 /** Who a scope acts for, as a run records it: a tenant API key, an end user (token), the admin, the system. */
 export type Actor =
-  | { type: 'key'; keyId: string }
-  | { type: 'user'; userId: string }
-  | { type: 'admin' }
-  | { type: 'system' };
+  { type: 'key'; keyId: string } | { type: 'user'; userId: string } | { type: 'admin' } | { type: 'system' };
 
 export function tenantScope(
   tenantId: string,

@@ -273,7 +273,13 @@ describe('TurnResult.fromMessages', () => {
   });
 
   it('treats a completed run as success, whatever error it is given', () => {
-    const result = TurnResult.fromMessages({ ...ok, sessionId: 's', messages: run, durationMs: 9, error: null });
+    const result = TurnResult.fromMessages({
+      ...ok,
+      sessionId: 's',
+      messages: run,
+      durationMs: 9,
+      error: null,
+    });
     expect(result.isError).toBe(false);
     expect(result.finalResponse).toBe('Created a.txt.');
   });

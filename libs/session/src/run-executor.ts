@@ -188,7 +188,13 @@ export class RunExecutor {
       committed: false,
       firstPrompt: null,
     };
-    const spec = this.specFor(this.actingScope(scope.tenantId, run), session, run, pathNodes, controller.signal);
+    const spec = this.specFor(
+      this.actingScope(scope.tenantId, run),
+      session,
+      run,
+      pathNodes,
+      controller.signal,
+    );
     if (!spec) {
       const error = { code: 'bad_request', message: 'the run has no valid input' };
       await this.endRun(scope, session, run, 'error', error, [], emptyUsage(), false);

@@ -101,7 +101,8 @@ export class RunTracker {
         // The run's uncommitted messages, with the assistant message it was streaming: keep what is new.
         const t = this.track(event.data.runId, event.at);
         const uncommitted = t.messages.length - t.unassigned;
-        for (const message of event.data.partial.slice(uncommitted)) t.messages.push({ nodeId: null, message });
+        for (const message of event.data.partial.slice(uncommitted))
+          t.messages.push({ nodeId: null, message });
         this.settle(t, 'cancelled', null, event.at);
         break;
       }

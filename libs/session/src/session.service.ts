@@ -241,7 +241,12 @@ export class SessionService {
    * and the result persisted through `update` (a `state` event reports it; idle-only when something is given);
    * an observer opens it as it is. `opened`: whether it was live anywhere in the deployment before.
    */
-  async open(scope: Scope, id: string, start: StartOptions = {}, mode: OpenMode = 'controller'): Promise<OpenResult> {
+  async open(
+    scope: Scope,
+    id: string,
+    start: StartOptions = {},
+    mode: OpenMode = 'controller',
+  ): Promise<OpenResult> {
     const session = await this.get(scope, id);
     const wasLive =
       this.live.get(scope.tenantId, id) !== undefined ||

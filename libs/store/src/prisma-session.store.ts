@@ -11,7 +11,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { CanopyException } from '@canopy/common';
-import { actorOf, type RunStatus, type Scope, type SessionStatus, type TreeNode, type Usage } from '@canopy/core';
+import {
+  actorOf,
+  type RunStatus,
+  type Scope,
+  type SessionStatus,
+  type TreeNode,
+  type Usage,
+} from '@canopy/core';
 import { Database, isUuid, type SqlTx } from './database';
 import { empty, join, query, raw, sql, type Sql } from './sql';
 import {

@@ -84,7 +84,8 @@ export class HookRegistry {
     for (const [i, result] of settled.entries()) {
       if (!result) continue;
       const name = parallel[i]!.name;
-      if (result.action === 'halt') return { halted: true, code: 'hook_halted', hook: name, reason: result.reason };
+      if (result.action === 'halt')
+        return { halted: true, code: 'hook_halted', hook: name, reason: result.reason };
       if (result.inject) injections.push(...result.inject);
       const over = overflow(name);
       if (over) return over;

@@ -129,9 +129,7 @@ describe('mock:script', () => {
 
   it('plays the entry after the ones its context consumed', async () => {
     const context = [userMessage('hi', T), assistantMessage('zero', T), userMessage('more', T)];
-    const { parts } = await run(
-      script([{ text: 'zero' }, { text: 'one two' }], 0, { messages: context }),
-    );
+    const { parts } = await run(script([{ text: 'zero' }, { text: 'one two' }], 0, { messages: context }));
     expect(finishOf(parts).message.content).toEqual([{ type: 'text', text: 'one two' }]);
     expect(finishOf(parts).usage).toMatchObject({ inputTokens: 3, outputTokens: 2 });
   });

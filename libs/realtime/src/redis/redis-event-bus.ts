@@ -241,7 +241,9 @@ export class RedisEventBus implements EventBus {
     if (this.closed) throw closedError();
     const keys = this.keys(tenantId, sessionId);
     const start = Math.max(2, Math.floor(this.now() * 1000));
-    return Number(await anchorScript.run(this.redis, [keys.seq, keys.stream], [start - 1, this.replayTtlSeconds]));
+    return Number(
+      await anchorScript.run(this.redis, [keys.seq, keys.stream], [start - 1, this.replayTtlSeconds]),
+    );
   }
 
   async forget(tenantId: string, sessionId: string): Promise<void> {
