@@ -1386,3 +1386,73 @@ describe('unfinishedRuns', () => {
     }
   });
 });
+
+describe('who acts and what a run leaves behind (seed semantics)', () => {
+  it('records on a run who started it: a key, a user, the system', async () => {
+    const t = await newTenant();
+    const key = tenantScope(t, { keyId: 'k-1' });
+    await store.create(key, { id: 'a', model: 'm', userId: 'alice' });
+    await store.create(key, { id: 'b', model: 'm' });
+    await store.create(key, { id: 'c', model: 'm' });
+    const byUser = await startRun(tenantScope(t, { userId: 'alice' }), 'a');
+    const byKey = await startRun(key, 'b');
+    const bySystem = await startRun(systemScope(t), 'c');
+    expect(byUser.run.actor).toEqual({ type: 'user', userId: 'alice' });
+    expect(byKey.run.actor).toEqual({ type: 'key', keyId: 'k-1' });
+    expect(bySystem.run.actor).toEqual({ type: 'system' });
+    expect((await store.getRun(key, byKey.run.id))?.actor).toEqual({ type: 'key', keyId: 'k-1' });
+  });
+
+  it('keeps the usage of a paused run’s steps on its record', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's');
+    const usage = makeUsage({ inputTokens: 7, outputTokens: 3 });
+    expect(await store.pauseRun(scope, 's', run.id, { awaiting: ['t1'] }, usage)).toBe('ok');
+    expect(await store.getRun(scope, run.id)).toMatchObject({ status: 'paused', usage });
+  });
+
+  it('names the turns whose latest regeneration failed, with the error', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const end = async (nodeId: number, status: 'cancelled' | 'error' | 'completed', message = 'x') => {
+      const { run } = await startRun(scope, 's', { kind: 'branch', input: { nodeId } });
+      if (status === 'completed') {
+        await sql(
+          scope,
+          (tx) => tx.$executeRaw`UPDATE runs SET status = 'completed' WHERE id = ${run.id}::uuid`,
+        );
+        await sql(
+          scope,
+          (tx) => tx.$executeRaw`UPDATE sessions SET status = 'idle', active_run_id = NULL WHERE id = 's'`,
+        );
+      } else {
+        await store.endRun(scope, {
+          sessionId: 's',
+          runId: run.id,
+          status,
+          error: status === 'error' ? { code: 'provider_error', message } : null,
+          usage: emptyUsage(),
+        });
+      }
+    };
+    await end(1, 'error', 'first failure');
+    await end(1, 'completed'); // a later regeneration of node 1 completed: no error any more
+    await end(3, 'completed');
+    await end(3, 'error', 'overloaded'); // the latest regeneration of node 3 failed
+    await end(5, 'cancelled');
+    // An edit (content) is not a regeneration of its node.
+    const { run: edit } = await startRun(scope, 's', { kind: 'branch', input: { nodeId: 7, content: 'x' } });
+    await store.endRun(scope, {
+      sessionId: 's',
+      runId: edit.id,
+      status: 'error',
+      error: { code: 'provider_error', message: 'edit failed' },
+      usage: emptyUsage(),
+    });
+    expect(await store.failedTurns(scope, 's')).toEqual([
+      { nodeId: 3, error: { code: 'provider_error', message: 'overloaded' } },
+    ]);
+    expect(await store.failedTurns(tenantScope(scope.tenantId, { userId: 'mallory' }), 's')).toEqual([]);
+  });
+});
