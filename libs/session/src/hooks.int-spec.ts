@@ -235,6 +235,32 @@ describe('the scope an execution acts in', () => {
     expect(seen).toEqual([{ tenantId: scope.tenantId, keyId: 'key-1', roles: [], system: false }]);
   });
 
+  it('is the sender’s for the turn of a steered prompt', async () => {
+    const key = tenantScope(scope.tenantId, { keyId: 'key-2' });
+    const alice = tenantScope(scope.tenantId, { userId: 'alice' });
+    const s = await engine.service.create(key, {
+      model: 'mock:echo',
+      opts: { delayMs: 30 },
+      userId: 'alice',
+    });
+    const seen: Array<[string, Scope]> = [];
+    pre.set(s.id, {
+      'seq-a': (turn) => {
+        seen.push([turn.userMessage ? messageText(turn.userMessage) : '', turn.scope]);
+        return { action: 'continue' };
+      },
+    });
+    const log = await EventLog.of(engine, key, s.id);
+    const { runId } = await engine.service.prompt(key, s.id, { content: 'from the key' });
+    await log.waitFor('text_delta');
+    await engine.service.prompt(alice, s.id, { content: 'from alice', ifBusy: 'steer' });
+    expect((await engine.service.waitForRun(key, s.id, runId)).status).toBe('completed');
+    expect(seen).toEqual([
+      ['from the key', key],
+      ['from alice', alice],
+    ]);
+  });
+
   it('is the system’s for a takeover after the execution holding the run died (recovery)', async () => {
     const { seen, run } = await execute(true);
     expect(run).toMatchObject({ actor: { type: 'key', keyId: 'key-1' }, attempts: 2 });

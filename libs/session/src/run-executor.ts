@@ -7,6 +7,7 @@ import {
   emptyUsage,
   isTurnBoundary,
   messageText,
+  parseActor,
   scopeOfActor,
   systemScope,
   userMessage,
@@ -162,16 +163,16 @@ export class RunExecutor {
    * run in their approver's scope); the system scope for recovery — an execution after the first of its start
    * or resume is a takeover (a worker died) or a hand-back — and for runs with no recorded actor.
    */
-  private actingScope(tenantId: string, run: RunRecord): { scope: Scope; approverScopes: boolean } {
-    const system = { scope: systemScope(tenantId), approverScopes: false };
+  private actingScope(tenantId: string, run: RunRecord): { scope: Scope; callerScopes: boolean } {
+    const system = { scope: systemScope(tenantId), callerScopes: false };
     const pending = run.pending && isPendingState(run.pending) ? run.pending : null;
     if (pending) {
       const resumed = pending.resumed;
       if (!resumed || run.attempts > resumed.attempts + 1) return system;
-      return { scope: scopeOfActor(tenantId, resumed.by), approverScopes: true };
+      return { scope: scopeOfActor(tenantId, resumed.by), callerScopes: true };
     }
     if (run.attempts > 1 || !run.actor) return system;
-    return { scope: scopeOfActor(tenantId, run.actor), approverScopes: true };
+    return { scope: scopeOfActor(tenantId, run.actor), callerScopes: true };
   }
 
   private async executeLoaded(
@@ -299,7 +300,7 @@ export class RunExecutor {
 
   /** Builds what the runner needs from the run's kind and input; null when the input is unusable. */
   private specFor(
-    acting: { scope: Scope; approverScopes: boolean },
+    acting: { scope: Scope; callerScopes: boolean },
     session: SessionRecord,
     run: RunRecord,
     pathNodes: TreeNode[],
@@ -326,7 +327,7 @@ export class RunExecutor {
     }
     return {
       scope: acting.scope,
-      approverScopes: acting.approverScopes,
+      callerScopes: acting.callerScopes,
       sessionId: session.id,
       runId: run.id,
       model: session.model,
@@ -348,7 +349,7 @@ export class RunExecutor {
     run: RunRecord,
     position: RunPosition,
     request: CommitRequest,
-  ): Promise<Message | null> {
+  ): Promise<{ message: Message; scope?: Scope } | null> {
     const lastAssistant = findLastIndex(request.messages, (m) => m.role === 'assistant');
     const nodes: NewNode[] = [];
     const path = [...position.path];
@@ -383,7 +384,8 @@ export class RunExecutor {
     if (result.status === 'fenced') throw new RunFencedError();
     Object.assign(position, { path, cursors, head, nextNodeId: next, committed: true });
     position.firstPrompt ??= request.messages.find(isTitledPrompt) ?? null;
-    const steer = (result.steer as RunInput | null)?.content;
+    const steered = result.steer as (RunInput & { actor?: unknown }) | null;
+    const steer = steered?.content;
     const ended = stop && steer === undefined;
     const events: SessionEventInput[] = [];
     if (ended) events.push({ type: 'status', data: { status: 'idle', runId: null } });
@@ -402,7 +404,12 @@ export class RunExecutor {
       { type: 'store', data: { ok: true, kind: 'tree' } },
     );
     await this.publisher.publish(scope.tenantId, session.id, events);
-    return steer !== undefined ? userMessage(steer) : null;
+    if (steer === undefined) return null;
+    const sender = parseActor(steered?.actor);
+    return {
+      message: userMessage(steer),
+      ...(sender ? { scope: scopeOfActor(scope.tenantId, sender) } : {}),
+    };
   }
 
   private async pause(

@@ -390,12 +390,13 @@ export class PrismaSessionStore implements SessionStore {
   }
 
   async stageSteer(scope: Scope, sessionId: string, prompt: JsonObject): Promise<{ runId: string } | null> {
-    // FOR SHARE: a run ending concurrently either waits for this staging or makes it find the session idle.
+    // FOR SHARE: a run ending concurrently either waits for this staging or makes it find the session idle. The
+    // steer records who sent it: its turn acts in their scope.
     const [row] = await this.db.withTenantSql(scope, (tx) =>
       query<{ id: string }>(
         tx,
         sql`
-        UPDATE runs SET steer = ${json(prompt)}, updated_at = now()
+        UPDATE runs SET steer = ${json({ ...prompt, actor: actorOf(scope) })}, updated_at = now()
          WHERE runs.tenant_id = ${scope.tenantId}::uuid
            AND runs.id = (SELECT sessions.active_run_id FROM sessions
                            WHERE ${whereSession(scope, sessionId)} AND sessions.status IN ('busy', 'paused')

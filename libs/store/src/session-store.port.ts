@@ -255,7 +255,10 @@ export interface SessionStore {
   updatePausedRun(scope: Scope, input: UpdatePausedRunInput): Promise<UpdatePausedRunResult>;
   /** Ends a run as cancelled or failed: session idle, position restored when asked, fenced. */
   endRun(scope: Scope, input: EndRunInput): Promise<FencedResult>;
-  /** Stages a prompt on the active run of a busy or paused session (last one wins). Null when idle. */
+  /**
+   * Stages a prompt on the active run of a busy or paused session (last one wins), with the scope's actor
+   * (`actor`: who sent it). Null when idle.
+   */
   stageSteer(scope: Scope, sessionId: string, prompt: JsonObject): Promise<{ runId: string } | null>;
   /** The turns of the session whose latest regeneration failed (see turn-runs.ts), with its error. */
   failedTurns(scope: Scope, sessionId: string): Promise<FailedTurn[]>;

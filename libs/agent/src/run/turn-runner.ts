@@ -29,13 +29,14 @@ import { awaitingIds, type PendingState, type ToolCallState } from './run-state'
 import { errorResult, executeServerTool } from './tool-executor';
 
 export interface RunSpec {
-  /** Who acts this execution: hooks and tools get it (see approverScopes). */
+  /** Who acts this execution: hooks and tools get it (see callerScopes). */
   scope: Scope;
   /**
-   * True when approved server tools run in their approver's scope (a decision's `decidedBy`); false runs them
-   * in `scope` too (recovery: a takeover re-runs everything under the system scope).
+   * True when later callers act their part: an approved server tool runs in its approver's scope (a decision's
+   * `decidedBy`), a steered prompt's turn in its sender's. False keeps everything in `scope` (recovery: a
+   * takeover re-runs the run under the system scope).
    */
-  approverScopes?: boolean;
+  callerScopes?: boolean;
   sessionId: string;
   runId: string;
   model: string;
@@ -71,10 +72,10 @@ export interface RunIO {
   emit(event: SessionEventInput): void;
   /**
    * Commits; throws RunFencedError when the run no longer owns the session. A `stop` commit that finds a prompt
-   * staged on the run (`ifBusy: "steer"`, last one wins) does not end the run: it returns that prompt, and the
-   * run continues with it.
+   * staged on the run (`ifBusy: "steer"`, last one wins) does not end the run: it returns that prompt (with the
+   * scope of who sent it), and the run continues with it.
    */
-  commit(request: CommitRequest): Promise<Message | null>;
+  commit(request: CommitRequest): Promise<{ message: Message; scope?: Scope } | null>;
   /** Persists the paused state; throws RunFencedError like commit. */
   pause(state: PendingState): Promise<void>;
 }
@@ -136,6 +137,8 @@ class TurnRun {
   private runUsage = emptyUsage();
   private step = 0;
   private partial: Message | null = null;
+  /** Who acts the current turn (a steered prompt's turn is its sender's). */
+  private scope: Scope;
   /** Which turn of the run this is (a steered prompt opens the next one) and the message that opened it. */
   private turnIndex = 0;
   private userMessage: Message | null = null;
@@ -148,6 +151,7 @@ class TurnRun {
     private readonly deps: TurnRunnerDeps,
   ) {
     this.context = [...spec.history];
+    this.scope = spec.scope;
   }
 
   async run(): Promise<RunOutcome> {
@@ -195,7 +199,7 @@ class TurnRun {
   }
 
   /** The turn hooks and tools get (seed 001): who acts, the turn's opening message, the context. */
-  private turn(scope: Scope = this.spec.scope): AgentTurn {
+  private turn(scope: Scope = this.scope): AgentTurn {
     return {
       scope,
       sessionId: this.spec.sessionId,
@@ -414,9 +418,9 @@ class TurnRun {
         const tool = this.deps.tools.get(call.block.name)!;
         // An approved tool runs in its approver's scope (Agentix's resolve), unless recovery re-runs it.
         const scope =
-          this.spec.approverScopes !== false && call.decidedBy
+          this.spec.callerScopes !== false && call.decidedBy
             ? scopeOfActor(this.spec.scope.tenantId, call.decidedBy)
-            : this.spec.scope;
+            : this.scope;
         call.result = await executeServerTool(tool, call.block, {
           turn: { ...this.turn(scope), step },
           defaultTimeoutMs: this.deps.toolTimeoutMs,
@@ -477,7 +481,8 @@ class TurnRun {
     this.step = 0;
     this.turnIndex++;
     this.sent = null;
-    this.appendUser(steered);
+    if (steered.scope && this.spec.callerScopes !== false) this.scope = steered.scope;
+    this.appendUser(steered.message);
     return null;
   }
 
