@@ -37,6 +37,7 @@ import type { SessionPublisher } from './session-publisher';
 import type { LiveSessions } from './live-sessions';
 import type { Decisions } from './decisions';
 import { heuristicTitle } from './title';
+import { actingScope, type ActingScope } from './acting-scope';
 
 /** What a run's input holds, by kind (runs.input). */
 export interface RunInput {
@@ -145,7 +146,7 @@ export class RunExecutor {
 
   private async executeOwned(job: RunJob, controller: AbortController): Promise<void> {
     // The store is written under the system scope (the run owns the session whoever acts it); hooks and tools
-    // get the acting caller's scope (see actingScope).
+    // get the acting caller's scope (acting-scope.ts).
     const scope = systemScope(job.tenantId);
     const context =
       this.preparedContext(job) ?? (await this.deps.store.loadRun(scope, job.sessionId, job.runId));
@@ -156,23 +157,6 @@ export class RunExecutor {
     } finally {
       await leaveWorkerPresence();
     }
-  }
-
-  /**
-   * Who acts this execution (seed 001): the caller who started the run, or who resumed it (approved tools then
-   * run in their approver's scope); the system scope for recovery — an execution after the first of its start
-   * or resume is a takeover (a worker died) or a hand-back — and for runs with no recorded actor.
-   */
-  private actingScope(tenantId: string, run: RunRecord): { scope: Scope; callerScopes: boolean } {
-    const system = { scope: systemScope(tenantId), callerScopes: false };
-    const pending = run.pending && isPendingState(run.pending) ? run.pending : null;
-    if (pending) {
-      const resumed = pending.resumed;
-      if (!resumed || run.attempts > resumed.attempts + 1) return system;
-      return { scope: scopeOfActor(tenantId, resumed.by), callerScopes: true };
-    }
-    if (run.attempts > 1 || !run.actor) return system;
-    return { scope: scopeOfActor(tenantId, run.actor), callerScopes: true };
   }
 
   private async executeLoaded(
@@ -189,13 +173,7 @@ export class RunExecutor {
       committed: false,
       firstPrompt: null,
     };
-    const spec = this.specFor(
-      this.actingScope(scope.tenantId, run),
-      session,
-      run,
-      pathNodes,
-      controller.signal,
-    );
+    const spec = this.specFor(actingScope(scope.tenantId, run), session, run, pathNodes, controller.signal);
     if (!spec) {
       const error = { code: 'bad_request', message: 'the run has no valid input' };
       await this.endRun(scope, session, run, 'error', error, [], emptyUsage(), false);
@@ -300,7 +278,7 @@ export class RunExecutor {
 
   /** Builds what the runner needs from the run's kind and input; null when the input is unusable. */
   private specFor(
-    acting: { scope: Scope; callerScopes: boolean },
+    acting: ActingScope,
     session: SessionRecord,
     run: RunRecord,
     pathNodes: TreeNode[],
