@@ -4,9 +4,7 @@
 // snapshot resumable with `after=<its seq>` on both runtimes; a branch's start and rollback in seed order (tree
 // then store; the rollback ending with `state`); turns that say their last run failed.
 
-import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
-import { eventually } from '@canopy/testing';
+import { Cluster, eventually } from '@canopy/testing';
 import { Api, newTenant, SseReader, type SseEvent } from './support/api-client';
 import { startTestApp, type TestApp } from './support/test-app';
 import type { Session, Turn, TurnResult } from './support/views';
@@ -148,30 +146,22 @@ describe('the embedded runtime', () => {
 });
 
 describe('the Redis runtime', () => {
-  let t: TestApp;
+  // The distributed api as deployed (a process of its own; no worker: nothing here runs a turn) over the machine's
+  // Redis, under a key prefix of its own.
+  let cluster: Cluster;
+  let t: { url: string };
   let api: Api;
   let key: string;
-  const prefix = `i10dev${randomBytes(4).toString('hex')}`;
 
   beforeAll(async () => {
-    // The distributed api (no worker: nothing here runs a turn) over the machine's Redis, under a prefix of its own.
-    t = await startTestApp({ env: { REDIS_URL: 'redis://127.0.0.1:6379', CANOPY_REDIS_PREFIX: prefix } });
-    ({ api, key } = await newTenant(t, 'deviations-redis'));
-  });
+    cluster = await new Cluster({ apis: 1, workers: 0 }).start();
+    t = { url: cluster.api(1) };
+    ({ api, key } = await newTenant(t as TestApp, 'deviations-redis'));
+  }, 90_000);
 
   afterAll(async () => {
-    await t?.close();
-    const redis = new Redis('redis://127.0.0.1:6379');
-    for (const pattern of [`${prefix}:*`, `{${prefix}:*`]) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-        if (keys.length > 0) await redis.unlink(...keys);
-        cursor = next;
-      } while (cursor !== '0');
-    }
-    redis.disconnect();
-  });
+    await cluster?.stop();
+  }, 60_000);
 
   it('resumes a new session’s events after the seq of its first snapshot, without a new snapshot', async () => {
     const s = (await api.post<Session>('/v1/sessions', { model: 'mock:echo' })).body;

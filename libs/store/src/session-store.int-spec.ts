@@ -1076,7 +1076,10 @@ describe('commit', () => {
         usage: emptyUsage(),
       }),
     ).toEqual(OK);
-    expect((await store.getRun(scope, run.id))?.steer).toEqual({ content: 'then this' });
+    expect((await store.getRun(scope, run.id))?.steer).toEqual({
+      content: 'then this',
+      actor: { type: 'admin' },
+    });
 
     let result: unknown;
     const roundTrips = await countRoundTrips(async () => {
@@ -1091,7 +1094,8 @@ describe('commit', () => {
       });
     });
     expect(roundTrips).toBe(1);
-    expect(result).toEqual({ status: 'ok', steer: { content: 'then this' } });
+    // Handed back with who staged it (a scope made in code acts as the admin).
+    expect(result).toEqual({ status: 'ok', steer: { content: 'then this', actor: { type: 'admin' } } });
     // The turn is committed, the run goes on: the session stays busy and owned, the run running and unfinished.
     expect(await store.get(scope, 's')).toMatchObject({
       status: 'busy',
@@ -1158,7 +1162,10 @@ describe('commit', () => {
       ]);
       const session = (await store.get(scope, id))!;
       if (staged) {
-        expect(committed).toEqual({ status: 'ok', steer: { content: `steer ${i}` } });
+        expect(committed).toEqual({
+          status: 'ok',
+          steer: { content: `steer ${i}`, actor: { type: 'admin' } },
+        });
         expect(session).toMatchObject({ status: 'busy', activeRunId: run.id });
       } else {
         expect(committed).toEqual(OK);
@@ -1332,6 +1339,7 @@ describe('endRun', () => {
 
 describe('stageSteer', () => {
   it('stages on a busy or paused session, last one wins, and never on an idle one', async () => {
+    // (The staged prompt records who staged it: a scope made in code acts as the admin.)
     const scope = await newScope();
     await store.create(scope, { id: 's', model: 'm' });
     expect(await store.stageSteer(scope, 's', { content: 'too early' })).toBeNull();
@@ -1340,11 +1348,17 @@ describe('stageSteer', () => {
     const { run } = await startRun(scope, 's');
     expect(await store.stageSteer(scope, 's', { content: 'first' })).toEqual({ runId: run.id });
     expect(await store.stageSteer(scope, 's', { content: 'second' })).toEqual({ runId: run.id });
-    expect((await store.getRun(scope, run.id))?.steer).toEqual({ content: 'second' });
+    expect((await store.getRun(scope, run.id))?.steer).toEqual({
+      content: 'second',
+      actor: { type: 'admin' },
+    });
 
     await store.pauseRun(scope, 's', run.id, {});
     expect(await store.stageSteer(scope, 's', { content: 'while paused' })).toEqual({ runId: run.id });
-    expect((await store.getRun(scope, run.id))?.steer).toEqual({ content: 'while paused' });
+    expect((await store.getRun(scope, run.id))?.steer).toEqual({
+      content: 'while paused',
+      actor: { type: 'admin' },
+    });
 
     await store.endRun(scope, { sessionId: 's', runId: run.id, status: 'cancelled', usage: emptyUsage() });
     expect(await store.stageSteer(scope, 's', { content: 'too late' })).toBeNull();
