@@ -57,6 +57,7 @@ const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>> = {
   'POST /v1/sessions/{id}/branch': (ids) => ({ nodeId: ids.nodeId }),
   'POST /v1/sessions/{id}/navigate': (ids) => ({ nodeId: ids.otherTip }),
   'POST /v1/sessions/{id}/resume': () => ({ decision: { type: 'execute' } }),
+  'POST /v1/sessions/{id}/open': () => ({ mode: 'controller' }),
 };
 
 /** Valid values the OpenAPI document cannot express (refinements), by the `type` discriminator of a block. */
@@ -617,6 +618,7 @@ describe('unknown and malformed ids', () => {
       [at('resume'), { decision: { type: 'execute' } }, 409, 'not_paused'],
       [at('resume'), { toolUseId: 'nope', decision: { type: 'reject' } }, 409, 'not_paused'],
       [at('cancel'), undefined, 409, 'idle'],
+      [at('open'), { mode: 'observer', system: 'an observer changes nothing' }, 400, 'bad_request'],
     ];
     for (const [path, body, status, code] of cases) {
       const res = await call(t.url, 'POST', path, { credential: key, body: body ?? {} });

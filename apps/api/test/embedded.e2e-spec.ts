@@ -85,7 +85,11 @@ describe('the embedded database', () => {
         usage: emptyUsage(),
         finish: { usage: emptyUsage() },
       };
-      expect(await store.commit(scope, commit)).toEqual({ status: 'ok', steer: { content: 'more' } });
+      // The steer comes back with who sent it (a scope made in code acts as the admin).
+      expect(await store.commit(scope, commit)).toEqual({
+        status: 'ok',
+        steer: { content: 'more', actor: { type: 'admin' } },
+      });
       expect(await store.commit(scope, { ...commit, nodes: [] })).toEqual({ status: 'ok', steer: null });
       expect(await store.get(scope, 'embedded')).toMatchObject({ status: 'idle', path: [1] });
       // Another tenant sees nothing, on the very connection the store just used.

@@ -59,6 +59,10 @@ const ROUTES: Record<string, RouteSpec> = {
   'PATCH /v1/sessions/{id}': { kind: 'session', body: () => ({ title: 'pwned', metadata: { pwned: true } }) },
   'DELETE /v1/sessions/{id}': { kind: 'session' },
   'POST /v1/sessions/{id}/close': { kind: 'session' },
+  'POST /v1/sessions/{id}/open': {
+    kind: 'session',
+    body: () => ({ system: 'pwned', opts: { pwned: true }, mode: 'controller' }),
+  },
   'GET /v1/sessions/{id}/tree': { kind: 'session' },
   'GET /v1/sessions/{id}/nodes/{nodeId}': { kind: 'session' },
   'GET /v1/sessions/{id}/nodes/{nodeId}/children': { kind: 'session' },

@@ -261,6 +261,7 @@ describe('a conversation with mock:echo', () => {
       status: 'completed',
       usage: expect.objectContaining(usageShape),
       attempts: 1,
+      actor: { type: 'key', keyId: expect.stringMatching(UUID) },
       startedAt: expect.stringMatching(ISO),
       finishedAt: expect.stringMatching(ISO),
     });
@@ -296,6 +297,9 @@ describe('a conversation with mock:echo', () => {
       durationMs: expect.any(Number),
       numTurns: 1,
       isError: false,
+      runId: expect.stringMatching(UUID),
+      status: 'completed',
+      awaiting: [],
     });
   });
 
@@ -312,6 +316,9 @@ describe('a conversation with mock:echo', () => {
       duration_ms: expect.any(Number),
       num_turns: 1,
       result: 'Echo: third',
+      run_id: expect.stringMatching(UUID),
+      status: 'completed',
+      awaiting: [],
     });
   });
 
@@ -505,7 +512,12 @@ describe('a client tool round', () => {
     const { runId } = started.body;
 
     const paused = await sessionReaching(api, session.id, 'paused');
-    expect(paused.inFlight).toEqual({ runId, pending: expect.any(Array), partial: null });
+    expect(paused.inFlight).toEqual({
+      runId,
+      pending: expect.any(Array),
+      partial: null,
+      awaiting: [expect.objectContaining({ type: 'tool_use', name: 'get_weather' })],
+    });
     const pending = paused.inFlight!.pending;
     expect(pending.map((m) => m.role)).toEqual(['user', 'assistant']);
     const toolUse = pending[1]!.content.find((b) => b.type === 'tool_use') as ToolUseBlock;

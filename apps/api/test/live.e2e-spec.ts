@@ -287,6 +287,9 @@ describe('the WebSocket endpoint', () => {
       durationMs: expect.any(Number),
       numTurns: 1,
       isError: false,
+      runId: expect.any(String),
+      status: 'completed',
+      awaiting: [],
     });
     const json = await ws.request('prompt', {
       sessionId: id,
@@ -300,6 +303,9 @@ describe('the WebSocket endpoint', () => {
       duration_ms: expect.any(Number),
       num_turns: 1,
       result: 'Echo: as json',
+      run_id: expect.any(String),
+      status: 'completed',
+      awaiting: [],
     });
     // Navigating lands on a tip: node 2's branch continues to the second exchange.
     const nav = await ws.request('navigate', { sessionId: id, nodeId: 2 });

@@ -11,7 +11,7 @@ export type Principal =
 export function scopeOf(principal: Principal): Scope | null {
   switch (principal.kind) {
     case 'tenant':
-      return tenantScope(principal.tenantId);
+      return tenantScope(principal.tenantId, { keyId: principal.keyId });
     case 'user':
       return tenantScope(principal.tenantId, { userId: principal.userId });
     default:

@@ -173,13 +173,47 @@ describe('TurnsProjection', () => {
     expect(view.turns[1]!.content).toEqual([toolUse]);
     expect(view.awaiting).toEqual([toolUse]);
 
-    feed(p, 21, [
+    let seq = feed(p, 21, [
       { type: 'status', data: { status: 'idle', runId: null } },
       { type: 'error', data: { runId: 'r3', code: 'provider_error', message: 'boom' } },
     ]);
     view = p.view()!;
-    expect(view.turns).toHaveLength(1);
+    // Seed 000: the failed run's turn stays, with status error and the error, until the next run starts.
+    expect(view.turns).toHaveLength(2);
+    expect(view.turns[1]).toMatchObject({ status: 'error', error: 'boom', timestamp: 3, content: [toolUse] });
     expect(view.awaiting).toEqual([]);
     expect(view.error).toEqual({ code: 'provider_error', message: 'boom' });
+    seq = feed(p, seq, [{ type: 'status', data: { status: 'busy', runId: 'r4' } }]);
+    expect(p.view()!.turns).toHaveLength(1);
+    expect(seq).toBe(24);
+  });
+
+  it('gives a streaming turn no timestamp until it is committed (seed 000)', () => {
+    const p = new TurnsProjection();
+    p.apply(snapshot(committed, [1, 2]));
+    feed(p, 11, [
+      { type: 'status', data: { status: 'busy', runId: 'r1' } },
+      { type: 'message', data: { runId: 'r1', message: user('more') } },
+      { type: 'message', data: { runId: 'r1', message: assistant('a first step') } },
+      { type: 'text_start', data: { runId: 'r1', index: 0 } },
+    ]);
+    expect(p.view()!.turns[1]).toMatchObject({ status: 'streaming', timestamp: null });
+    expect(p.view()!.turns[0]).toMatchObject({ status: 'complete', timestamp: 2 });
+  });
+
+  it('marks the turn a failed regeneration was answering, after its rollback', () => {
+    const p = new TurnsProjection();
+    p.apply(snapshot(committed, [1, 2]));
+    feed(p, 11, [
+      { type: 'status', data: { status: 'busy', runId: 'r5' } },
+      { type: 'tree', data: { newNodes: [], nodes: [], path: [1], cursors: {}, head: 1 } },
+      { type: 'store', data: { ok: true, kind: 'tree' } },
+      { type: 'status', data: { status: 'idle', runId: null } },
+      { type: 'error', data: { runId: 'r5', code: 'provider_error', message: 'overloaded' } },
+      { type: 'tree', data: { newNodes: [], nodes: [], path: [1, 2], cursors: { '1': 2 }, head: 2 } },
+    ]);
+    expect(p.view()!.turns).toEqual([
+      expect.objectContaining({ id: 1, resId: 2, status: 'error', error: 'overloaded' }),
+    ]);
   });
 });

@@ -1,6 +1,7 @@
 // A live list of UI turns (seed 000) for one session: the committed turns of its active path, plus the turn in
-// flight, kept current by applying the session's events to the same projection the service keeps (LiveState)
-// and cutting it into turns with the core's turn functions. What a chat UI renders.
+// flight (status `streaming`, no timestamp yet), kept current by applying the session's events to the same
+// projection the service keeps (LiveState) and cutting it into turns with the core's turn functions. A run that
+// fails leaves its turn with status `error` and the error until the next run starts. What a chat UI renders.
 
 import {
   allTurns,
@@ -29,10 +30,22 @@ export interface LiveTurnsView {
   seq: number;
 }
 
+/** A run that failed: what it had streamed, and which turn it was (seed 000: that turn's status is `error`). */
+interface FailedRun {
+  error: string;
+  /** The run's uncommitted messages: a failed prompt's turn stays visible with them. */
+  messages: Message[];
+  /** The user node a failed regeneration was answering (its turn shows the error), else null. */
+  regenerated: number | null;
+}
+
 /** Keeps a LiveTurnsView from a snapshot and the events after it. Pure: the caller feeds it. */
 export class TurnsProjection {
   private state: LiveState | null = null;
   private error: LiveTurnsView['error'] = null;
+  private failed: FailedRun | null = null;
+  /** The run that the last `status: idle` ended, as it stood: the `error` that follows may be its. */
+  private ended: { runId: string; failed: (error: string) => FailedRun } | null = null;
   private progress: Record<string, unknown[]> = {};
   private progressRun: string | null = null;
   /** The committed tree's turns and path messages; only a snapshot or a `tree` event changes them (not deltas). */
@@ -43,11 +56,25 @@ export class TurnsProjection {
     if (event.type === 'snapshot') {
       this.state = new LiveState(liveStateInit(event.data));
       this.committed = null;
+      this.failed = null;
       return true;
     }
     if (!this.state || event.seq <= this.state.seq) return false;
-    if (event.type === 'error') this.error = { code: event.data.code, message: event.data.message };
-    if (event.type === 'status' && event.data.status === 'busy') this.error = null;
+    if (event.type === 'error') {
+      this.error = { code: event.data.code, message: event.data.message };
+      const ended = this.ended;
+      if (ended && (event.data.runId === null || event.data.runId === ended.runId)) {
+        this.failed = ended.failed(event.data.message);
+      }
+    }
+    if (event.type === 'status') {
+      // `status` comes before the event that caused it: remember the run it ends, for an `error` to come.
+      this.ended = event.data.status === 'idle' ? endingRun(this.state) : null;
+      if (event.data.status === 'busy') {
+        this.error = null;
+        this.failed = null;
+      }
+    }
     if (event.type === 'status' && event.data.runId !== null && event.data.runId !== this.progressRun) {
       this.progressRun = event.data.runId;
       this.progress = {};
@@ -74,6 +101,8 @@ export class TurnsProjection {
     if (run) {
       const messages: Message[] = [...run.pending, ...(run.partial ? [run.partial] : [])];
       appendInFlight(turns, messages, this.committed.messages);
+    } else if (this.failed) {
+      markFailed(turns, this.failed, this.committed.messages);
     }
     return {
       turns,
@@ -109,7 +138,42 @@ function appendInFlight(turns: Turn[], messages: Message[], committedPath: Messa
     rest = next === -1 ? [] : rest.slice(next + 1);
   }
   const current = turns[turns.length - 1];
-  if (current) turns[turns.length - 1] = { ...current, status: 'streaming' };
+  // Seed 000: a streaming turn has no timestamp yet (it is the last assistant message's once finished).
+  if (current) turns[turns.length - 1] = { ...current, status: 'streaming', timestamp: null };
+}
+
+/** The run in flight as a failure would leave it: its uncommitted messages, or the turn it regenerated. */
+function endingRun(state: LiveState): { runId: string; failed: (error: string) => FailedRun } | null {
+  const run = state.runInFlight;
+  if (!run) return null;
+  const messages: Message[] = [...run.pending, ...(run.partial ? [run.partial] : [])];
+  const first = messages[0];
+  if (first && isTurnBoundary(first)) {
+    return { runId: run.runId, failed: (error) => ({ error, messages, regenerated: null }) };
+  }
+  // A regeneration: the branch moved the path to end on the user node it answers.
+  const head = state.committedTree.head;
+  const node = head !== null ? state.committedTree.getNode(head) : undefined;
+  const regenerated = node && isTurnBoundary(node.message) ? node.id : null;
+  return { runId: run.runId, failed: (error) => ({ error, messages: [], regenerated }) };
+}
+
+/** Shows a failed run's turn with status `error` and the error (seed 000). */
+function markFailed(turns: Turn[], failed: FailedRun, committedPath: Message[]): void {
+  if (failed.messages.length > 0) {
+    appendInFlight(turns, failed.messages, committedPath);
+    const last = turns[turns.length - 1]!;
+    const assistants = failed.messages.filter((m) => m.role === 'assistant');
+    turns[turns.length - 1] = {
+      ...last,
+      status: 'error',
+      error: failed.error,
+      timestamp: assistants[assistants.length - 1]?.timestamp ?? null,
+    };
+    return;
+  }
+  const at = turns.findIndex((t) => t.id !== null && t.id === failed.regenerated);
+  if (at >= 0) turns[at] = { ...turns[at]!, status: 'error', error: failed.error };
 }
 
 function lastBoundary(messages: Message[]): number {

@@ -19,6 +19,8 @@ import type {
   Accepted,
   Decision,
   NodeView,
+  OpenedSession,
+  OpenSessionInput,
   PromptOptions,
   SessionDetail,
   TreeView,
@@ -54,6 +56,14 @@ export class Session {
 
   update(patch: UpdateSessionInput): Promise<SessionInfo> {
     return this.http.request('PATCH', this.path(), { body: patch, idempotent: true });
+  }
+
+  /**
+   * Opens the session live with start options reconciled with its persisted state (seed 004's load): the
+   * persisted model wins while usable, `system` and `opts` given here win. `seq` is where to start `events()`.
+   */
+  open(options: OpenSessionInput = {}): Promise<OpenedSession> {
+    return this.http.request('POST', this.path('/open'), { body: options });
   }
 
   /** Stops the session being live (stored data untouched; idempotent). */
@@ -108,7 +118,11 @@ export class Session {
     return this.http.request('POST', this.path('/prompt'), { body: promptBody(content, options) });
   }
 
-  /** Prompts and waits for the run to stop, pause, fail or be cancelled: its TurnResult (seed 003). */
+  /**
+   * Prompts and waits for the run to stop, pause, fail or be cancelled: its TurnResult (seed 003), whose
+   * `runId` and `status` (completed, paused, cancelled, error, max_steps) say what happened, with the tool
+   * calls `awaiting` a decision when it paused.
+   */
   async run(content: MessageContent, options: PromptOptions = {}): Promise<TurnResult> {
     const data = await this.http.request<TurnResultData>('POST', this.path('/prompt'), {
       body: { ...promptBody(content, options), wait: true },

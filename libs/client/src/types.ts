@@ -1,6 +1,7 @@
 // The shapes of the API's answers (API.md), on the shared types of @canopy/core.
 
 import type {
+  Actor,
   LiveEntry as CoreLiveEntry,
   RunStats,
   ClientTool,
@@ -71,7 +72,30 @@ export interface SessionDetail extends SessionInfo {
   path: NodeId[];
   usage: Usage;
   live?: { controllers: number; observers: number };
-  inFlight?: Pick<InFlight, 'runId' | 'pending' | 'partial'>;
+  /** The run in flight: its uncommitted messages, the one being streamed, the tool uses awaiting a decision. */
+  inFlight?: Pick<InFlight, 'runId' | 'pending' | 'partial' | 'awaiting'>;
+}
+
+export interface OpenSessionInput {
+  /** Used only when the persisted model cannot be (the persisted one wins while usable). */
+  model?: string;
+  /** Replaces the persisted system prompt. */
+  system?: string | null;
+  /** Replaces the persisted opts. */
+  opts?: Record<string, unknown>;
+  /** `controller` (default) applies the start options; `observer` opens the session as it is (no options). */
+  mode?: 'controller' | 'observer';
+}
+
+/** POST /v1/sessions/:id/open's answer. */
+export interface OpenedSession {
+  session: SessionDetail;
+  /** `started`: the open made the session live; `existing`: it was live already. */
+  opened: 'started' | 'existing';
+  /** Which side each reconciled field came from. */
+  resolution: { model: 'persisted' | 'start'; system: 'persisted' | 'start'; opts: 'persisted' | 'start' };
+  /** Subscribe with `after: seq` to get every event after the open. */
+  seq: number;
 }
 
 export interface NodeView {
@@ -100,6 +124,8 @@ export interface RunInfo {
   usage: Usage;
   /** Executions so far (more than 1 after a takeover or a hand-back). */
   attempts: number;
+  /** Who started the run (a key, an end user, the admin, the system); null for runs from before actors. */
+  actor: Actor | null;
   startedAt: string | null;
   finishedAt: string | null;
 }

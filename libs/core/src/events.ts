@@ -59,8 +59,11 @@ export interface SessionEventMap {
   snapshot: SessionSnapshot;
   /** Emitted before the event that caused the change. */
   status: { status: SessionStatus; runId: string | null };
-  /** Every message appended during a run (prompt, assistant step, tool results). */
-  message: { runId: string; message: Message };
+  /**
+   * Every message appended during a run (prompt, assistant step, tool results); `nodeId`: the tree node it
+   * takes when the run commits it (a cancelled or failed run never does).
+   */
+  message: { runId: string; message: Message; nodeId?: NodeId };
   text_start: { runId: string; index: number };
   text_delta: { runId: string; index: number; delta: string };
   text_end: { runId: string; index: number };
@@ -79,7 +82,11 @@ export interface SessionEventMap {
   pause: { runId: string; reason: 'approval' | 'client_tool'; toolUses: ToolUseBlock[] };
   retry: { runId: string; attempt: number; delayMs: number; error: string };
   cancelled: { runId: string; partial: Message[]; usage: Usage };
-  /** `code`: a model error code (rate_limited, provider_error, ...), hook_halted, interrupted, internal. */
+  /**
+   * `code`: a model error code (rate_limited, provider_error, ...), hook_halted (a pre-hook halted the run),
+   * hook_failed (a sequential pre-hook threw), injection_overflow (hook injections over their budget),
+   * interrupted, internal.
+   */
   error: { runId: string | null; code: string; message: string };
   state: {
     model: string;

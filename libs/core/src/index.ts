@@ -10,5 +10,6 @@ export * from './scope';
 export * from './events';
 export * from './live-state';
 export * from './api/schemas';
+export * from './api/responses';
 export * from './api/error-codes';
 export * from './api/views';

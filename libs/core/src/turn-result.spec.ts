@@ -68,6 +68,9 @@ function resultWith(finalResponse: string): TurnResult {
     durationMs: 1,
     numTurns: 1,
     isError: false,
+    runId: 'r',
+    status: 'completed',
+    awaiting: [],
   });
 }
 
@@ -124,6 +127,9 @@ describe('turnItems', () => {
       durationMs: 0,
       numTurns: 1,
       isError: false,
+      runId: 'r',
+      status: 'completed',
+      awaiting: [],
     });
     expect(result.toolResults.map((r) => [r.id, r.toolId, r.toolName, r.isError, r.value])).toEqual([
       ['result_b', 'b', 'grep', true, 'no match'],
@@ -202,9 +208,11 @@ describe('turnItems', () => {
   });
 });
 
+const ok = { runId: 'run_1', status: 'completed' } as const;
+
 describe('TurnResult.fromMessages', () => {
   it('takes the final response from the last assistant text and counts assistant messages', () => {
-    const result = TurnResult.fromMessages({ sessionId: 'ses_1', messages: run, durationMs: 1234 });
+    const result = TurnResult.fromMessages({ ...ok, sessionId: 'ses_1', messages: run, durationMs: 1234 });
     expect(result.sessionId).toBe('ses_1');
     expect(result.finalResponse).toBe('Created a.txt.');
     expect(result.numTurns).toBe(2);
@@ -214,7 +222,7 @@ describe('TurnResult.fromMessages', () => {
   });
 
   it('exposes messages, assistant messages, tool calls and tool results', () => {
-    const result = TurnResult.fromMessages({ sessionId: 's', messages: run, durationMs: 0 });
+    const result = TurnResult.fromMessages({ ...ok, sessionId: 's', messages: run, durationMs: 0 });
     expect(result.messages.map((m) => m.id)).toEqual(['msg_10', 'msg_11', 'msg_13']);
     expect(result.assistantMessages.map((m) => m.id)).toEqual(['msg_11', 'msg_13']);
     expect(result.toolCalls).toEqual([expectedItems[2]]);
@@ -223,6 +231,7 @@ describe('TurnResult.fromMessages', () => {
 
   it('skips assistant messages without text when choosing the final response', () => {
     const result = TurnResult.fromMessages({
+      ...ok,
       sessionId: 's',
       messages: [
         { nodeId: 1, message: userMessage('q', 1) },
@@ -238,6 +247,7 @@ describe('TurnResult.fromMessages', () => {
 
   it('gives an empty final response and no turns without assistant messages', () => {
     const result = TurnResult.fromMessages({
+      ...ok,
       sessionId: 's',
       messages: [{ message: userMessage('q', 1) }],
       durationMs: 5,
@@ -249,6 +259,8 @@ describe('TurnResult.fromMessages', () => {
 
   it('reports a failed run as an error whose final response is the error', () => {
     const result = TurnResult.fromMessages({
+      runId: 'r',
+      status: 'error',
       sessionId: 's',
       messages: run,
       durationMs: 9,
@@ -260,15 +272,61 @@ describe('TurnResult.fromMessages', () => {
     expect(result.numTurns).toBe(2);
   });
 
-  it('treats a null error as success', () => {
-    const result = TurnResult.fromMessages({ sessionId: 's', messages: run, durationMs: 9, error: null });
+  it('treats a completed run as success, whatever error it is given', () => {
+    const result = TurnResult.fromMessages({
+      ...ok,
+      sessionId: 's',
+      messages: run,
+      durationMs: 9,
+      error: null,
+    });
     expect(result.isError).toBe(false);
     expect(result.finalResponse).toBe('Created a.txt.');
+  });
+
+  it('says how the run stopped: its id, its status and, paused, the tool calls awaiting a decision', () => {
+    const paused = TurnResult.fromMessages({
+      sessionId: 's',
+      runId: 'run_7',
+      status: 'paused',
+      messages: run.slice(0, 2),
+      durationMs: 3,
+      awaiting: ['tu_1'],
+    });
+    expect(paused).toMatchObject({ runId: 'run_7', status: 'paused', isError: false });
+    expect(paused.finalResponse).toBe("I'll create it.");
+    expect(paused.awaiting).toEqual([expectedItems[2]]);
+    expect(paused.toJsonResult()).toMatchObject({
+      run_id: 'run_7',
+      status: 'paused',
+      awaiting: [{ tool_id: 'tu_1', tool_name: 'write_file', parameters: { path: 'a.txt', content: 'hi' } }],
+    });
+    // Not paused: nothing awaits, whatever ids are given.
+    const capped = TurnResult.fromMessages({
+      sessionId: 's',
+      runId: 'r',
+      status: 'max_steps',
+      messages: run,
+      durationMs: 1,
+      awaiting: ['tu_1'],
+    });
+    expect(capped).toMatchObject({ status: 'max_steps', isError: false, awaiting: [] });
+  });
+
+  it('keeps the partial text of a cancelled run as its final response, as an error', () => {
+    const cancelled = TurnResult.fromMessages({
+      sessionId: 's',
+      runId: 'r',
+      status: 'cancelled',
+      messages: [{ message: userMessage('q', 1) }, { message: assistantMessage('half an ans', 2) }],
+      durationMs: 1,
+    });
+    expect(cancelled).toMatchObject({ status: 'cancelled', isError: true, finalResponse: 'half an ans' });
   });
 });
 
 describe('TurnResult serialisation', () => {
-  const result = TurnResult.fromMessages({ sessionId: 'ses_9', messages: run, durationMs: 321 });
+  const result = TurnResult.fromMessages({ ...ok, sessionId: 'ses_9', messages: run, durationMs: 321 });
 
   it('toJSON gives exactly the TurnResultData fields', () => {
     const data = result.toJSON();
@@ -279,9 +337,22 @@ describe('TurnResult serialisation', () => {
       durationMs: 321,
       numTurns: 2,
       isError: false,
+      runId: 'run_1',
+      status: 'completed',
+      awaiting: [],
     });
     expect(Object.keys(data).sort()).toEqual(
-      ['durationMs', 'finalResponse', 'isError', 'items', 'numTurns', 'sessionId'].sort(),
+      [
+        'durationMs',
+        'finalResponse',
+        'isError',
+        'items',
+        'numTurns',
+        'sessionId',
+        'runId',
+        'status',
+        'awaiting',
+      ].sort(),
     );
     expect(JSON.parse(JSON.stringify(result))).toEqual(data);
     expect(new TurnResult(JSON.parse(JSON.stringify(result)) as TurnResultData).toJSON()).toEqual(data);
@@ -294,6 +365,9 @@ describe('TurnResult serialisation', () => {
       duration_ms: 321,
       num_turns: 2,
       result: 'Created a.txt.',
+      run_id: 'run_1',
+      status: 'completed',
+      awaiting: [],
     });
   });
 
@@ -304,6 +378,9 @@ describe('TurnResult serialisation', () => {
       duration_ms: 77,
       num_turns: 4,
       result: 'boom',
+      run_id: 'run_2',
+      status: 'error',
+      awaiting: [],
     };
     const back = TurnResult.fromJsonResult(json);
     expect(back).toBeInstanceOf(TurnResult);
@@ -314,6 +391,9 @@ describe('TurnResult serialisation', () => {
       durationMs: 77,
       numTurns: 4,
       isError: true,
+      runId: 'run_2',
+      status: 'error',
+      awaiting: [],
     });
     expect(back.toJsonResult()).toStrictEqual(json);
   });

@@ -43,6 +43,14 @@ export interface ToolResultItem {
 
 export type AnyTurnItem = MessageItem | ToolCallItem | ToolResultItem;
 
+/**
+ * How the run stopped: it completed, paused for decisions (`awaiting` holds the tool calls waiting), was
+ * cancelled, failed, or completed because it reached its step cap (`max_steps`).
+ */
+export type RunResultStatus = 'completed' | 'paused' | 'cancelled' | 'error' | 'max_steps';
+
+export const RUN_RESULT_STATUSES = ['completed', 'paused', 'cancelled', 'error', 'max_steps'] as const;
+
 export interface TurnResultData {
   sessionId: string;
   finalResponse: string;
@@ -50,6 +58,18 @@ export interface TurnResultData {
   durationMs: number;
   numTurns: number;
   isError: boolean;
+  /** The run this result is of. */
+  runId: string;
+  status: RunResultStatus;
+  /** The tool calls waiting for a decision (`resume`) when the run paused; empty otherwise. */
+  awaiting: ToolCallItem[];
+}
+
+/** A tool call waiting for a decision, in the JSON result's snake_case. */
+export interface JsonAwaitingCall {
+  tool_id: string;
+  tool_name: string;
+  parameters: Record<string, unknown>;
 }
 
 export interface JsonResult {
@@ -58,6 +78,9 @@ export interface JsonResult {
   duration_ms: number;
   num_turns: number;
   result: string;
+  run_id: string;
+  status: RunResultStatus;
+  awaiting: JsonAwaitingCall[];
 }
 
 /** A message of a run, with its tree node id once committed (a cancelled run's messages have none). */
@@ -68,10 +91,14 @@ export interface RunMessage {
 
 export interface TurnResultInput {
   sessionId: string;
+  runId: string;
+  status: RunResultStatus;
   messages: readonly RunMessage[];
   durationMs: number;
-  /** Set when the run failed: the result is an error and its final response is this message. */
+  /** The failed run's error: the final response of an `error` result is this message. */
   error?: string | null;
+  /** Ids of the tool uses a paused run waits for. */
+  awaiting?: readonly string[];
 }
 
 /** The final response is not JSON (parse). */
@@ -87,8 +114,9 @@ export class TurnResultParseError extends Error {
 }
 
 /**
- * Items of a run's messages. Ids: a message is `msg_<node id>` (`msg_p<position>` before it is committed); a
- * tool call `call_<tool-use id>` and its result `result_<tool-use id>`.
+ * Items of a run's messages. Ids: a message is `msg_<node id>`, the tree node it has or will have once its run
+ * commits (so the id stays the same across a pause and resume; a message whose node is unknown is
+ * `msg_p<position>`); a tool call `call_<tool-use id>` and its result `result_<tool-use id>`.
  */
 export function turnItems(messages: readonly RunMessage[]): AnyTurnItem[] {
   const items: AnyTurnItem[] = [];
@@ -136,6 +164,9 @@ export class TurnResult implements TurnResultData {
   readonly durationMs: number;
   readonly numTurns: number;
   readonly isError: boolean;
+  readonly runId: string;
+  readonly status: RunResultStatus;
+  readonly awaiting: ToolCallItem[];
 
   constructor(data: TurnResultData) {
     this.sessionId = data.sessionId;
@@ -144,23 +175,37 @@ export class TurnResult implements TurnResultData {
     this.durationMs = data.durationMs;
     this.numTurns = data.numTurns;
     this.isError = data.isError;
+    this.runId = data.runId;
+    this.status = data.status;
+    this.awaiting = data.awaiting ?? [];
   }
 
   /**
    * A run's result from its messages: the final response is the text of the last assistant message that has
-   * text (or the error of a failed run); numTurns counts model steps (assistant messages).
+   * text — for a paused run the text before its tool calls, for a cancelled one the partial text it streamed —
+   * or the error of a failed run. isError is true for a failed or cancelled run. numTurns counts model steps
+   * (assistant messages).
    */
   static fromMessages(input: TurnResultInput): TurnResult {
     const assistants = input.messages.filter((m) => m.message.role === 'assistant');
     const lastWithText = [...assistants].reverse().find((m) => joinText(m.message.content) !== '');
-    const isError = input.error != null;
+    const failed = input.status === 'error';
+    const items = turnItems(input.messages);
+    const awaiting = new Set(input.status === 'paused' ? (input.awaiting ?? []) : []);
     return new TurnResult({
       sessionId: input.sessionId,
-      finalResponse: isError ? input.error! : lastWithText ? joinText(lastWithText.message.content) : '',
-      items: turnItems(input.messages),
+      finalResponse: failed
+        ? (input.error ?? 'the run failed')
+        : lastWithText
+          ? joinText(lastWithText.message.content)
+          : '',
+      items,
       durationMs: input.durationMs,
       numTurns: assistants.length,
-      isError,
+      isError: failed || input.status === 'cancelled',
+      runId: input.runId,
+      status: input.status,
+      awaiting: items.filter((i): i is ToolCallItem => i.type === 'tool_call' && awaiting.has(i.toolId)),
     });
   }
 
@@ -172,6 +217,17 @@ export class TurnResult implements TurnResultData {
       durationMs: json.duration_ms,
       numTurns: json.num_turns,
       isError: json.is_error,
+      runId: json.run_id,
+      status: json.status,
+      awaiting: (json.awaiting ?? []).map((a) => ({
+        type: 'tool_call',
+        id: `call_${a.tool_id}`,
+        messageId: '',
+        toolId: a.tool_id,
+        toolName: a.tool_name,
+        parameters: a.parameters,
+        timestamp: 0,
+      })),
     });
   }
 
@@ -220,6 +276,9 @@ export class TurnResult implements TurnResultData {
       durationMs: this.durationMs,
       numTurns: this.numTurns,
       isError: this.isError,
+      runId: this.runId,
+      status: this.status,
+      awaiting: this.awaiting,
     };
   }
 
@@ -230,6 +289,13 @@ export class TurnResult implements TurnResultData {
       duration_ms: this.durationMs,
       num_turns: this.numTurns,
       result: this.finalResponse,
+      run_id: this.runId,
+      status: this.status,
+      awaiting: this.awaiting.map((a) => ({
+        tool_id: a.toolId,
+        tool_name: a.toolName,
+        parameters: a.parameters,
+      })),
     };
   }
 }

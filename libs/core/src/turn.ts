@@ -166,6 +166,21 @@ export function replaceContent(turn: Turn, block: AssistantBlock): Turn {
   return { ...turn, content };
 }
 
+/**
+ * Marks the turns whose last run failed (seed 000: `status: "error"` with the error). `failed` names them by
+ * their user node; a turn that is not named keeps its status.
+ */
+export function withRunErrors(
+  turns: readonly Turn[],
+  failed: ReadonlyArray<{ nodeId: NodeId; error: { message: string } }>,
+): Turn[] {
+  const errors = new Map(failed.map((f) => [f.nodeId, f.error.message]));
+  return turns.map((turn) => {
+    const error = turn.id !== null ? errors.get(turn.id) : undefined;
+    return error === undefined ? turn : { ...turn, status: 'error', error };
+  });
+}
+
 /** The turn functions under the names of seed 000 (`Turns.new`, `Turns.all`, ...). */
 export const Turns = {
   all: allTurns,

@@ -33,6 +33,12 @@ export interface EventBus {
   ): Promise<Unsubscribe>;
   replay(tenantId: string, sessionId: string, after: number): Promise<ReplayResult>;
   lastSeq(tenantId: string, sessionId: string): Promise<number>;
+  /**
+   * The session's last seq; for a session that has none yet, first fixes where its sequence starts (as its
+   * first publish would) and answers the seq just before it. A snapshot taken at that seq is then resumable: a
+   * replay after it holds every event from the first. Idempotent.
+   */
+  anchor(tenantId: string, sessionId: string): Promise<number>;
   /** Drops a session's log (the session was deleted). Its sequence still never goes back. */
   forget(tenantId: string, sessionId: string): Promise<void>;
   close(): Promise<void>;

@@ -206,7 +206,18 @@ describe('rollback of a branch that never committed', () => {
     expect(result).toMatchObject({ status: 'error', error: { message: 'model exploded' } });
     const failed = await log.waitFor('error');
     await log.waitFor('store', (e) => e.seq > failed.seq);
-    expect(log.milestones(from)).toEqual(['status', 'tree', 'status', 'error', 'tree', 'store']);
+    await log.waitFor('state', (e) => e.seq > failed.seq);
+    // The branch's start is a tree change like any other (tree, then store); the rollback ends with `state`.
+    expect(log.milestones(from)).toEqual([
+      'status',
+      'tree',
+      'store',
+      'status',
+      'error',
+      'tree',
+      'store',
+      'state',
+    ]);
     const after = await engine.service.tree(scope, id);
     expect(after.path).toEqual(before.path);
     expect(after.cursors).toEqual(before.cursors);
@@ -230,7 +241,17 @@ describe('rollback of a branch that never committed', () => {
     const cancelled = await log.waitFor('cancelled');
     expect(cancelled.data.partial.length).toBeGreaterThan(0); // the partial reply streamed so far
     await log.waitFor('store', (e) => e.seq > cancelled.seq);
-    expect(log.milestones(from)).toEqual(['status', 'tree', 'status', 'cancelled', 'tree', 'store']);
+    await log.waitFor('state', (e) => e.seq > cancelled.seq);
+    expect(log.milestones(from)).toEqual([
+      'status',
+      'tree',
+      'store',
+      'status',
+      'cancelled',
+      'tree',
+      'store',
+      'state',
+    ]);
     const after = await engine.service.tree(scope, id);
     expect(after).toEqual(before);
     await expect(engine.service.cancel(scope, id)).rejects.toMatchObject({ code: 'idle' });

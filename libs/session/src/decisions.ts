@@ -1,10 +1,12 @@
-// Decisions on a paused run: the `resume` command (a decision for one awaited tool use, or for all of them) and
-// their expiry. Pausing sets a durable timer per pause; when it fires and the run still awaits any of that pause's
-// tool uses, those are rejected under the system scope and the run continues, so a forgotten approval never
-// leaves a session paused for ever. Decisions are compare-and-set on the stored pending state: a decision and an
-// expiry racing never both land on the same tool use.
+// Decisions on a paused run: the `resume` command (a decision for one awaited tool use, named by its id unless it
+// is the only one) and their expiry. Pausing sets a durable timer per pause; when it fires and the run still
+// awaits any of that pause's tool uses, those are rejected under the system scope and the run continues, so a
+// forgotten approval never leaves a session paused for ever. Each decision records who took it (an approved tool
+// runs in its approver's scope) and the one that leaves nothing awaited who resumed the run (its continuation
+// acts in their scope). Decisions are compare-and-set on the stored pending state: a decision and an expiry
+// racing never both land on the same tool use.
 
-import { systemScope, type Scope } from '@canopy/core';
+import { actorOf, systemScope, type Actor, type Scope } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
 import { awaitingIds, isPendingState, type Decision, type PendingState } from '@canopy/agent';
 import type { DecisionTimer } from '@canopy/queue';
@@ -36,7 +38,14 @@ export class Decisions {
     input: ResumeInput,
     beforeWrite: () => Promise<unknown>,
   ): Promise<{ runId: string }> {
-    const runId = await this.decide(scope, id, null, (pending) => applyDecision(pending, input), beforeWrite);
+    const actor = actorOf(scope);
+    const runId = await this.decide(
+      scope,
+      id,
+      null,
+      (pending) => applyDecision(pending, input, actor),
+      beforeWrite,
+    );
     if (!runId) throw new CanopyException('not_paused', 'the session is not paused');
     return { runId };
   }
@@ -62,7 +71,8 @@ export class Decisions {
         const expired = awaitingIds(pending).filter((toolUseId) => timer.toolUseIds.includes(toolUseId));
         if (expired.length === 0) return null;
         return expired.reduce(
-          (state, toolUseId) => applyDecision(state, { toolUseId, decision: { type: 'reject', reason } }),
+          (state, toolUseId) =>
+            applyDecision(state, { toolUseId, decision: { type: 'reject', reason } }, { type: 'system' }),
           pending,
         );
       },
@@ -119,9 +129,13 @@ export class Decisions {
       if (runId !== null && session.activeRunId !== runId) throw notPaused();
       const run = await this.deps.store.getRun(systemScope(scope.tenantId), session.activeRunId);
       if (!run?.pending || !isPendingState(run.pending)) throw notPaused();
-      const next = change(run.pending);
-      if (!next) return null;
-      const resume = awaitingIds(next).length === 0;
+      const changed = change(run.pending);
+      if (!changed) return null;
+      const resume = awaitingIds(changed).length === 0;
+      // Who resumes the run acts its continuation; the executions it has had tell a takeover from the next one.
+      const next: PendingState = resume
+        ? { ...changed, resumed: { by: actorOf(scope), attempts: run.attempts } }
+        : changed;
       await beforeWrite();
       const result = await this.deps.store.updatePausedRun(scope, {
         sessionId: id,
@@ -163,16 +177,25 @@ export function expiryTimer(
   return { kind: 'decision-expiry', tenantId, sessionId, runId, toolUseIds };
 }
 
-/** The pending state with one decision applied (to the named tool use, or to every awaited one). */
-export function applyDecision(pending: PendingState, input: ResumeInput): PendingState {
+/**
+ * The pending state with one decision, taken by `actor`, applied to the named tool use — or, without a name, to
+ * the only one awaited (with several awaited, which one is meant is the caller's to say: bad_request naming them).
+ */
+export function applyDecision(pending: PendingState, input: ResumeInput, actor: Actor): PendingState {
   const awaiting = awaitingIds(pending);
-  const targets = input.toolUseId ? [input.toolUseId] : awaiting;
   if (input.toolUseId && !awaiting.includes(input.toolUseId)) {
     throw CanopyException.badRequest(`tool use ${input.toolUseId} is not awaiting a decision`, {
       field: 'toolUseId',
       awaiting,
     });
   }
+  if (!input.toolUseId && awaiting.length > 1) {
+    throw CanopyException.badRequest(
+      `${awaiting.length} tool uses await a decision (${awaiting.join(', ')}): name one with toolUseId`,
+      { field: 'toolUseId', awaiting },
+    );
+  }
+  const targets = input.toolUseId ? [input.toolUseId] : awaiting;
   return {
     ...pending,
     calls: pending.calls.map((call) => {
@@ -183,7 +206,7 @@ export function applyDecision(pending: PendingState, input: ResumeInput): Pendin
           { field: 'decision' },
         );
       }
-      return { ...call, decision: input.decision };
+      return { ...call, decision: input.decision, decidedBy: actor };
     }),
   };
 }

@@ -100,7 +100,9 @@ export class LiveSession {
       const { session, nodes } = loaded;
       const replay = await deps.bus.replay(tenantId, id, 0);
       let inFlight: InFlight | null = null;
-      let startSeq = replay.lastSeq;
+      // A session that never published: its sequence is fixed now, so that the snapshot's seq is one its first
+      // event can be resumed after (`after=<seq>` replays from it).
+      let startSeq = replay.lastSeq > 0 ? replay.lastSeq : await deps.bus.anchor(tenantId, id);
       const replayFrom: SessionEvent[] = [];
       if (session.activeRunId) {
         const run = await deps.store.getRun(scope, session.activeRunId);
@@ -143,6 +145,13 @@ export class LiveSession {
       });
       for (const e of replayFrom) state.apply(e);
       live = new LiveSession(tenantId, id, state, deps, hooks, unsubscribe, session.idleShutdownAfterMs);
+      // A run in flight: waiting for it answers from what it did before this process followed it too.
+      if (inFlight && session.status === 'paused') {
+        const messages = inFlight.pending.map((message, i) => ({ nodeId: session.nextNodeId + i, message }));
+        const awaiting = inFlight.awaiting.map((u) => u.id);
+        live.tracker.paused(inFlight.runId, messages, awaiting, Date.now());
+      }
+      for (const e of replayFrom) live.tracker.observe(e);
       for (const e of buffered) live.receive(e);
       live.checkIdle();
       return live;

@@ -236,7 +236,7 @@ describe('opening a stored session with start options (load-mode resolution)', (
       title: 'Stored',
       system: 'old system',
     });
-    const live = await engine.service.open(scope, s.id, {
+    const { live } = await engine.service.open(scope, s.id, {
       model: 'mock:script',
       system: 'new system',
       opts: { delayMs: 1 },

@@ -32,9 +32,11 @@ export function reconcile(
   if (usable(persisted.model)) model = persisted.model;
   else if (start.model !== undefined && usable(start.model)) model = start.model;
   else
-    throw new CanopyException(
-      'bad_request',
-      `no usable model: neither "${persisted.model}" nor a start option`,
+    throw CanopyException.badRequest(
+      start.model !== undefined
+        ? `no usable model: neither the persisted "${persisted.model}" nor "${start.model}"`
+        : `no usable model: "${persisted.model}" cannot be used here and no start model was given`,
+      { field: 'model' },
     );
   return {
     model,

@@ -7,6 +7,8 @@ import {
   emptyUsage,
   isTurnBoundary,
   messageText,
+  parseActor,
+  scopeOfActor,
   systemScope,
   userMessage,
   type Message,
@@ -35,6 +37,7 @@ import type { SessionPublisher } from './session-publisher';
 import type { LiveSessions } from './live-sessions';
 import type { Decisions } from './decisions';
 import { heuristicTitle } from './title';
+import { actingScope, type ActingScope } from './acting-scope';
 
 /** What a run's input holds, by kind (runs.input). */
 export interface RunInput {
@@ -142,6 +145,8 @@ export class RunExecutor {
   }
 
   private async executeOwned(job: RunJob, controller: AbortController): Promise<void> {
+    // The store is written under the system scope (the run owns the session whoever acts it); hooks and tools
+    // get the acting caller's scope (acting-scope.ts).
     const scope = systemScope(job.tenantId);
     const context =
       this.preparedContext(job) ?? (await this.deps.store.loadRun(scope, job.sessionId, job.runId));
@@ -168,7 +173,7 @@ export class RunExecutor {
       committed: false,
       firstPrompt: null,
     };
-    const spec = this.specFor(scope, session, run, pathNodes, controller.signal);
+    const spec = this.specFor(actingScope(scope.tenantId, run), session, run, pathNodes, controller.signal);
     if (!spec) {
       const error = { code: 'bad_request', message: 'the run has no valid input' };
       await this.endRun(scope, session, run, 'error', error, [], emptyUsage(), false);
@@ -180,11 +185,21 @@ export class RunExecutor {
         await this.publisher.publish(job.tenantId, job.sessionId, events);
       },
     });
+    // The node each message of the run takes when committed: the next free ids, in order (a paused run's
+    // restored messages come first), so a result names a message the same before and after its commit.
+    let uncommitted = spec.start.type === 'resume' ? spec.start.pending.messages.length : 0;
     const io: RunIO = {
-      emit: (event) => coalescer.push(event),
+      emit: (event) => {
+        if (event.type === 'message') {
+          event = { ...event, data: { ...event.data, nodeId: position.nextNodeId + uncommitted++ } };
+        }
+        coalescer.push(event);
+      },
       commit: async (request) => {
         await coalescer.flush();
-        return this.commit(scope, session, run, position, request);
+        const steer = await this.commit(scope, session, run, position, request);
+        uncommitted = 0;
+        return steer;
       },
       pause: async (state) => {
         await coalescer.flush();
@@ -263,7 +278,7 @@ export class RunExecutor {
 
   /** Builds what the runner needs from the run's kind and input; null when the input is unusable. */
   private specFor(
-    scope: Scope,
+    acting: ActingScope,
     session: SessionRecord,
     run: RunRecord,
     pathNodes: TreeNode[],
@@ -289,7 +304,8 @@ export class RunExecutor {
       start = { type: 'continue' };
     }
     return {
-      scope,
+      scope: acting.scope,
+      callerScopes: acting.callerScopes,
       sessionId: session.id,
       runId: run.id,
       model: session.model,
@@ -311,7 +327,7 @@ export class RunExecutor {
     run: RunRecord,
     position: RunPosition,
     request: CommitRequest,
-  ): Promise<Message | null> {
+  ): Promise<{ message: Message; scope?: Scope } | null> {
     const lastAssistant = findLastIndex(request.messages, (m) => m.role === 'assistant');
     const nodes: NewNode[] = [];
     const path = [...position.path];
@@ -345,8 +361,9 @@ export class RunExecutor {
     });
     if (result.status === 'fenced') throw new RunFencedError();
     Object.assign(position, { path, cursors, head, nextNodeId: next, committed: true });
-    position.firstPrompt ??= request.messages.find(isTurnBoundary) ?? null;
-    const steer = (result.steer as RunInput | null)?.content;
+    position.firstPrompt ??= request.messages.find(isTitledPrompt) ?? null;
+    const steered = result.steer as (RunInput & { actor?: unknown }) | null;
+    const steer = steered?.content;
     const ended = stop && steer === undefined;
     const events: SessionEventInput[] = [];
     if (ended) events.push({ type: 'status', data: { status: 'idle', runId: null } });
@@ -365,7 +382,12 @@ export class RunExecutor {
       { type: 'store', data: { ok: true, kind: 'tree' } },
     );
     await this.publisher.publish(scope.tenantId, session.id, events);
-    return steer !== undefined ? userMessage(steer) : null;
+    if (steer === undefined) return null;
+    const sender = parseActor(steered?.actor);
+    return {
+      message: userMessage(steer),
+      ...(sender ? { scope: scopeOfActor(scope.tenantId, sender) } : {}),
+    };
   }
 
   private async pause(
@@ -375,7 +397,13 @@ export class RunExecutor {
     state: PendingState,
   ): Promise<void> {
     const result = await this.withRetries(() =>
-      this.deps.store.pauseRun(scope, session.id, run.id, state as unknown as Record<string, unknown>),
+      this.deps.store.pauseRun(
+        scope,
+        session.id,
+        run.id,
+        state as unknown as Record<string, unknown>,
+        state.runUsage,
+      ),
     );
     if (result === 'fenced') throw new RunFencedError();
     await this.decisions
@@ -402,12 +430,14 @@ export class RunExecutor {
       at: Date.now(),
     });
     if (session.title !== null) return;
-    // Untitled: title it from its first prompt once its first run completes (this run's, when the tree was empty).
+    // Untitled: title it from its first prompt that has text, once a run completes (this run's, when the tree was
+    // empty; a prompt of attachments only gives no title, the next one with text does).
     let firstPrompt = session.nextNodeId === 1 ? position.firstPrompt : null;
     if (!firstPrompt) {
       const current = await this.deps.store.loadTree(scope, session.id);
       if (!current || current.session.title !== null) return;
-      firstPrompt = current.nodes.find((n) => isTurnBoundary(n.message))?.message ?? null;
+      const nodes = [...current.nodes].sort((a, b) => a.id - b.id);
+      firstPrompt = nodes.find((n) => isTitledPrompt(n.message))?.message ?? null;
     }
     const title = firstPrompt ? heuristicTitle(messageText(firstPrompt)) : null;
     if (!title) return;
@@ -474,6 +504,9 @@ export class RunExecutor {
         { type: 'tree', data: { newNodes: [], nodes: [], ...restore } },
         { type: 'store', data: { ok: true, kind: 'tree' } },
       );
+      // Seed order: the rollback ends with the session's state, as the agent resynced to the restored tree.
+      const current = await this.deps.store.get(scope, session.id).catch(() => null);
+      if (current) events.push({ type: 'state', data: stateOf(current) });
     }
     await this.publisher.publish(scope.tenantId, session.id, events);
     await this.publisher.activity({
@@ -497,6 +530,22 @@ export class RunExecutor {
       }
     }
   }
+}
+
+/** A prompt that can title a session: a turn-opening user message with text. */
+function isTitledPrompt(message: Message): boolean {
+  return isTurnBoundary(message) && messageText(message).trim() !== '';
+}
+
+/** The `state` event's view of a session. */
+export function stateOf(session: SessionRecord) {
+  return {
+    model: session.model,
+    system: session.system,
+    opts: session.opts,
+    tools: session.tools,
+    metadata: session.metadata,
+  };
 }
 
 function findLastIndex<T>(items: T[], pred: (item: T) => boolean): number {

@@ -1,16 +1,26 @@
 // Follows runs through a session's events so a caller can wait for one (`wait: true`): the messages it produced
-// (with their tree node ids once committed), its usage, and how it ended — completed, paused, cancelled, error.
+// (with the tree node each takes when committed), its usage, and how it ended — completed (or at its step cap),
+// paused (with the tool uses awaited), cancelled (with the partial message it was streaming), error.
 // Pure: fed by events, no I/O.
 
-import { addUsage, emptyUsage, type RunMessage, type SessionEvent, type Usage } from '@canopy/core';
+import {
+  addUsage,
+  emptyUsage,
+  type RunMessage,
+  type RunResultStatus,
+  type SessionEvent,
+  type Usage,
+} from '@canopy/core';
 
-export type RunEnd = 'completed' | 'paused' | 'cancelled' | 'error';
+export type RunEnd = RunResultStatus;
 
 export interface RunResult {
   runId: string;
   status: RunEnd;
   messages: RunMessage[];
   error: { code: string; message: string } | null;
+  /** Ids of the tool uses a paused run waits for. */
+  awaiting: string[];
   usage: Usage;
   durationMs: number;
 }
@@ -22,7 +32,8 @@ interface Tracked {
   /** Index of the first message whose node id is not known yet. */
   unassigned: number;
   /** A commit was announced (`turn`); the next `tree` event carries its node ids. */
-  commitPending: { stop: boolean } | null;
+  commitPending: { stop: boolean; reason: string } | null;
+  awaiting: string[];
   usage: Usage;
   result: RunResult | null;
   waiters: Array<(r: RunResult) => void>;
@@ -48,7 +59,10 @@ export class RunTracker {
         }
         break;
       case 'message':
-        this.track(event.data.runId, event.at).messages.push({ nodeId: null, message: event.data.message });
+        this.track(event.data.runId, event.at).messages.push({
+          nodeId: event.data.nodeId ?? null,
+          message: event.data.message,
+        });
         break;
       case 'step': {
         const t = this.track(event.data.runId, event.at);
@@ -56,31 +70,42 @@ export class RunTracker {
         break;
       }
       case 'turn':
-        this.track(event.data.runId, event.at).commitPending = { stop: event.data.stop === 'stop' };
+        this.track(event.data.runId, event.at).commitPending = {
+          stop: event.data.stop === 'stop',
+          reason: event.data.reason,
+        };
         break;
       case 'tree': {
         for (const t of this.runs.values()) {
           if (!t.commitPending) continue;
-          for (const id of event.data.newNodes) {
-            const m = t.messages[t.unassigned];
-            if (!m) break;
-            m.nodeId = id;
-            t.unassigned++;
+          const ids = [...event.data.newNodes];
+          for (const m of t.messages.slice(t.unassigned)) {
+            const id = ids.shift();
+            if (id === undefined) break;
+            m.nodeId ??= id;
           }
-          // Messages a commit did not persist (a regenerated prompt is already in the tree) keep no id.
           t.unassigned = t.messages.length;
-          const stop = t.commitPending.stop;
+          const { stop, reason } = t.commitPending;
           t.commitPending = null;
-          if (stop) this.settle(t, 'completed', null, event.at);
+          if (stop) this.settle(t, reason === 'max_steps' ? 'max_steps' : 'completed', null, event.at);
         }
         break;
       }
-      case 'pause':
-        this.settle(this.track(event.data.runId, event.at), 'paused', null, event.at);
+      case 'pause': {
+        const t = this.track(event.data.runId, event.at);
+        t.awaiting = event.data.toolUses.map((u) => u.id);
+        this.settle(t, 'paused', null, event.at);
         break;
-      case 'cancelled':
-        this.settle(this.track(event.data.runId, event.at), 'cancelled', null, event.at);
+      }
+      case 'cancelled': {
+        // The run's uncommitted messages, with the assistant message it was streaming: keep what is new.
+        const t = this.track(event.data.runId, event.at);
+        const uncommitted = t.messages.length - t.unassigned;
+        for (const message of event.data.partial.slice(uncommitted))
+          t.messages.push({ nodeId: null, message });
+        this.settle(t, 'cancelled', null, event.at);
         break;
+      }
       case 'error':
         if (event.data.runId) {
           this.settle(
@@ -98,6 +123,18 @@ export class RunTracker {
         break;
     }
     this.prune(event.at);
+  }
+
+  /**
+   * Starts following a run that paused before this tracker saw it (a session opened while paused): its
+   * uncommitted messages, and the tool uses it awaits.
+   */
+  paused(runId: string, messages: RunMessage[], awaiting: string[], at: number): void {
+    const t = this.track(runId, at);
+    if (t.messages.length > 0 || t.result) return;
+    t.messages.push(...messages);
+    t.awaiting = awaiting;
+    this.settle(t, 'paused', null, at);
   }
 
   /** The run's result once it completes, pauses, fails or is cancelled. */
@@ -121,6 +158,7 @@ export class RunTracker {
         messages: [],
         unassigned: 0,
         commitPending: null,
+        awaiting: [],
         usage: emptyUsage(),
         result: null,
         waiters: [],
@@ -137,6 +175,7 @@ export class RunTracker {
       status,
       messages: t.messages.map((m) => ({ ...m })),
       error,
+      awaiting: status === 'paused' ? [...t.awaiting] : [],
       usage: t.usage,
       durationMs: Math.max(0, at - t.startedAt),
     };

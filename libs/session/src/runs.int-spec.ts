@@ -282,6 +282,10 @@ describe('approvals and client tools', () => {
     expect(done.status).toBe('completed');
     const tree = await restarted.service.tree(scope, s.id);
     expect(tree.nodes.map((n) => n.message.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+    // The result covers the whole run, what it did before the restart included, each message by its node.
+    expect(done.messages.map((m) => [m.nodeId, m.message.role])).toEqual(
+      tree.nodes.map((n) => [n.id, n.message.role]),
+    );
     engine = restarted;
   });
 
@@ -396,7 +400,8 @@ describe('hooks, retries, step cap, steering', () => {
     const s = await scripted([loop, loop, loop, loop]);
     const { runId } = await engine.service.prompt(scope, s.id, { content: 'loop', maxSteps: 2 });
     const result = await engine.service.waitForRun(scope, s.id, runId);
-    expect(result.status).toBe('completed');
+    expect(result.status).toBe('max_steps'); // completed, at its step cap
+    expect((await engine.service.getRun(scope, runId)).status).toBe('completed');
     const tree = await engine.service.tree(scope, s.id);
     expect(tree.nodes.map((n) => n.message.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user']);
     const lastAssistant = tree.nodes[3]!.message;

@@ -8,12 +8,14 @@ import {
   TurnResult,
   isToolResultMessage,
   systemScope,
+  toolUses,
   type Block,
   type MessageContent,
   type NodeId,
   type RunKind,
   type Scope,
   type SessionEvent,
+  type SessionEventInput,
   type SessionInfo,
   type SessionSnapshot,
 } from '@canopy/core';
@@ -21,6 +23,7 @@ import { CanopyException } from '@canopy/common';
 import { isPendingState } from '@canopy/agent';
 import type {
   CreateSessionInput,
+  FailedTurn,
   JsonObject,
   ListSessionsQuery,
   PositionRecord,
@@ -53,6 +56,18 @@ export interface BranchInput {
   nodeId: NodeId | null;
   content?: MessageContent;
   maxSteps?: number;
+}
+
+export type OpenMode = 'controller' | 'observer';
+
+export interface OpenResult {
+  live: LiveSession;
+  /** The session as stored after the open. */
+  session: SessionRecord;
+  /** `started`: the open made the session live; `existing`: it was live already (here or elsewhere). */
+  opened: 'started' | 'existing';
+  /** Where each reconciled field came from: the persisted state or the start options. */
+  resolution: { model: 'persisted' | 'start'; system: 'persisted' | 'start'; opts: 'persisted' | 'start' };
 }
 
 export interface CommandResult {
@@ -220,17 +235,44 @@ export class SessionService {
     await this.deps.bus.forget(scope.tenantId, id);
   }
 
-  /** Opens a stored session live, reconciling start options with its persisted state (seed 004's table). */
-  async open(scope: Scope, id: string, start: StartOptions = {}): Promise<LiveSession> {
+  /**
+   * Opens a stored session live (seed 004's load). A controller's start options are reconciled with the persisted
+   * state by the load table (the persisted model wins while usable; system and opts from the start options win)
+   * and the result persisted through `update` (a `state` event reports it; idle-only when something is given);
+   * an observer opens it as it is. `opened`: whether it was live anywhere in the deployment before.
+   */
+  async open(
+    scope: Scope,
+    id: string,
+    start: StartOptions = {},
+    mode: OpenMode = 'controller',
+  ): Promise<OpenResult> {
     const session = await this.get(scope, id);
-    const resolved = reconcile(session, start, (m) => this.deps.gateway.check(m) === null);
-    const patch: SessionStatePatch = {};
-    if (resolved.model !== session.model) patch.model = resolved.model;
-    if (start.system !== undefined) patch.system = resolved.system;
-    if (start.opts !== undefined) patch.opts = resolved.opts;
-    if (start.tools !== undefined) patch.tools = resolved.tools;
-    if (Object.keys(patch).length > 0 && session.status === 'idle') await this.update(scope, id, patch);
-    return this.liveSession(scope, id);
+    const wasLive =
+      this.live.get(scope.tenantId, id) !== undefined ||
+      (await this.deps.registry.get(scope.tenantId, id).catch(() => null)) !== null;
+    let resolution: OpenResult['resolution'] = { model: 'persisted', system: 'persisted', opts: 'persisted' };
+    if (mode === 'controller') {
+      const resolved = reconcile(session, start, (m) => this.deps.gateway.check(m) === null);
+      resolution = {
+        model: resolved.model === session.model ? 'persisted' : 'start',
+        system: start.system !== undefined ? 'start' : 'persisted',
+        opts: start.opts !== undefined ? 'start' : 'persisted',
+      };
+      const patch: SessionStatePatch = {};
+      if (resolved.model !== session.model) patch.model = resolved.model;
+      if (start.system !== undefined) patch.system = resolved.system;
+      if (start.opts !== undefined) patch.opts = resolved.opts;
+      if (start.tools !== undefined) patch.tools = resolved.tools;
+      if (Object.keys(patch).length > 0) await this.update(scope, id, patch);
+    }
+    const live = await this.liveSession(scope, id);
+    return {
+      live,
+      session: await this.get(scope, id),
+      opened: wasLive ? 'existing' : 'started',
+      resolution,
+    };
   }
 
   // Tree
@@ -264,6 +306,11 @@ export class SessionService {
       nextId: session.nextNodeId,
     });
     return { session, tree };
+  }
+
+  /** The turns of the session whose latest regeneration failed, with the error (GET …/turns marks them). */
+  failedTurns(scope: Scope, id: string): Promise<FailedTurn[]> {
+    return this.deps.store.failedTurns(scope, id);
   }
 
   async snapshot(scope: Scope, id: string): Promise<SessionSnapshot> {
@@ -307,6 +354,14 @@ export class SessionService {
       } else {
         if (node.message.role !== 'assistant') {
           throw new CanopyException('not_assistant_node', 'editing branches from an assistant node');
+        }
+        if (toolUses(node.message).length > 0) {
+          // The model would see assistant(tool_use) -> user without the results: providers reject that.
+          throw new CanopyException(
+            'tool_use_node',
+            'editing after an assistant message with tool uses would leave them without results: branch from the assistant message that answers them',
+            { nodeId: input.nodeId },
+          );
         }
         content = checkContent(input.content);
       }
@@ -389,19 +444,16 @@ export class SessionService {
     return live.waitForRun(runId);
   }
 
-  /** A run result as the API answers `wait: true` (seed 003's TurnResult). */
+  /** A run result as the API answers `wait: true` (seed 003's TurnResult, with the run's id and status). */
   toTurnResult(sessionId: string, result: RunResult): TurnResult {
-    const error =
-      result.status === 'error'
-        ? (result.error?.message ?? 'the run failed')
-        : result.status === 'cancelled'
-          ? 'the run was cancelled'
-          : null;
     return TurnResult.fromMessages({
       sessionId,
+      runId: result.runId,
+      status: result.status,
       messages: result.messages,
       durationMs: result.durationMs,
-      error,
+      error: result.error?.message ?? null,
+      awaiting: result.awaiting,
     });
   }
 
@@ -474,12 +526,15 @@ export class SessionService {
     const runId = started.run.id;
     await this.live.open(scope.tenantId, id); // live before its first event, so waiters and subscribers see it all
     if (this.deps.queue.runsInline) this.executor.prepare(started.session, started.run);
-    const events = [{ type: 'status' as const, data: { status: 'busy' as const, runId } }];
-    await this.publisher.publish(
-      scope.tenantId,
-      id,
-      position ? [...events, { type: 'tree', data: { newNodes: [], nodes: [], ...position } }] : events,
-    );
+    const events: SessionEventInput[] = [{ type: 'status', data: { status: 'busy', runId } }];
+    // A branch moved the path (persisted with the run's start): `tree` then `store`, like every tree change.
+    if (position) {
+      events.push(
+        { type: 'tree', data: { newNodes: [], nodes: [], ...position } },
+        { type: 'store', data: { ok: true, kind: 'tree' } },
+      );
+    }
+    await this.publisher.publish(scope.tenantId, id, events);
     await this.publisher.activity({
       tenantId: scope.tenantId,
       type: 'run_started',

@@ -11,7 +11,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { CanopyException } from '@canopy/common';
-import type { RunStatus, Scope, SessionStatus, TreeNode } from '@canopy/core';
+import {
+  actorOf,
+  type RunStatus,
+  type Scope,
+  type SessionStatus,
+  type TreeNode,
+  type Usage,
+} from '@canopy/core';
 import { Database, isUuid, type SqlTx } from './database';
 import { empty, join, query, raw, sql, type Sql } from './sql';
 import {
@@ -35,6 +42,7 @@ import {
   jsonObject,
   toUsage,
 } from './session-rows';
+import { failedRegenerations, type FailedTurn } from './turn-runs';
 import type {
   CommitInput,
   CommitResult,
@@ -257,7 +265,7 @@ export class PrismaSessionStore implements SessionStore {
                               ${randomUUID()}::uuid, ${input.kind}::run_kind, ${json(input.input)},
                               ${input.status}::run_status, ${jsonOrNull(input.position)},
                               ${jsonOrNull(input.rollback)}, ${this.db.txTimeoutMs}::int,
-                              ${input.maxBusy ?? null}::int) AS started`,
+                              ${input.maxBusy ?? null}::int, ${json(actorOf(scope))}) AS started`,
     );
     const outcome = mustHave(row, 'canopy_start_run result').outcome;
     if (outcome !== 'ok') return { ok: false, reason: outcome };
@@ -317,13 +325,20 @@ export class PrismaSessionStore implements SessionStore {
     return { status: 'ok', steer: steer === null ? null : jsonObject(steer) };
   }
 
-  async pauseRun(scope: Scope, sessionId: string, runId: string, pending: JsonObject): Promise<FencedResult> {
+  async pauseRun(
+    scope: Scope,
+    sessionId: string,
+    runId: string,
+    pending: JsonObject,
+    usage?: Usage,
+  ): Promise<FencedResult> {
+    const setUsage = usage ? sql`, usage = ${json(toUsage(usage))}` : empty;
     return this.fencedWrite(
       scope,
       sessionId,
       runId,
       sql`status = 'paused'`,
-      sql`status = 'paused', pending = ${json(pending)}`,
+      sql`status = 'paused', pending = ${json(pending)} ${setUsage}`,
     );
   }
 
@@ -375,12 +390,13 @@ export class PrismaSessionStore implements SessionStore {
   }
 
   async stageSteer(scope: Scope, sessionId: string, prompt: JsonObject): Promise<{ runId: string } | null> {
-    // FOR SHARE: a run ending concurrently either waits for this staging or makes it find the session idle.
+    // FOR SHARE: a run ending concurrently either waits for this staging or makes it find the session idle. The
+    // steer records who sent it: its turn acts in their scope.
     const [row] = await this.db.withTenantSql(scope, (tx) =>
       query<{ id: string }>(
         tx,
         sql`
-        UPDATE runs SET steer = ${json(prompt)}, updated_at = now()
+        UPDATE runs SET steer = ${json({ ...prompt, actor: actorOf(scope) })}, updated_at = now()
          WHERE runs.tenant_id = ${scope.tenantId}::uuid
            AND runs.id = (SELECT sessions.active_run_id FROM sessions
                            WHERE ${whereSession(scope, sessionId)} AND sessions.status IN ('busy', 'paused')
@@ -389,6 +405,10 @@ export class PrismaSessionStore implements SessionStore {
       ),
     );
     return row ? { runId: row.id } : null;
+  }
+
+  failedTurns(scope: Scope, sessionId: string): Promise<FailedTurn[]> {
+    return this.db.withTenantSql(scope, (tx) => failedRegenerations(tx, scope, sessionId));
   }
 
   async unfinishedRuns(): Promise<

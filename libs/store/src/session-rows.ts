@@ -6,6 +6,7 @@
 import { CanopyException } from '@canopy/common';
 import {
   makeUsage,
+  parseActor,
   USAGE_FIELDS,
   unstorableTextPath,
   type ClientTool,
@@ -58,6 +59,7 @@ const RUN_COLUMN_LIST = [
   'runs.error',
   'runs.usage',
   'runs.attempts',
+  'runs.actor',
   'runs.created_at',
   'runs.started_at',
   'runs.finished_at',
@@ -125,6 +127,7 @@ export interface RunRow {
   error: unknown;
   usage: unknown;
   attempts: number;
+  actor: unknown;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
@@ -234,6 +237,7 @@ export function toRun(row: RunRow): RunRecord {
     error: toError(row.error),
     usage: toUsage(row.usage),
     attempts: row.attempts,
+    actor: parseActor(row.actor),
     createdAt: row.created_at,
     startedAt: row.started_at,
     finishedAt: row.finished_at,

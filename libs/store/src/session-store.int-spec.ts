@@ -630,6 +630,7 @@ describe('startRun', () => {
       error: null,
       usage: emptyUsage(),
       attempts: 1,
+      actor: { type: 'admin' }, // a scope made in code, neither a key's nor a user's
       createdAt: expect.any(Date) as Date,
       startedAt: expect.any(Date) as Date,
       finishedAt: null,
@@ -1075,7 +1076,10 @@ describe('commit', () => {
         usage: emptyUsage(),
       }),
     ).toEqual(OK);
-    expect((await store.getRun(scope, run.id))?.steer).toEqual({ content: 'then this' });
+    expect((await store.getRun(scope, run.id))?.steer).toEqual({
+      content: 'then this',
+      actor: { type: 'admin' },
+    });
 
     let result: unknown;
     const roundTrips = await countRoundTrips(async () => {
@@ -1090,7 +1094,8 @@ describe('commit', () => {
       });
     });
     expect(roundTrips).toBe(1);
-    expect(result).toEqual({ status: 'ok', steer: { content: 'then this' } });
+    // Handed back with who staged it (a scope made in code acts as the admin).
+    expect(result).toEqual({ status: 'ok', steer: { content: 'then this', actor: { type: 'admin' } } });
     // The turn is committed, the run goes on: the session stays busy and owned, the run running and unfinished.
     expect(await store.get(scope, 's')).toMatchObject({
       status: 'busy',
@@ -1157,7 +1162,10 @@ describe('commit', () => {
       ]);
       const session = (await store.get(scope, id))!;
       if (staged) {
-        expect(committed).toEqual({ status: 'ok', steer: { content: `steer ${i}` } });
+        expect(committed).toEqual({
+          status: 'ok',
+          steer: { content: `steer ${i}`, actor: { type: 'admin' } },
+        });
         expect(session).toMatchObject({ status: 'busy', activeRunId: run.id });
       } else {
         expect(committed).toEqual(OK);
@@ -1331,6 +1339,7 @@ describe('endRun', () => {
 
 describe('stageSteer', () => {
   it('stages on a busy or paused session, last one wins, and never on an idle one', async () => {
+    // (The staged prompt records who staged it: a scope made in code acts as the admin.)
     const scope = await newScope();
     await store.create(scope, { id: 's', model: 'm' });
     expect(await store.stageSteer(scope, 's', { content: 'too early' })).toBeNull();
@@ -1339,11 +1348,17 @@ describe('stageSteer', () => {
     const { run } = await startRun(scope, 's');
     expect(await store.stageSteer(scope, 's', { content: 'first' })).toEqual({ runId: run.id });
     expect(await store.stageSteer(scope, 's', { content: 'second' })).toEqual({ runId: run.id });
-    expect((await store.getRun(scope, run.id))?.steer).toEqual({ content: 'second' });
+    expect((await store.getRun(scope, run.id))?.steer).toEqual({
+      content: 'second',
+      actor: { type: 'admin' },
+    });
 
     await store.pauseRun(scope, 's', run.id, {});
     expect(await store.stageSteer(scope, 's', { content: 'while paused' })).toEqual({ runId: run.id });
-    expect((await store.getRun(scope, run.id))?.steer).toEqual({ content: 'while paused' });
+    expect((await store.getRun(scope, run.id))?.steer).toEqual({
+      content: 'while paused',
+      actor: { type: 'admin' },
+    });
 
     await store.endRun(scope, { sessionId: 's', runId: run.id, status: 'cancelled', usage: emptyUsage() });
     expect(await store.stageSteer(scope, 's', { content: 'too late' })).toBeNull();
@@ -1383,5 +1398,75 @@ describe('unfinishedRuns', () => {
       expect(r.runId).toBe(started.get(`${r.tenantId}/${r.sessionId}`));
       expect(r.status).toBe(status[r.sessionId as keyof typeof status]);
     }
+  });
+});
+
+describe('who acts and what a run leaves behind (seed semantics)', () => {
+  it('records on a run who started it: a key, a user, the system', async () => {
+    const t = await newTenant();
+    const key = tenantScope(t, { keyId: 'k-1' });
+    await store.create(key, { id: 'a', model: 'm', userId: 'alice' });
+    await store.create(key, { id: 'b', model: 'm' });
+    await store.create(key, { id: 'c', model: 'm' });
+    const byUser = await startRun(tenantScope(t, { userId: 'alice' }), 'a');
+    const byKey = await startRun(key, 'b');
+    const bySystem = await startRun(systemScope(t), 'c');
+    expect(byUser.run.actor).toEqual({ type: 'user', userId: 'alice' });
+    expect(byKey.run.actor).toEqual({ type: 'key', keyId: 'k-1' });
+    expect(bySystem.run.actor).toEqual({ type: 'system' });
+    expect((await store.getRun(key, byKey.run.id))?.actor).toEqual({ type: 'key', keyId: 'k-1' });
+  });
+
+  it('keeps the usage of a paused run’s steps on its record', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's');
+    const usage = makeUsage({ inputTokens: 7, outputTokens: 3 });
+    expect(await store.pauseRun(scope, 's', run.id, { awaiting: ['t1'] }, usage)).toBe('ok');
+    expect(await store.getRun(scope, run.id)).toMatchObject({ status: 'paused', usage });
+  });
+
+  it('names the turns whose latest regeneration failed, with the error', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const end = async (nodeId: number, status: 'cancelled' | 'error' | 'completed', message = 'x') => {
+      const { run } = await startRun(scope, 's', { kind: 'branch', input: { nodeId } });
+      if (status === 'completed') {
+        await sql(
+          scope,
+          (tx) => tx.$executeRaw`UPDATE runs SET status = 'completed' WHERE id = ${run.id}::uuid`,
+        );
+        await sql(
+          scope,
+          (tx) => tx.$executeRaw`UPDATE sessions SET status = 'idle', active_run_id = NULL WHERE id = 's'`,
+        );
+      } else {
+        await store.endRun(scope, {
+          sessionId: 's',
+          runId: run.id,
+          status,
+          error: status === 'error' ? { code: 'provider_error', message } : null,
+          usage: emptyUsage(),
+        });
+      }
+    };
+    await end(1, 'error', 'first failure');
+    await end(1, 'completed'); // a later regeneration of node 1 completed: no error any more
+    await end(3, 'completed');
+    await end(3, 'error', 'overloaded'); // the latest regeneration of node 3 failed
+    await end(5, 'cancelled');
+    // An edit (content) is not a regeneration of its node.
+    const { run: edit } = await startRun(scope, 's', { kind: 'branch', input: { nodeId: 7, content: 'x' } });
+    await store.endRun(scope, {
+      sessionId: 's',
+      runId: edit.id,
+      status: 'error',
+      error: { code: 'provider_error', message: 'edit failed' },
+      usage: emptyUsage(),
+    });
+    expect(await store.failedTurns(scope, 's')).toEqual([
+      { nodeId: 3, error: { code: 'provider_error', message: 'overloaded' } },
+    ]);
+    expect(await store.failedTurns(tenantScope(scope.tenantId, { userId: 'mallory' }), 's')).toEqual([]);
   });
 });

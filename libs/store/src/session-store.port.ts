@@ -4,6 +4,7 @@
 // conditional (compare-and-set on `status` / `active_run_id`), so two commands racing can never both win.
 
 import type {
+  Actor,
   ClientTool,
   Message,
   NodeId,
@@ -14,6 +15,10 @@ import type {
   TreeNode,
   Usage,
 } from '@canopy/core';
+
+import type { FailedTurn } from './turn-runs';
+
+export type { FailedTurn };
 
 export type JsonObject = { [key: string]: unknown };
 
@@ -101,6 +106,8 @@ export interface RunRecord {
   error: { code: string; message: string } | null;
   usage: Usage;
   attempts: number;
+  /** Who started the run (the scope of startRun); null for runs recorded before actors were. */
+  actor: Actor | null;
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
@@ -215,7 +222,10 @@ export interface SessionStore {
 
   // Runs
 
-  /** Atomically: only an idle session starts a run (it becomes busy, owned by the new run). */
+  /**
+   * Atomically: only an idle session starts a run (it becomes busy, owned by the new run). The run records the
+   * scope's actor (actorOf) as who started it.
+   */
   startRun(scope: Scope, input: StartRunInput): Promise<StartRunResult>;
   getRun(scope: Scope, runId: string): Promise<RunRecord | null>;
   /**
@@ -230,8 +240,14 @@ export interface SessionStore {
    * the session idle — unless a steered prompt is staged on the run (see CommitResult).
    */
   commit(scope: Scope, input: CommitInput): Promise<CommitResult>;
-  /** Busy -> paused with the run's pending state, fenced. */
-  pauseRun(scope: Scope, sessionId: string, runId: string, pending: JsonObject): Promise<FencedResult>;
+  /** Busy -> paused with the run's pending state (and its usage so far, when given), fenced. */
+  pauseRun(
+    scope: Scope,
+    sessionId: string,
+    runId: string,
+    pending: JsonObject,
+    usage?: Usage,
+  ): Promise<FencedResult>;
   /**
    * Records decisions on a paused run (its pending state, compare-and-set) and, with `resume`, sets it busy again.
    * not_paused when the session is not paused on that run; conflict when pending changed since it was read.
@@ -239,8 +255,13 @@ export interface SessionStore {
   updatePausedRun(scope: Scope, input: UpdatePausedRunInput): Promise<UpdatePausedRunResult>;
   /** Ends a run as cancelled or failed: session idle, position restored when asked, fenced. */
   endRun(scope: Scope, input: EndRunInput): Promise<FencedResult>;
-  /** Stages a prompt on the active run of a busy or paused session (last one wins). Null when idle. */
+  /**
+   * Stages a prompt on the active run of a busy or paused session (last one wins), with the scope's actor
+   * (`actor`: who sent it). Null when idle.
+   */
   stageSteer(scope: Scope, sessionId: string, prompt: JsonObject): Promise<{ runId: string } | null>;
+  /** The turns of the session whose latest regeneration failed (see turn-runs.ts), with its error. */
+  failedTurns(scope: Scope, sessionId: string): Promise<FailedTurn[]>;
   /** Runs not finished (queued, running, paused) in every tenant: for recovery at start-up. */
   unfinishedRuns(): Promise<Array<{ tenantId: string; sessionId: string; runId: string; status: RunStatus }>>;
 }

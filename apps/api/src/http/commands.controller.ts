@@ -3,12 +3,42 @@
 // pauses, fails or is cancelled.
 
 import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBearerAuth,
+  ApiExtraModels,
+  ApiOperation,
+  ApiResponse,
+  ApiTags,
+  getSchemaPath,
+} from '@nestjs/swagger';
 import type { Response } from 'express';
 import type { Scope } from '@canopy/core';
 import { CurrentScope } from '@canopy/auth';
 import { SessionService, type CommandResult } from '@canopy/session';
-import { BranchDto, NavigateDto, PromptDto, ResumeDto } from './dto';
+import {
+  AcceptedDto,
+  BranchDto,
+  JsonResultDto,
+  NavigateDto,
+  PromptDto,
+  ResumeDto,
+  TurnResultDto,
+} from './dto';
+
+/** The answers of a command that starts a run: at once, or its result with `wait: true`. */
+const RunAnswers = () => (target: object, key: string | symbol, descriptor: PropertyDescriptor) => {
+  ApiResponse({
+    status: 202,
+    type: AcceptedDto,
+    description: 'Started (or, `staged`, steered onto the busy run)',
+  })(target, key, descriptor);
+  ApiResponse({
+    status: 200,
+    description:
+      '`wait: true`: the result once the run completes, pauses, fails or is cancelled — the TurnResult, or the JsonResult for `format: "json"`; `runId` and `status` (completed, paused, cancelled, error, max_steps) say what happened, `awaiting` the tool calls a paused run waits for',
+    schema: { oneOf: [{ $ref: getSchemaPath(TurnResultDto) }, { $ref: getSchemaPath(JsonResultDto) }] },
+  })(target, key, descriptor);
+};
 
 interface WaitOptions {
   wait?: boolean;
@@ -17,12 +47,14 @@ interface WaitOptions {
 
 @ApiTags('commands')
 @ApiBearerAuth()
+@ApiExtraModels(TurnResultDto, JsonResultDto)
 @Controller('v1/sessions/:id')
 export class CommandsController {
   constructor(private readonly sessions: SessionService) {}
 
   @Post('prompt')
   @ApiOperation({ summary: 'Prompt the session (202 {runId}; `ifBusy: "steer"` stages it on a busy run)' })
+  @RunAnswers()
   async prompt(
     @CurrentScope() scope: Scope,
     @Param('id') id: string,
@@ -36,6 +68,12 @@ export class CommandsController {
   @Post('branch')
   @ApiOperation({
     summary: 'Regenerate (user node), edit (assistant node + content) or start a new root (null)',
+  })
+  @RunAnswers()
+  @ApiResponse({
+    status: 422,
+    description:
+      '`not_user_node`: regenerating needs a user prompt node; `not_assistant_node`: an edit branches from an assistant node; `tool_use_node`: that assistant message has tool uses, which an edit after it would leave without results',
   })
   async branch(
     @CurrentScope() scope: Scope,
@@ -67,7 +105,16 @@ export class CommandsController {
   }
 
   @Post('resume')
-  @ApiOperation({ summary: 'Decide on a paused tool call: execute, reject or supply the result' })
+  @ApiOperation({
+    summary:
+      'Decide on a paused tool call: execute, reject or supply the result (an approved server tool runs as the caller who approved it)',
+  })
+  @RunAnswers()
+  @ApiResponse({
+    status: 400,
+    description:
+      '`bad_request` on `toolUseId`: it names no tool use awaiting a decision, or it is missing while several await one (`details.awaiting` lists them); with one awaited it may be left out',
+  })
   async resume(
     @CurrentScope() scope: Scope,
     @Param('id') id: string,

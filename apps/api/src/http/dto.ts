@@ -1,16 +1,23 @@
 // Request DTOs: the shared zod schemas of libs/core, as classes Nest validates (ZodValidationPipe) and
-// documents (OpenAPI) from the same definition.
+// documents (OpenAPI) from the same definition. Response DTOs only document (the answers are built from the
+// core's types, which their schemas mirror).
 
 import { createZodDto } from 'nestjs-zod';
 import {
+  acceptedSchema,
   branchSchema,
   createKeySchema,
   createSessionSchema,
   createTenantSchema,
   createTokenSchema,
   eventsQuerySchema,
+  jsonResultSchema,
+  openedSessionSchema,
+  runViewSchema,
+  turnResultSchema,
   listSessionsQuerySchema,
   navigateSchema,
+  openSessionSchema,
   promptSchema,
   resumeSchema,
   statsQuerySchema,
@@ -26,6 +33,13 @@ export class ListSessionsQueryDto extends createZodDto(listSessionsQuerySchema) 
 export class PromptDto extends createZodDto(promptSchema) {}
 export class BranchDto extends createZodDto(branchSchema) {}
 export class NavigateDto extends createZodDto(navigateSchema) {}
+export class OpenSessionDto extends createZodDto(openSessionSchema) {}
 export class ResumeDto extends createZodDto(resumeSchema) {}
 export class EventsQueryDto extends createZodDto(eventsQuerySchema) {}
 export class StatsQueryDto extends createZodDto(statsQuerySchema) {}
+
+export class AcceptedDto extends createZodDto(acceptedSchema) {}
+export class TurnResultDto extends createZodDto(turnResultSchema) {}
+export class JsonResultDto extends createZodDto(jsonResultSchema) {}
+export class RunViewDto extends createZodDto(runViewSchema) {}
+export class OpenedSessionDto extends createZodDto(openedSessionSchema) {}

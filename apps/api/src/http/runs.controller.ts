@@ -1,10 +1,11 @@
-// Runs: the record of one execution of the agent.
+// Runs: the record of one execution of the agent, with who started it.
 
 import { Controller, Get, Param } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Scope } from '@canopy/core';
 import { CurrentScope } from '@canopy/auth';
 import { SessionService } from '@canopy/session';
+import { RunViewDto } from './dto';
 import { runView } from './views';
 
 @ApiTags('runs')
@@ -16,8 +17,9 @@ export class RunsController {
   @Get(':runId')
   @ApiOperation({
     summary:
-      'A run: kind, status (queued|running|paused|completed|cancelled|error), usage, attempts (executions so far), times',
+      'A run: kind, status (queued|running|paused|completed|cancelled|error), usage (so far, while paused), attempts (executions so far), actor (who started it), times',
   })
+  @ApiOkResponse({ type: RunViewDto })
   async get(@CurrentScope() scope: Scope, @Param('runId') runId: string) {
     return runView(await this.sessions.getRun(scope, runId));
   }

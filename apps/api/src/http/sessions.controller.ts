@@ -1,13 +1,19 @@
-// Sessions: create, list, read, update, close, delete.
+// Sessions: create, list, read, update, open (with start options), close, delete.
 
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import type { Scope } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
 import { CurrentScope } from '@canopy/auth';
 import { SessionService } from '@canopy/session';
-import { CreateSessionDto, ListSessionsQueryDto, UpdateSessionDto } from './dto';
+import {
+  CreateSessionDto,
+  ListSessionsQueryDto,
+  OpenedSessionDto,
+  OpenSessionDto,
+  UpdateSessionDto,
+} from './dto';
 import { sessionDetailView, sessionView } from './views';
 
 @ApiTags('sessions')
@@ -56,7 +62,7 @@ export class SessionsController {
   async get(@CurrentScope() scope: Scope, @Param('id') id: string) {
     const record = await this.sessions.get(scope, id);
     let live = this.sessions.live.get(scope.tenantId, id);
-    if (!live && record.status !== 'idle') live = await this.sessions.open(scope, id);
+    if (!live && record.status !== 'idle') live = (await this.sessions.open(scope, id, {}, 'observer')).live;
     return sessionDetailView(
       record,
       live ? { controllers: live.controllers, observers: live.observers } : null,
@@ -70,6 +76,36 @@ export class SessionsController {
   })
   update(@CurrentScope() scope: Scope, @Param('id') id: string, @Body() body: UpdateSessionDto) {
     return this.sessions.update(scope, id, body);
+  }
+
+  @Post(':id/open')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Open the session live with start options reconciled with its persisted state (seed 004’s load)',
+    description: [
+      'A controller’s start options are reconciled with what is persisted, field by field:',
+      '- `model`: the persisted model wins while it is usable; the start model only replaces one that is not (400 `bad_request` on `model` when neither is usable).',
+      '- `system`, `opts`: the start option wins (persisted); absent, the persisted one stays.',
+      '- `title` is never a start option (the persisted title wins); client `tools` change through PATCH.',
+      'What a controller’s open changes is persisted like a PATCH — idle only (409 `session_busy` / `session_paused`) — and announced by a `state` event reporting the resolved model, system and opts (with `store` when something was written).',
+      'An observer (`mode: "observer"`) opens the session as it is and takes no start options.',
+      'The answer: the session (as `GET /v1/sessions/:id`), `opened` (`started`: the open made it live; `existing`: it was live already), `resolution` (which side each field came from) and `seq` (subscribe to the events with `after=<seq>` to miss nothing after the open).',
+    ].join('\n'),
+  })
+  @ApiOkResponse({ type: OpenedSessionDto })
+  async open(@CurrentScope() scope: Scope, @Param('id') id: string, @Body() body: OpenSessionDto) {
+    const { mode, ...start } = body;
+    const opened = await this.sessions.open(scope, id, start, mode ?? 'controller');
+    return {
+      session: sessionDetailView(
+        opened.session,
+        { controllers: opened.live.controllers, observers: opened.live.observers },
+        opened.live.inFlight,
+      ),
+      opened: opened.opened,
+      resolution: opened.resolution,
+      seq: opened.live.seq,
+    };
   }
 
   @Post(':id/close')

@@ -2,7 +2,15 @@
 
 import { Controller, Get, Param, ParseIntPipe } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { allTurns, getTurn, sumUsage, TurnProjectionError, type Scope, type Tree } from '@canopy/core';
+import {
+  allTurns,
+  getTurn,
+  sumUsage,
+  TurnProjectionError,
+  withRunErrors,
+  type Scope,
+  type Tree,
+} from '@canopy/core';
 import { CanopyException } from '@canopy/common';
 import { CurrentScope } from '@canopy/auth';
 import { SessionService } from '@canopy/session';
@@ -87,19 +95,26 @@ export class TreeController {
   }
 
   @Get('turns')
-  @ApiOperation({ summary: 'The active path as UI turns (edits and regenerations included)' })
+  @ApiOperation({
+    summary:
+      'The active path as UI turns (edits and regenerations included; status "error" with the error when the turn’s last run — its latest regeneration — failed)',
+  })
   async turns(@CurrentScope() scope: Scope, @Param('id') id: string) {
     const tree = await this.treeOf(scope, id);
+    let turns;
     try {
-      return { data: allTurns(tree) };
+      turns = allTurns(tree);
     } catch (err) {
       if (err instanceof TurnProjectionError) throw new CanopyException('internal', err.message);
       throw err;
     }
+    return { data: withRunErrors(turns, await this.sessions.failedTurns(scope, id)) };
   }
 
   @Get('turns/:nodeId')
-  @ApiOperation({ summary: 'The turn starting at a user node of the active path' })
+  @ApiOperation({
+    summary: 'The turn starting at a user node of the active path (status "error" when its last run failed)',
+  })
   async turn(
     @CurrentScope() scope: Scope,
     @Param('id') id: string,
@@ -107,7 +122,8 @@ export class TreeController {
   ) {
     const turn = getTurn(await this.treeOf(scope, id), nodeId);
     if (!turn) throw CanopyException.notFound('turn');
-    return turn;
+    const [marked] = withRunErrors([turn], await this.sessions.failedTurns(scope, id));
+    return marked;
   }
 
   private async treeOf(scope: Scope, id: string): Promise<Tree> {

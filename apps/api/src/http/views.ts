@@ -21,7 +21,14 @@ export function sessionDetailView(
     usage: record.usage,
     ...(live ? { live } : {}),
     ...(inFlight
-      ? { inFlight: { runId: inFlight.runId, pending: inFlight.pending, partial: inFlight.partial } }
+      ? {
+          inFlight: {
+            runId: inFlight.runId,
+            pending: inFlight.pending,
+            partial: inFlight.partial,
+            awaiting: inFlight.awaiting,
+          },
+        }
       : {}),
   };
 }
@@ -47,6 +54,8 @@ export function runView(run: RunRecord) {
     usage: run.usage ?? emptyUsage(),
     /** Executions so far: more than one when a run was taken over after its worker died or handed it back. */
     attempts: run.attempts,
+    /** Who started the run; null for runs recorded before actors were. */
+    actor: run.actor,
     startedAt: run.startedAt?.toISOString() ?? null,
     finishedAt: run.finishedAt?.toISOString() ?? null,
   };

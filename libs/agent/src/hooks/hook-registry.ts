@@ -1,13 +1,17 @@
-// Runs the registered hooks with Agentix's rules. Pre: sequential hooks in order (a halt or a throw stops the run),
-// then parallel hooks together (a throw or a timeout skips that hook); injections are collected in order and
-// their size is capped (≈ chars / 4 tokens) so hooks cannot crowd out the conversation. Post: in order; a halt
+// Runs the registered hooks with Agentix's rules. Pre: sequential hooks in order, each seeing the injections of
+// those before it (a halt or a throw stops the run), then parallel hooks together (a throw or a timeout skips
+// that hook); injections are collected in order and their size is capped (≈ chars / 4 tokens) so hooks cannot
+// crowd out the conversation: the hook whose injection crosses the budget halts the run. Post: in order; a halt
 // stops the tool loop; a throw counts as continue.
 
 import { joinText, type Block, type Message } from '@canopy/core';
 import type { HookTurn, PostHook, PreHook } from './hook';
 
+/** Why pre-hooks stopped a run: a halt, a sequential hook that threw, injections over the budget. */
+export type HaltCode = 'hook_halted' | 'hook_failed' | 'injection_overflow';
+
 export type PreHooksOutcome =
-  { halted: false; injections: Block[] } | { halted: true; hook: string; reason: string };
+  { halted: false; injections: Block[] } | { halted: true; code: HaltCode; hook: string; reason: string };
 export type PostHooksOutcome = { halted: false } | { halted: true; hook: string; reason: string };
 
 export interface HookRegistryOptions {
@@ -41,21 +45,36 @@ export class HookRegistry {
 
   async runPre(turn: HookTurn): Promise<PreHooksOutcome> {
     const injections: Block[] = [];
+    const overflow = (hook: string): PreHooksOutcome | null => {
+      const tokens = Math.ceil(joinText(injections).length / 4);
+      if (tokens <= this.options.injectionBudgetTokens) return null;
+      return {
+        halted: true,
+        code: 'injection_overflow',
+        hook,
+        reason: `hook injections (~${tokens} tokens) exceed the budget of ${this.options.injectionBudgetTokens}`,
+      };
+    };
     for (const hook of this.pre.filter((h) => h.mode === 'sequential')) {
       let result;
       try {
-        result = await hook.run(turn);
+        result = await hook.run({ ...turn, injections: [...injections] });
       } catch (err) {
-        return { halted: true, hook: hook.name, reason: `hook failed: ${errorMessage(err)}` };
+        return { halted: true, code: 'hook_failed', hook: hook.name, reason: errorMessage(err) };
       }
-      if (result.action === 'halt') return { halted: true, hook: hook.name, reason: result.reason };
+      if (result.action === 'halt') {
+        return { halted: true, code: 'hook_halted', hook: hook.name, reason: result.reason };
+      }
       if (result.inject) injections.push(...result.inject);
+      const over = overflow(hook.name);
+      if (over) return over;
     }
     const parallel = this.pre.filter((h) => h.mode === 'parallel');
+    const before = [...injections];
     const settled = await Promise.all(
       parallel.map((hook) =>
         withTimeout(
-          Promise.resolve().then(() => hook.run(turn)),
+          Promise.resolve().then(() => hook.run({ ...turn, injections: before })),
           hook.timeoutMs ?? this.options.parallelTimeoutMs,
         ).catch(
           () => null, // a failing or slow parallel hook is skipped
@@ -64,16 +83,12 @@ export class HookRegistry {
     );
     for (const [i, result] of settled.entries()) {
       if (!result) continue;
-      if (result.action === 'halt') return { halted: true, hook: parallel[i]!.name, reason: result.reason };
+      const name = parallel[i]!.name;
+      if (result.action === 'halt')
+        return { halted: true, code: 'hook_halted', hook: name, reason: result.reason };
       if (result.inject) injections.push(...result.inject);
-    }
-    const tokens = Math.ceil(joinText(injections).length / 4);
-    if (tokens > this.options.injectionBudgetTokens) {
-      return {
-        halted: true,
-        hook: 'injection_budget',
-        reason: `hook injections (~${tokens} tokens) exceed the budget of ${this.options.injectionBudgetTokens}`,
-      };
+      const over = overflow(name);
+      if (over) return over;
     }
     return { halted: false, injections };
   }

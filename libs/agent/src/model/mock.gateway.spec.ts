@@ -1,5 +1,5 @@
 import { assistantMessage, userMessage, type Message } from '@canopy/core';
-import { countWords, MockGateway, wordChunks } from './mock.gateway';
+import { countWords, MockGateway, scriptIndex, wordChunks } from './mock.gateway';
 import { ModelError, type ModelRequest, type ModelStreamPart } from './model-gateway.port';
 
 const T = 1_700_000_000_000;
@@ -11,7 +11,7 @@ function request(over: Partial<ModelRequest> = {}): ModelRequest {
     messages: [userMessage('hello there world', T)],
     tools: [],
     opts: {},
-    callIndex: 0,
+    attempt: 0,
     signal: new AbortController().signal,
     ...over,
   };
@@ -124,13 +124,30 @@ describe('mock:echo', () => {
 });
 
 describe('mock:script', () => {
-  const script = (entries: unknown[], callIndex = 0, over: Partial<ModelRequest> = {}) =>
-    request({ model: 'mock:script', opts: { script: entries }, callIndex, ...over });
+  const script = (entries: unknown[], attempt = 0, over: Partial<ModelRequest> = {}) =>
+    request({ model: 'mock:script', opts: { script: entries }, attempt, ...over });
 
-  it('plays the entry at callIndex', async () => {
-    const { parts } = await run(script([{ text: 'zero' }, { text: 'one two' }], 1));
+  it('plays the entry after the ones its context consumed', async () => {
+    const context = [userMessage('hi', T), assistantMessage('zero', T), userMessage('more', T)];
+    const { parts } = await run(script([{ text: 'zero' }, { text: 'one two' }], 0, { messages: context }));
     expect(finishOf(parts).message.content).toEqual([{ type: 'text', text: 'one two' }]);
     expect(finishOf(parts).usage).toMatchObject({ inputTokens: 3, outputTokens: 2 });
+  });
+
+  it('counts an error entry as consumed by the attempt that hit it, never played twice', () => {
+    const entries = [{ error: 'flaky', retryable: true }, { text: 'a' }, { error: 'x' }, { text: 'b' }, {}];
+    const at = (replies: number, attempt: number) =>
+      scriptIndex({
+        opts: { script: entries },
+        attempt,
+        messages: Array.from({ length: replies }, () => assistantMessage('r', T)),
+      });
+    // First step: entry 0 fails, its retry plays entry 1.
+    expect([at(0, 0), at(0, 1)]).toEqual([0, 1]);
+    // With that reply in the context, the next step plays entry 2 (an error), its retry entry 3; then entry 4.
+    expect([at(1, 0), at(1, 1), at(2, 0)]).toEqual([2, 3, 4]);
+    // Past the script: the index of the missing entry.
+    expect(at(4, 0)).toBe(6);
   });
 
   it('streams tool calls as tool_use blocks with generated ids and finishes with tool_use', async () => {

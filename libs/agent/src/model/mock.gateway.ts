@@ -53,7 +53,7 @@ export class MockGateway implements ModelGateway {
   }
 
   private async *script(request: ModelRequest): AsyncGenerator<ModelStreamPart> {
-    const entry = scriptEntry(request.opts.script, request.callIndex);
+    const entry = scriptEntry(request.opts.script, scriptIndex(request));
     const delayMs = numberOpt(entry.delayMs);
     const run = new Run(request.signal);
     const builder = new AssistantMessageBuilder();
@@ -176,6 +176,30 @@ function requestWords(messages: readonly Message[]): number {
 
 function numberOpt(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
+}
+
+/**
+ * The entry a mock:script call plays. Each model step consumes the next entry, and an error entry is consumed by
+ * the attempt that hit it (its retry plays the entry after it). So the entries a context consumed are read off
+ * the context itself: each assistant message in it consumed one reply entry and every error entry before that
+ * one. The call plays the entry after them, plus one per failed attempt of this step. A regeneration (the same
+ * context) plays what the original reply's step played; a run that failed left nothing in the context, so the
+ * same context meets the same error again.
+ */
+export function scriptIndex(request: Pick<ModelRequest, 'messages' | 'opts' | 'attempt'>): number {
+  const script = Array.isArray(request.opts.script) ? (request.opts.script as unknown[]) : [];
+  let replies = request.messages.filter((m) => m.role === 'assistant').length;
+  let index = 0;
+  while (replies > 0 && index < script.length) {
+    if (!isErrorEntry(script[index])) replies--;
+    index++;
+  }
+  // Past the end (more replies than the script has): the index names the missing entry.
+  return index + replies + request.attempt;
+}
+
+function isErrorEntry(entry: unknown): boolean {
+  return typeof entry === 'object' && entry !== null && (entry as { error?: unknown }).error !== undefined;
 }
 
 function scriptEntry(script: unknown, callIndex: number): MockScriptEntry {

@@ -22,11 +22,8 @@ export interface ModelRequest {
    * delayMs (mock:echo, per word); providerOptions (passed to the AI SDK as is).
    */
   opts: Record<string, unknown>;
-  /**
-   * Which entry of a mock:script this call plays: the number of assistant messages in `messages` plus the
-   * number of failed attempts of this step so far.
-   */
-  callIndex: number;
+  /** Failed attempts of this model step so far (0 for the first attempt; a retry counts up). */
+  attempt: number;
   signal: AbortSignal;
 }
 

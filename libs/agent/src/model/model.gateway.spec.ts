@@ -14,7 +14,7 @@ function request(model: string): ModelRequest {
     messages: [userMessage('hi', 0)],
     tools: [],
     opts: {},
-    callIndex: 0,
+    attempt: 0,
     signal: new AbortController().signal,
   };
 }

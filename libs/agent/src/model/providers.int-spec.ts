@@ -43,7 +43,7 @@ function request(model: string, over: Partial<ModelRequest> = {}): ModelRequest 
     messages: [userMessage('Weather in Paris?')],
     tools: [{ name: 'get_weather', description: 'Weather for a city', inputSchema: WEATHER_SCHEMA }],
     opts: {},
-    callIndex: 0,
+    attempt: 0,
     signal: new AbortController().signal,
     ...over,
   };

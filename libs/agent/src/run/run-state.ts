@@ -1,7 +1,7 @@
 // What a paused run persists (runs.pending) so that any process, after any restart, can resume it: the
 // uncommitted messages of the run, the tool round waiting for decisions, and the counters of the loop.
 
-import type { Block, Message, ToolResultBlock, ToolUseBlock, Usage } from '@canopy/core';
+import type { Actor, Block, Message, ToolResultBlock, ToolUseBlock, Usage } from '@canopy/core';
 
 export type Decision =
   | { type: 'execute' }
@@ -16,6 +16,8 @@ export interface ToolCallState {
   /** Waits for a decision before anything runs (client tools, approval tools). */
   needsDecision: boolean;
   decision: Decision | null;
+  /** Who took the decision: an approved server tool runs in their scope. */
+  decidedBy?: Actor;
   /** Filled once known (server tools that ran, unknown tools, rejected or answered calls). */
   result: ToolResultBlock | null;
 }
@@ -32,6 +34,13 @@ export interface PendingState {
   /** Usage of the uncommitted messages, and of the whole run. */
   segmentUsage: Usage;
   runUsage: Usage;
+  /** Which turn of the run paused (a steered prompt opens the next one); absent in states stored before. */
+  turn?: number;
+  /**
+   * Set by the decision that left nothing awaited: who resumed the run (its continuation acts in their scope)
+   * and how many executions the run had had then (a later execution than the next one is a takeover).
+   */
+  resumed?: { by: Actor; attempts: number };
 }
 
 /** Ids of the tool uses still waiting for a decision. */

@@ -3,15 +3,13 @@
 // error result the model sees — never a failed run. Only a cancel of the run itself propagates.
 
 import { z } from 'zod';
-import type { Scope, SessionEventInput, ToolResultBlock, ToolUseBlock } from '@canopy/core';
+import type { SessionEventInput, ToolResultBlock, ToolUseBlock } from '@canopy/core';
+import type { AgentTurn } from '../hooks/hook';
 import type { ServerTool, ToolOutput, ToolTurn } from '../tools/server-tool';
 
 export interface ToolExecutionContext {
-  scope: Scope;
-  sessionId: string;
-  runId: string;
-  /** The run's signal: aborting it cancels every running tool. */
-  signal: AbortSignal;
+  /** The turn the call belongs to (its scope: who acts this call); its signal is the run's. */
+  turn: AgentTurn;
   defaultTimeoutMs: number;
   emit(event: SessionEventInput): void;
 }
@@ -30,19 +28,21 @@ export async function executeServerTool(
     return errorResult(block.id, `invalid tool arguments: ${z.prettifyError(parsed.error)}`);
   }
   const timeoutMs = tool.timeoutMs ?? ctx.defaultTimeoutMs;
+  const runSignal = ctx.turn.signal;
+  const runId = ctx.turn.runId;
   const controller = new AbortController();
-  const onRunAbort = () => controller.abort(ctx.signal.reason);
-  ctx.signal.addEventListener('abort', onRunAbort, { once: true });
+  const onRunAbort = () => controller.abort(runSignal.reason);
+  runSignal.addEventListener('abort', onRunAbort, { once: true });
   let running = true;
   const turn: ToolTurn = {
-    scope: ctx.scope,
-    sessionId: ctx.sessionId,
-    runId: ctx.runId,
+    ...ctx.turn,
+    assistantMessage: null,
+    toolCallId: block.id,
     toolUseId: block.id,
     signal: controller.signal,
     reportProgress: (payload) => {
       if (running && !controller.signal.aborted) {
-        ctx.emit({ type: 'tool_progress', data: { runId: ctx.runId, toolUseId: block.id, payload } });
+        ctx.emit({ type: 'tool_progress', data: { runId, toolUseId: block.id, payload } });
       }
     },
   };
@@ -54,13 +54,13 @@ export async function executeServerTool(
         timer = setTimeout(() => reject(new ToolTimeout(timeoutMs)), timeoutMs);
       }),
       new Promise<never>((_, reject) => {
-        if (ctx.signal.aborted) reject(ctx.signal.reason as Error);
-        ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error), { once: true });
+        if (runSignal.aborted) reject(runSignal.reason as Error);
+        runSignal.addEventListener('abort', () => reject(runSignal.reason as Error), { once: true });
       }),
     ]);
     return toResult(block.id, output);
   } catch (err) {
-    if (ctx.signal.aborted) throw ctx.signal.reason as Error;
+    if (runSignal.aborted) throw runSignal.reason as Error;
     if (err instanceof ToolTimeout) {
       controller.abort(err);
       return errorResult(block.id, `tool ${tool.name} timed out after ${timeoutMs} ms`);
@@ -72,7 +72,7 @@ export async function executeServerTool(
   } finally {
     running = false;
     clearTimeout(timer);
-    ctx.signal.removeEventListener('abort', onRunAbort);
+    runSignal.removeEventListener('abort', onRunAbort);
   }
 }
 

@@ -6,9 +6,12 @@
 import {
   addUsage,
   emptyUsage,
+  isTurnBoundary,
+  scopeOfActor,
   toolResultMessage,
   toolUses,
   type AssistantBlock,
+  type Block,
   type ClientTool,
   type Message,
   type Scope,
@@ -17,7 +20,8 @@ import {
   type ToolUseBlock,
   type Usage,
 } from '@canopy/core';
-import type { HookRegistry } from '../hooks/hook-registry';
+import type { AgentTurn } from '../hooks/hook';
+import type { HaltCode, HookRegistry } from '../hooks/hook-registry';
 import { ModelError, type FinishReason, type ModelGateway } from '../model/model-gateway.port';
 import type { ToolRegistry } from '../tools/tool-registry';
 import { retryDelayMs, sleep, type RetryPolicy } from './retry';
@@ -25,7 +29,14 @@ import { awaitingIds, type PendingState, type ToolCallState } from './run-state'
 import { errorResult, executeServerTool } from './tool-executor';
 
 export interface RunSpec {
+  /** Who acts this execution: hooks and tools get it (see callerScopes). */
   scope: Scope;
+  /**
+   * True when later callers act their part: an approved server tool runs in its approver's scope (a decision's
+   * `decidedBy`), a steered prompt's turn in its sender's. False keeps everything in `scope` (recovery: a
+   * takeover re-runs the run under the system scope).
+   */
+  callerScopes?: boolean;
   sessionId: string;
   runId: string;
   model: string;
@@ -61,10 +72,10 @@ export interface RunIO {
   emit(event: SessionEventInput): void;
   /**
    * Commits; throws RunFencedError when the run no longer owns the session. A `stop` commit that finds a prompt
-   * staged on the run (`ifBusy: "steer"`, last one wins) does not end the run: it returns that prompt, and the
-   * run continues with it.
+   * staged on the run (`ifBusy: "steer"`, last one wins) does not end the run: it returns that prompt (with the
+   * scope of who sent it), and the run continues with it.
    */
-  commit(request: CommitRequest): Promise<Message | null>;
+  commit(request: CommitRequest): Promise<{ message: Message; scope?: Scope } | null>;
   /** Persists the paused state; throws RunFencedError like commit. */
   pause(state: PendingState): Promise<void>;
 }
@@ -94,10 +105,22 @@ export class RunFencedError extends Error {
 
 class RunHalted extends Error {
   constructor(
+    readonly code: HaltCode,
     readonly hook: string,
     readonly reason: string,
   ) {
-    super(`halted by hook ${hook}: ${reason}`);
+    super(haltMessage(code, hook, reason));
+  }
+}
+
+function haltMessage(code: HaltCode, hook: string, reason: string): string {
+  switch (code) {
+    case 'hook_failed':
+      return `pre-hook ${hook} failed: ${reason}`;
+    case 'injection_overflow':
+      return `pre-hook ${hook} overflowed the injection budget: ${reason}`;
+    default:
+      return `halted by hook ${hook}: ${reason}`;
   }
 }
 
@@ -114,6 +137,13 @@ class TurnRun {
   private runUsage = emptyUsage();
   private step = 0;
   private partial: Message | null = null;
+  /** Who acts the current turn (a steered prompt's turn is its sender's). */
+  private scope: Scope;
+  /** Which turn of the run this is (a steered prompt opens the next one) and the message that opened it. */
+  private turnIndex = 0;
+  private userMessage: Message | null = null;
+  /** What the last model call was sent (injections included), and its injections: what its tools see. */
+  private sent: { messages: readonly Message[]; injections: readonly Block[] } | null = null;
 
   constructor(
     private readonly spec: RunSpec,
@@ -121,6 +151,7 @@ class TurnRun {
     private readonly deps: TurnRunnerDeps,
   ) {
     this.context = [...spec.history];
+    this.scope = spec.scope;
   }
 
   async run(): Promise<RunOutcome> {
@@ -128,6 +159,8 @@ class TurnRun {
       const start = this.spec.start;
       if (start.type === 'prompt') {
         this.appendUser(start.message);
+      } else if (start.type === 'continue') {
+        this.userMessage = lastTurnBoundary(this.context);
       } else if (start.type === 'resume') {
         this.restore(start.pending);
         const done = await this.finishToolRound(start.pending.calls);
@@ -165,26 +198,37 @@ class TurnRun {
     }
   }
 
-  /** One model call: pre-hooks, the streamed call with retries, post-hooks. */
-  private async modelStep(): Promise<{ assistant: Message; halt: { hook: string; reason: string } | null }> {
-    const turn = {
-      scope: this.spec.scope,
+  /** The turn hooks and tools get (seed 001): who acts, the turn's opening message, the context. */
+  private turn(scope: Scope = this.scope): AgentTurn {
+    return {
+      scope,
       sessionId: this.spec.sessionId,
       runId: this.spec.runId,
+      turnRef: `${this.spec.runId}:${this.turnIndex}`,
       step: this.step,
-      context: this.context,
+      userMessage: this.userMessage,
+      context: this.sent?.messages ?? [...this.context],
+      injections: this.sent?.injections ?? [],
+      assistantMessage: null,
+      toolCallId: null,
       signal: this.spec.signal,
+      reportProgress: () => undefined, // outside a tool call: nothing to report on
     };
-    const pre = await this.deps.hooks.runPre(turn);
-    if (pre.halted) throw new RunHalted(pre.hook, pre.reason);
+  }
+
+  /** One model call: pre-hooks, the streamed call with retries, post-hooks. */
+  private async modelStep(): Promise<{ assistant: Message; halt: { hook: string; reason: string } | null }> {
+    this.sent = null;
+    const pre = await this.deps.hooks.runPre({ ...this.turn(), context: [...this.context] });
+    if (pre.halted) throw new RunHalted(pre.code, pre.hook, pre.reason);
     const messages = withInjections(this.context, pre.injections);
-    const assistantsBefore = this.context.filter((m) => m.role === 'assistant').length;
+    this.sent = { messages, injections: pre.injections };
 
     let failures = 0;
     let result: { message: Message; usage: Usage; finishReason: FinishReason };
     for (;;) {
       try {
-        result = await this.streamOnce(messages, assistantsBefore + failures);
+        result = await this.streamOnce(messages, failures);
         break;
       } catch (err) {
         if (this.spec.signal.aborted || !(err instanceof ModelError) || !err.retryable) throw err;
@@ -216,13 +260,17 @@ class TurnRun {
         finishReason: result.finishReason,
       },
     });
-    const post = await this.deps.hooks.runPost({ ...turn, step: this.step - 1, assistantMessage: assistant });
+    const post = await this.deps.hooks.runPost({
+      ...this.turn(),
+      step: this.step - 1,
+      assistantMessage: assistant,
+    });
     return { assistant, halt: post.halted ? { hook: post.hook, reason: post.reason } : null };
   }
 
   private async streamOnce(
     messages: Message[],
-    callIndex: number,
+    attempt: number,
   ): Promise<{ message: Message; usage: Usage; finishReason: FinishReason }> {
     const runId = this.spec.runId;
     const blocks: AssistantBlock[] = [];
@@ -236,7 +284,7 @@ class TurnRun {
       messages,
       tools: this.toolSpecs(),
       opts: this.spec.opts,
-      callIndex,
+      attempt,
       signal: this.spec.signal,
     });
     for await (const part of stream) {
@@ -320,6 +368,7 @@ class TurnRun {
         maxSteps: this.spec.maxSteps,
         segmentUsage: this.segmentUsage,
         runUsage: this.runUsage,
+        turn: this.turnIndex,
       });
       return { status: 'paused', usage: this.runUsage };
     }
@@ -362,14 +411,18 @@ class TurnRun {
   }
 
   private async runServerCalls(calls: ToolCallState[]): Promise<void> {
+    // The step that asked for the calls (the last one): its index is the count of steps before it.
+    const step = Math.max(0, this.step - 1);
     await Promise.all(
       calls.map(async (call) => {
         const tool = this.deps.tools.get(call.block.name)!;
+        // An approved tool runs in its approver's scope (Agentix's resolve), unless recovery re-runs it.
+        const scope =
+          this.spec.callerScopes !== false && call.decidedBy
+            ? scopeOfActor(this.spec.scope.tenantId, call.decidedBy)
+            : this.scope;
         call.result = await executeServerTool(tool, call.block, {
-          scope: this.spec.scope,
-          sessionId: this.spec.sessionId,
-          runId: this.spec.runId,
-          signal: this.spec.signal,
+          turn: { ...this.turn(scope), step },
           defaultTimeoutMs: this.deps.toolTimeoutMs,
           emit: (e) => this.emit(e),
         });
@@ -394,6 +447,7 @@ class TurnRun {
   }
 
   private appendUser(message: Message): void {
+    this.userMessage = message;
     this.segment.push(message);
     this.context.push(message);
     this.emit({ type: 'message', data: { runId: this.spec.runId, message } });
@@ -405,6 +459,8 @@ class TurnRun {
     this.step = pending.step;
     this.segmentUsage = pending.segmentUsage;
     this.runUsage = pending.runUsage;
+    this.turnIndex = pending.turn ?? 0;
+    this.userMessage = lastTurnBoundary(this.context);
   }
 
   /**
@@ -423,7 +479,10 @@ class TurnRun {
     this.segmentUsage = emptyUsage();
     if (!steered) return { status: 'completed', usage: this.runUsage };
     this.step = 0;
-    this.appendUser(steered);
+    this.turnIndex++;
+    this.sent = null;
+    if (steered.scope && this.spec.callerScopes !== false) this.scope = steered.scope;
+    this.appendUser(steered.message);
     return null;
   }
 
@@ -432,7 +491,7 @@ class TurnRun {
     if (err instanceof RunFencedError) return { status: 'fenced', usage: this.runUsage };
     if (this.spec.signal.aborted) return { status: 'cancelled', partial, usage: this.runUsage };
     if (err instanceof RunHalted) {
-      return { status: 'error', code: 'hook_halted', message: err.message, partial, usage: this.runUsage };
+      return { status: 'error', code: err.code, message: err.message, partial, usage: this.runUsage };
     }
     if (err instanceof ModelError) {
       return { status: 'error', code: err.code, message: err.message, partial, usage: this.runUsage };
@@ -459,6 +518,11 @@ class TurnRun {
   private emit(event: SessionEventInput): void {
     this.io.emit(event);
   }
+}
+
+function lastTurnBoundary(messages: readonly Message[]): Message | null {
+  for (let i = messages.length - 1; i >= 0; i--) if (isTurnBoundary(messages[i]!)) return messages[i]!;
+  return null;
 }
 
 /** Adds hook injections to the last user message of a copy of the context (never to the stored messages). */

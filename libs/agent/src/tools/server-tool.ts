@@ -2,19 +2,19 @@
 // handler runs) and a handler. Sessions enable them by name (`opts.serverTools`). A tool marked `approval`
 // pauses the run until someone decides.
 
-import type { AttachmentBlock, Scope, TextBlock } from '@canopy/core';
+import type { AttachmentBlock, TextBlock } from '@canopy/core';
 import type { z } from 'zod';
+import type { AgentTurn } from '../hooks/hook';
 
-/** What a tool handler gets: who acts, where, and a way to report progress while it runs (Agentix's Turn). */
-export interface ToolTurn {
-  readonly scope: Scope;
-  readonly sessionId: string;
-  readonly runId: string;
+/**
+ * What a tool handler gets (Agentix's Turn): who acts (for an approved tool, its approver), the turn's context,
+ * the call's id, a signal aborted when the run is cancelled or the tool times out, and `reportProgress`, which
+ * emits `tool_progress` while this call is running (a no-op once it has finished).
+ */
+export interface ToolTurn extends AgentTurn {
+  readonly toolCallId: string;
+  /** The same as toolCallId (the tool use's id). */
   readonly toolUseId: string;
-  /** Aborted when the run is cancelled or the tool times out. */
-  readonly signal: AbortSignal;
-  /** Emits `tool_progress` while this call is running; a no-op once it has finished. */
-  reportProgress(payload: unknown): void;
 }
 
 /** A handler returns text, blocks, any JSON value (sent as JSON text), or an explicit result. */

@@ -16,6 +16,8 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   not_user_node: 422,
   not_assistant_node: 422,
+  /** Editing after an assistant message with tool uses would leave them without results. */
+  tool_use_node: 422,
   rate_limited: 429,
   internal: 500,
   unavailable: 503,

@@ -198,6 +198,23 @@ export const resumeSchema = z
   .object({ toolUseId: z.string().min(1).max(200).optional(), decision: decisionSchema, ...waitOptions })
   .strict();
 
+/**
+ * POST /v1/sessions/:id/open: start options reconciled with the persisted state (seed 004's load table). A
+ * controller's options are applied; an observer only watches and takes none.
+ */
+export const openSessionSchema = z
+  .object({
+    model: modelSchema.optional(),
+    system: z.string().max(LIMITS.system).nullable().optional(),
+    opts: jsonObject.optional(),
+    mode: z.enum(['controller', 'observer']).optional(),
+  })
+  .strict()
+  .refine(
+    (o) => o.mode !== 'observer' || (o.model === undefined && o.system === undefined && o.opts === undefined),
+    { message: 'an observer takes no start options', path: ['mode'] },
+  );
+
 export const createTenantSchema = z.object({ name: z.string().trim().min(1).max(200) }).strict();
 export const createKeySchema = z.object({ name: z.string().trim().min(1).max(200).optional() }).strict();
 export const createTokenSchema = z
@@ -228,4 +245,5 @@ export type PromptRequest = z.infer<typeof promptSchema>;
 export type BranchRequest = z.infer<typeof branchSchema>;
 export type NavigateRequest = z.infer<typeof navigateSchema>;
 export type ResumeRequest = z.infer<typeof resumeSchema>;
+export type OpenSessionRequest = z.infer<typeof openSessionSchema>;
 export type CreateTokenRequest = z.infer<typeof createTokenSchema>;

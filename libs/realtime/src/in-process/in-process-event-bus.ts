@@ -56,7 +56,7 @@ export class InProcessEventBus implements EventBus {
       // sequence started; the jump also leaves a gap, so a replay across the restart answers complete=false and
       // the client starts over from a snapshot instead of silently missing the lost events. (Microseconds stay
       // safe integers until the year 2255.)
-      stream.seq = Math.max(1, Math.floor(this.now() * 1000));
+      stream.seq = freshStart(this.now());
     } else {
       stream.seq += 1;
     }
@@ -100,6 +100,14 @@ export class InProcessEventBus implements EventBus {
 
   lastSeq(tenantId: string, sessionId: string): Promise<number> {
     return Promise.resolve(this.streams.get(key(tenantId, sessionId))?.seq ?? 0);
+  }
+
+  anchor(tenantId: string, sessionId: string): Promise<number> {
+    if (this.closed) return Promise.reject(closedError());
+    const stream = this.stream(tenantId, sessionId);
+    // Where a first publish would start the sequence (see publish), minus one: the first event follows it.
+    if (stream.seq === 0) stream.seq = Math.max(1, freshStart(this.now()) - 1);
+    return Promise.resolve(stream.seq);
   }
 
   forget(tenantId: string, sessionId: string): Promise<void> {
@@ -146,6 +154,11 @@ export class InProcessEventBus implements EventBus {
       stream.delivering = false;
     }
   }
+}
+
+/** The first seq of a sequence started at `now` (ms): the wall clock in microseconds, at least 1. */
+function freshStart(now: number): number {
+  return Math.max(1, Math.floor(now * 1000));
 }
 
 function key(tenantId: string, sessionId: string): string {

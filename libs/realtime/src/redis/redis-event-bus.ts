@@ -125,6 +125,25 @@ return firstSeq
 
 const publishScript = new LuaScript(PUBLISH_LUA);
 
+// KEYS[1] the seq counter, KEYS[2] the replay stream. ARGV[1] where a fresh sequence starts minus one, ARGV[2] the
+// TTL in seconds. A counter that exists is answered as it is; else it is set where a first publish would start
+// the sequence (above the clock and the log's tail) minus one, so the next publish continues right after it.
+const ANCHOR_LUA = `
+local current = redis.call('GET', KEYS[1])
+if current then return current end
+local base = tonumber(ARGV[1])
+local tail = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
+if tail then
+  local tailSeq = tonumber(string.match(tail[1], '^%d+'))
+  if tailSeq > base then base = tailSeq end
+end
+local anchored = string.format('%d', base)
+redis.call('SET', KEYS[1], anchored, 'EX', tonumber(ARGV[2]))
+return anchored
+`;
+
+const anchorScript = new LuaScript(ANCHOR_LUA);
+
 export class RedisEventBus implements EventBus {
   private readonly logger = new Logger(RedisEventBus.name);
   private readonly redis: Redis;
@@ -216,6 +235,15 @@ export class RedisEventBus implements EventBus {
   async lastSeq(tenantId: string, sessionId: string): Promise<number> {
     const value = await this.redis.get(this.keys(tenantId, sessionId).seq);
     return value ? Number(value) : 0;
+  }
+
+  async anchor(tenantId: string, sessionId: string): Promise<number> {
+    if (this.closed) throw closedError();
+    const keys = this.keys(tenantId, sessionId);
+    const start = Math.max(2, Math.floor(this.now() * 1000));
+    return Number(
+      await anchorScript.run(this.redis, [keys.seq, keys.stream], [start - 1, this.replayTtlSeconds]),
+    );
   }
 
   async forget(tenantId: string, sessionId: string): Promise<void> {

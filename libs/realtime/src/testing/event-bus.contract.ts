@@ -204,6 +204,26 @@ export function describeEventBusContract(
     });
 
     describe('replay', () => {
+      it('anchors a sequence that has none: the first events replay completely after the anchor', async () => {
+        expect(await bus.lastSeq(tenant, session)).toBe(0);
+        const anchored = await bus.anchor(tenant, session);
+        expect(anchored).toBeGreaterThan(0);
+        expect(await bus.anchor(tenant, session)).toBe(anchored); // idempotent
+        expect(await bus.lastSeq(tenant, session)).toBe(anchored);
+        expect(await bus.replay(tenant, session, anchored)).toEqual({
+          events: [],
+          complete: true,
+          lastSeq: anchored,
+        });
+        const published = await bus.publish(tenant, session, deltas(3));
+        expect(published[0]!.seq).toBe(anchored + 1);
+        const replay = await bus.replay(tenant, session, anchored);
+        expect(replay.complete).toBe(true);
+        expect(replay.events.map(shape)).toEqual(published.map(shape));
+        // A sequence that exists is answered as it is.
+        expect(await bus.anchor(tenant, session)).toBe(published[2]!.seq);
+      });
+
       it('gives exactly the events after `after`, once, in order', async () => {
         const published = await bus.publish(tenant, session, deltas(5));
         const lastSeq = published[4]!.seq;

@@ -1,0 +1,135 @@
+// The shapes of the API's answers that the OpenAPI document describes (documentation only: the service builds
+// them from the core's types, which these schemas mirror): a run's record, the result of a run (seed 003's
+// TurnResult and its JSON form) and the answer of opening a session.
+
+import { z } from 'zod';
+import { RUN_RESULT_STATUSES } from '../turn-result';
+import { USAGE_FIELDS } from '../usage';
+
+const usageSchema = z.object(Object.fromEntries(USAGE_FIELDS.map((f) => [f, z.number()]))).meta({
+  description: 'Tokens and cost (US dollars)',
+});
+
+export const actorSchema = z
+  .discriminatedUnion('type', [
+    z.object({ type: z.literal('key'), keyId: z.string() }),
+    z.object({ type: z.literal('user'), userId: z.string() }),
+    z.object({ type: z.literal('admin') }),
+    z.object({ type: z.literal('system') }),
+  ])
+  .meta({
+    description:
+      'Who acts: a tenant API key (its id), an end user (user token), the admin, or the system (timers, recovery)',
+  });
+
+export const runViewSchema = z.object({
+  id: z.string(),
+  sessionId: z.string(),
+  kind: z.enum(['prompt', 'branch', 'resume']),
+  status: z.enum(['queued', 'running', 'paused', 'completed', 'cancelled', 'error']),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  usage: usageSchema.meta({ description: 'Usage of the run so far (a paused run’s steps included)' }),
+  attempts: z.number().int().meta({ description: 'Executions so far (more than 1 after a takeover)' }),
+  actor: actorSchema.nullable().meta({
+    description:
+      'Who started the run; its hooks and server tools act in that caller’s scope (null: recorded before actors were)',
+  }),
+  startedAt: z.string().nullable(),
+  finishedAt: z.string().nullable(),
+});
+
+const itemBase = { id: z.string(), timestamp: z.number() };
+const toolCallItemSchema = z.object({
+  type: z.literal('tool_call'),
+  ...itemBase,
+  messageId: z.string(),
+  toolId: z.string(),
+  toolName: z.string(),
+  parameters: z.record(z.string(), z.unknown()),
+});
+const turnItemSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('message'),
+    ...itemBase,
+    role: z.enum(['user', 'assistant']),
+    text: z.string(),
+  }),
+  toolCallItemSchema,
+  z.object({
+    type: z.literal('tool_result'),
+    ...itemBase,
+    messageId: z.string(),
+    toolId: z.string(),
+    toolName: z.string(),
+    isError: z.boolean(),
+    value: z.string(),
+  }),
+]);
+
+const statusSchema = z.enum(RUN_RESULT_STATUSES).meta({
+  description:
+    'How the run stopped: completed, paused (waiting for `resume`), cancelled, error, or max_steps (completed at its step cap)',
+});
+
+export const turnResultSchema = z
+  .object({
+    sessionId: z.string(),
+    finalResponse: z.string().meta({
+      description:
+        'The last assistant text (paused: the text before its tool calls; cancelled: the partial text it streamed), or the error of a failed run',
+    }),
+    items: z.array(turnItemSchema).meta({
+      description:
+        'Messages (id `msg_<node id>`: the node each has or will have once committed, the same before and after a pause), tool calls and tool results, in order',
+    }),
+    durationMs: z.number(),
+    numTurns: z.number().int().meta({ description: 'Model steps (assistant messages)' }),
+    isError: z.boolean().meta({ description: 'True for a failed or cancelled run' }),
+    runId: z.string(),
+    status: statusSchema,
+    awaiting: z.array(toolCallItemSchema).meta({ description: 'Paused: the tool calls awaiting a decision' }),
+  })
+  .meta({ description: 'The result of a run (seed 003)' });
+
+export const jsonResultSchema = z
+  .object({
+    session_id: z.string(),
+    is_error: z.boolean(),
+    duration_ms: z.number(),
+    num_turns: z.number().int(),
+    result: z.string(),
+    run_id: z.string(),
+    status: statusSchema,
+    awaiting: z.array(
+      z.object({ tool_id: z.string(), tool_name: z.string(), parameters: z.record(z.string(), z.unknown()) }),
+    ),
+  })
+  .meta({ description: 'The result of a run in its snake_case JSON form (`format: "json"`)' });
+
+export const acceptedSchema = z.object({
+  runId: z.string(),
+  staged: z.boolean().optional().meta({ description: 'A steered prompt staged on the busy run' }),
+});
+
+const source = z.enum(['persisted', 'start']);
+
+export const openedSessionSchema = z.object({
+  session: z
+    .looseObject({
+      id: z.string(),
+      model: z.string(),
+      system: z.string().nullable(),
+      opts: z.record(z.string(), z.unknown()),
+    })
+    .meta({ description: 'The session as GET /v1/sessions/:id shows it, after the open' }),
+  opened: z.enum(['started', 'existing']).meta({
+    description: '`started`: the open made the session live; `existing`: it was live already',
+  }),
+  resolution: z
+    .object({ model: source, system: source, opts: source })
+    .meta({ description: 'Which side each field came from: the persisted state or the start options' }),
+  seq: z
+    .number()
+    .int()
+    .meta({ description: 'Follow the session’s events with `after=<seq>` to miss nothing' }),
+});
