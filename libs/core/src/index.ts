@@ -12,3 +12,4 @@ export * from './live-state';
 export * from './api/schemas';
 export * from './api/error-codes';
 export * from './api/views';
+export * from './formats';

@@ -9,3 +9,7 @@ export * from './prisma-errors';
 export * from './prisma-session.store';
 export * from './run-stats';
 export * from './session-store.port';
+export * from './session-filters';
+export * from './session-search';
+export * from './session-catalog.store';
+export * from './retention.repository';

@@ -14,6 +14,7 @@ import type {
   TreeNode,
   Usage,
 } from '@canopy/core';
+import type { SessionFilter } from './session-filters';
 
 export type JsonObject = { [key: string]: unknown };
 
@@ -42,6 +43,8 @@ export interface SessionRecord extends PositionRecord {
   idleShutdownAfterMs: number | null;
   /** The run that owns the session while it is busy or paused; null when idle. */
   activeRunId: string | null;
+  /** Exempt from the tenant's retention policy (unless it keeps nothing). */
+  pinned: boolean;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -67,16 +70,14 @@ export interface SessionStatePatch {
   opts?: JsonObject;
   tools?: ClientTool[];
   metadata?: JsonObject;
+  pinned?: boolean;
 }
 
-export interface ListSessionsQuery {
+export interface ListSessionsQuery extends SessionFilter {
   /** 1..100. */
   limit: number;
   /** Opaque cursor from a previous page's nextCursor. */
   cursor?: string | null;
-  userId?: string;
-  /** Every key must match: metadata->>key = value (text comparison). */
-  metadata?: Record<string, string>;
 }
 
 export interface SessionPage {

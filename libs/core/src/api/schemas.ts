@@ -120,7 +120,7 @@ export const clientToolSchema = z
   })
   .strict();
 
-const metadataSchema = z
+export const metadataSchema = z
   .record(z.string().min(1).max(100), z.union([z.string().max(1_000), z.number(), z.boolean(), z.null()]))
   .refine((m) => Object.keys(m).length <= LIMITS.metadataKeys, {
     message: `at most ${LIMITS.metadataKeys} keys`,
@@ -153,6 +153,8 @@ export const updateSessionSchema = z
     opts: jsonObject.optional(),
     tools: z.array(clientToolSchema).max(LIMITS.tools).optional(),
     metadata: metadataSchema.optional(),
+    /** Exempt from the tenant's retention policy (unless it keeps nothing). */
+    pinned: z.boolean().optional(),
   })
   .strict()
   .refine((p) => Object.keys(p).length > 0, { message: 'nothing to change' });
