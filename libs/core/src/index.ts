@@ -13,3 +13,4 @@ export * from './api/schemas';
 export * from './api/error-codes';
 export * from './api/views';
 export * from './formats';
+export * from './api/catalog-schemas';

@@ -4,6 +4,15 @@
 import { createZodDto } from 'nestjs-zod';
 import {
   branchSchema,
+  bulkExportQuerySchema,
+  bulkImportQuerySchema,
+  bulkTargetSchema,
+  countQuerySchema,
+  exportQuerySchema,
+  forkSchema,
+  importSchema,
+  searchQuerySchema,
+  updateTenantSchema,
   createKeySchema,
   createSessionSchema,
   createTenantSchema,
@@ -29,3 +38,12 @@ export class NavigateDto extends createZodDto(navigateSchema) {}
 export class ResumeDto extends createZodDto(resumeSchema) {}
 export class EventsQueryDto extends createZodDto(eventsQuerySchema) {}
 export class StatsQueryDto extends createZodDto(statsQuerySchema) {}
+export class SearchQueryDto extends createZodDto(searchQuerySchema) {}
+export class CountQueryDto extends createZodDto(countQuerySchema) {}
+export class ForkDto extends createZodDto(forkSchema) {}
+export class ExportQueryDto extends createZodDto(exportQuerySchema) {}
+export class ImportDto extends createZodDto(importSchema) {}
+export class BulkExportQueryDto extends createZodDto(bulkExportQuerySchema) {}
+export class BulkImportQueryDto extends createZodDto(bulkImportQuerySchema) {}
+export class BulkTargetDto extends createZodDto(bulkTargetSchema) {}
+export class UpdateTenantDto extends createZodDto(updateTenantSchema) {}

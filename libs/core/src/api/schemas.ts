@@ -206,13 +206,6 @@ export const createTokenSchema = z
   .object({ userId: z.string().min(1).max(200), ttlSeconds: z.number().int().min(10).optional() })
   .strict();
 
-export const listSessionsQuerySchema = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(20),
-  cursor: z.string().max(500).optional(),
-  userId: z.string().min(1).max(200).optional(),
-  live: z.enum(['true', 'false']).optional(),
-});
-
 export const eventsQuerySchema = z.object({
   mode: z.enum(['controller', 'observer']).optional(),
   after: z.coerce.number().int().min(0).optional(),
