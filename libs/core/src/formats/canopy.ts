@@ -45,7 +45,7 @@ export const MAX_IMPORT_NODES = 100_000;
 
 /** A session (with `pinned`) and its tree as a canopy document. Nodes in id order. */
 export function toCanopyDocument(
-  session: SessionInfo & { pinned?: boolean },
+  session: Omit<SessionInfo, 'pinned'> & { pinned?: boolean },
   tree: { nodes: readonly TreeNode[]; path: readonly NodeId[]; cursors: Record<string, NodeId>; nextId: NodeId },
 ): CanopyDocument {
   const nodes = [...tree.nodes]
