@@ -4,6 +4,8 @@
 // export resumed by cursor and imported line by line with refusals named by line and field, bulk delete and bulk
 // cancel.
 
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-call -- JSON bodies of any shape, read loosely by tests */
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,11 +21,17 @@ const lines = (text: string): any[] =>
     .map((l) => JSON.parse(l));
 
 /** A session with these prompts answered by mock:echo. */
-async function conversation(api: Api, prompts: string[], extra: Record<string, unknown> = {}): Promise<string> {
+async function conversation(
+  api: Api,
+  prompts: string[],
+  extra: Record<string, unknown> = {},
+): Promise<string> {
   const created = await api.post('/v1/sessions', { model: 'mock:echo', ...extra });
   expect(created.status).toBe(201);
   for (const content of prompts) {
-    expect((await api.post(`/v1/sessions/${created.body.id}/prompt`, { content, wait: true })).status).toBe(200);
+    expect((await api.post(`/v1/sessions/${created.body.id}/prompt`, { content, wait: true })).status).toBe(
+      200,
+    );
   }
   return created.body.id;
 }
@@ -34,7 +42,10 @@ const runtimes: Array<[string, () => Promise<{ app: TestApp; cleanup: () => void
     'the embedded PGlite',
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'canopy-conversations-'));
-      return { app: await startTestApp({ embeddedDataDir: dir }), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+      return {
+        app: await startTestApp({ embeddedDataDir: dir }),
+        cleanup: () => rmSync(dir, { recursive: true, force: true }),
+      };
     },
   ],
 ];
@@ -56,8 +67,14 @@ describe.each(runtimes)('on %s', (_, start) => {
         userId: 'alice',
         metadata: { team: 'ops', tier: 'gold' },
       }),
-      cooking: await conversation(api, ['A recipe for pancakes please'], { userId: 'alice', metadata: { team: 'kitchen' } }),
-      bobs: await conversation(api, ['deploy the worker with kubernetes'], { userId: 'bob', metadata: { tier: 'silver' } }),
+      cooking: await conversation(api, ['A recipe for pancakes please'], {
+        userId: 'alice',
+        metadata: { team: 'kitchen' },
+      }),
+      bobs: await conversation(api, ['deploy the worker with kubernetes'], {
+        userId: 'bob',
+        metadata: { tier: 'silver' },
+      }),
     };
   }, 120_000);
 
@@ -74,9 +91,11 @@ describe.each(runtimes)('on %s', (_, start) => {
     // The prompt (node 1) and mock:echo's answer (node 2) both say "deploy".
     expect(hit.nodeIds.sort()).toEqual([1, 2]);
     expect(hit.snippet.highlights.length).toBeGreaterThan(0);
-    for (const [a, b] of hit.snippet.highlights) expect(hit.snippet.text.slice(a, b).toLowerCase()).toBe('deploy');
+    for (const [a, b] of hit.snippet.highlights)
+      expect(hit.snippet.text.slice(a, b).toLowerCase()).toBe('deploy');
 
-    const ids_ = async (q: string) => (await api.get(`/v1/sessions/search?${q}`)).body.data.map((h: any) => h.session.id);
+    const ids_ = async (q: string) =>
+      (await api.get(`/v1/sessions/search?${q}`)).body.data.map((h: any) => h.session.id);
     expect(await ids_(`q=${encodeURIComponent('"deploy the api"')}`)).toEqual([ids.deploy]);
     expect((await ids_('q=pancakes%20or%20kubernetes')).sort()).toEqual([ids.cooking, ids.bobs].sort());
     expect(await ids_('q=deploy%20-kubernetes')).toEqual([ids.deploy]);
@@ -93,7 +112,9 @@ describe.each(runtimes)('on %s', (_, start) => {
     const first = await api.get('/v1/sessions/search?q=deploy&limit=1');
     expect(first.body.data).toHaveLength(1);
     const second = await api.get(`/v1/sessions/search?q=deploy&limit=1&cursor=${first.body.nextCursor}`);
-    expect([first.body.data[0].session.id, second.body.data[0].session.id].sort()).toEqual([ids.deploy, ids.bobs].sort());
+    expect([first.body.data[0].session.id, second.body.data[0].session.id].sort()).toEqual(
+      [ids.deploy, ids.bobs].sort(),
+    );
     expect(second.body.nextCursor).toBeNull();
 
     const nothing = await api.get('/v1/sessions/search?q=-deploy');
@@ -102,7 +123,9 @@ describe.each(runtimes)('on %s', (_, start) => {
   });
 
   it("a user token searches, counts and lists only its user's sessions", async () => {
-    const found = (await alice.get('/v1/sessions/search?q=deploy%20or%20pancakes')).body.data.map((h: any) => h.session.id);
+    const found = (await alice.get('/v1/sessions/search?q=deploy%20or%20pancakes')).body.data.map(
+      (h: any) => h.session.id,
+    );
     expect(found.sort()).toEqual([ids.deploy, ids.cooking].sort());
     expect((await alice.get('/v1/sessions/search?q=deploy&userId=bob')).body.data).toEqual([]);
     expect((await alice.get('/v1/sessions/count')).body).toEqual({ count: 2 });
@@ -113,13 +136,18 @@ describe.each(runtimes)('on %s', (_, start) => {
   it('forks from any node (default the tip), ids from 1, forkedFrom recorded, while the source is busy', async () => {
     const source = await conversation(api, ['one', 'two'], { opts: { delayMs: 40 } });
     const before = (await api.get(`/v1/sessions/${source}/tree`)).body;
-    const started = await api.post(`/v1/sessions/${source}/prompt`, { content: 'a b c d e f g h i j k l m n o p' });
+    const started = await api.post(`/v1/sessions/${source}/prompt`, {
+      content: 'a b c d e f g h i j k l m n o p',
+    });
     expect(started.status).toBe(202);
     await eventually(async () => expect((await api.get(`/v1/sessions/${source}`)).body.status).toBe('busy'));
 
     const fork = await api.post(`/v1/sessions/${source}/fork`, { title: 'branch of two' });
     expect(fork.status).toBe(201);
-    expect(fork.body).toMatchObject({ title: 'branch of two', metadata: { forkedFrom: { sessionId: source, nodeId: 4 } } });
+    expect(fork.body).toMatchObject({
+      title: 'branch of two',
+      metadata: { forkedFrom: { sessionId: source, nodeId: 4 } },
+    });
     const tree = (await api.get(`/v1/sessions/${fork.body.id}/tree`)).body;
     expect(tree.path).toEqual([1, 2, 3, 4]);
     expect(tree.nodes.map((n: any) => n.message)).toEqual(before.nodes.map((n: any) => n.message));
@@ -136,7 +164,11 @@ describe.each(runtimes)('on %s', (_, start) => {
   it('exports canopy (round-trips exactly), openai, anthropic and markdown', async () => {
     const canopy = await api.get(`/v1/sessions/${ids.deploy}/export`);
     expect(canopy.status).toBe(200);
-    expect(canopy.body).toMatchObject({ format: 'canopy', version: 1, session: { id: ids.deploy, userId: 'alice' } });
+    expect(canopy.body).toMatchObject({
+      format: 'canopy',
+      version: 1,
+      session: { id: ids.deploy, userId: 'alice' },
+    });
     expect(canopy.body.tree.nodes).toHaveLength(4);
 
     // Into another tenant: the same document back, id and times included.
@@ -145,7 +177,9 @@ describe.each(runtimes)('on %s', (_, start) => {
     expect(imported.status).toBe(201);
     expect(imported.body.id).toBe(ids.deploy);
     expect((await other.get(`/v1/sessions/${ids.deploy}/export`)).body).toEqual(canopy.body);
-    expect((await other.post('/v1/sessions/import', { format: 'canopy', data: canopy.body })).status).toBe(409);
+    expect((await other.post('/v1/sessions/import', { format: 'canopy', data: canopy.body })).status).toBe(
+      409,
+    );
 
     const openai = (await api.get(`/v1/sessions/${ids.deploy}/export?format=openai`)).body;
     expect(openai).toEqual({
@@ -178,15 +212,24 @@ describe.each(runtimes)('on %s', (_, start) => {
       {
         role: 'assistant',
         content: null,
-        tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }],
+        tool_calls: [
+          { id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+        ],
       },
       { role: 'tool', tool_call_id: 'call_1', content: '18C and sunny' },
       { role: 'assistant', content: 'It is 18C and sunny.' },
     ];
-    const imported = await api.post('/v1/sessions/import', { format: 'openai', data: { model: 'gpt-4o', messages }, userId: 'carol' });
+    const imported = await api.post('/v1/sessions/import', {
+      format: 'openai',
+      data: { model: 'gpt-4o', messages },
+      userId: 'carol',
+    });
     expect(imported.status).toBe(201);
     expect(imported.body).toMatchObject({ model: 'openai:gpt-4o', system: 'Be brief.', userId: 'carol' });
-    expect((await api.get(`/v1/sessions/${imported.body.id}/export?format=openai`)).body).toEqual({ model: 'gpt-4o', messages });
+    expect((await api.get(`/v1/sessions/${imported.body.id}/export?format=openai`)).body).toEqual({
+      model: 'gpt-4o',
+      messages,
+    });
 
     const anthropic = {
       model: 'claude-x',
@@ -204,10 +247,16 @@ describe.each(runtimes)('on %s', (_, start) => {
         { role: 'assistant', content: [{ type: 'text', text: 'Sunny.' }] },
       ],
     };
-    const fromAnthropic = await api.post('/v1/sessions/import', { format: 'anthropic', data: anthropic, metadata: { src: 'a' } });
+    const fromAnthropic = await api.post('/v1/sessions/import', {
+      format: 'anthropic',
+      data: anthropic,
+      metadata: { src: 'a' },
+    });
     expect(fromAnthropic.status).toBe(201);
     expect(fromAnthropic.body.metadata).toEqual({ src: 'a' });
-    expect((await api.get(`/v1/sessions/${fromAnthropic.body.id}/export?format=anthropic`)).body).toEqual(anthropic);
+    expect((await api.get(`/v1/sessions/${fromAnthropic.body.id}/export?format=anthropic`)).body).toEqual(
+      anthropic,
+    );
     const turns = (await api.get(`/v1/sessions/${fromAnthropic.body.id}/turns`)).body.data;
     expect(turns).toHaveLength(1);
     expect(turns[0].toolResults.toolu_1.content).toBe('sunny');
@@ -218,7 +267,9 @@ describe.each(runtimes)('on %s', (_, start) => {
       id,
       parent,
       children: [],
-      message: role ? { id, author: { role }, create_time: time, content: { content_type: 'text', parts: [text] } } : null,
+      message: role
+        ? { id, author: { role }, create_time: time, content: { content_type: 'text', parts: [text] } }
+        : null,
     });
     const mapping = Object.fromEntries(
       [
@@ -231,10 +282,20 @@ describe.each(runtimes)('on %s', (_, start) => {
         node('a3', 'u2', 'assistant', 'Red', 6),
       ].map((n) => [n.id, n]),
     );
-    const data = { title: 'Colors', create_time: 1_700_000_000, update_time: 1_700_000_100, mapping, current_node: 'a3', conversation_id: 'c-1' };
+    const data = {
+      title: 'Colors',
+      create_time: 1_700_000_000,
+      update_time: 1_700_000_100,
+      mapping,
+      current_node: 'a3',
+      conversation_id: 'c-1',
+    };
     const res = await api.post('/v1/sessions/import', { format: 'chatgpt', data });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ title: 'Colors', metadata: { importedFrom: 'chatgpt', conversationId: 'c-1' } });
+    expect(res.body).toMatchObject({
+      title: 'Colors',
+      metadata: { importedFrom: 'chatgpt', conversationId: 'c-1' },
+    });
     expect(res.body.createdAt).toBe(new Date(1_700_000_000_000).toISOString());
     const tree = (await api.get(`/v1/sessions/${res.body.id}/tree`)).body;
     expect(tree.nodes.map((n: any) => [n.id, n.parentId, n.message.content[0].text])).toEqual([
@@ -255,42 +316,90 @@ describe.each(runtimes)('on %s', (_, start) => {
     const cases: Array<[unknown, string]> = [
       [{ format: 'openai', data: [{ role: 'wizard', content: 'x' }] }, 'data[0].role'],
       [{ format: 'openai', data: { messages: 'nope' } }, 'data.messages'],
-      [{ format: 'anthropic', data: [{ role: 'user', content: [{ type: 'tool_use', name: 'x' }] }] }, 'data[0].content[0].id'],
-      [{ format: 'canopy', data: { format: 'canopy', version: 1, session: {}, tree: { nodes: [{ id: 1, parentId: 2, message: { role: 'user', content: [], timestamp: 0 } }], path: [], cursors: {} } } }, 'data.tree.nodes[0].parentId'],
-      [{ format: 'chatgpt', data: { mapping: { a: { parent: 'ghost', children: [] } } } }, 'data.mapping.a.parent'],
-      [{ format: 'canopy', data: { format: 'canopy', version: 1, session: {}, tree: { nodes: [], path: [3], cursors: {} } } }, 'data.tree.path[0]'],
+      [
+        { format: 'anthropic', data: [{ role: 'user', content: [{ type: 'tool_use', name: 'x' }] }] },
+        'data[0].content[0].id',
+      ],
+      [
+        {
+          format: 'canopy',
+          data: {
+            format: 'canopy',
+            version: 1,
+            session: {},
+            tree: {
+              nodes: [{ id: 1, parentId: 2, message: { role: 'user', content: [], timestamp: 0 } }],
+              path: [],
+              cursors: {},
+            },
+          },
+        },
+        'data.tree.nodes[0].parentId',
+      ],
+      [
+        { format: 'chatgpt', data: { mapping: { a: { parent: 'ghost', children: [] } } } },
+        'data.mapping.a.parent',
+      ],
+      [
+        {
+          format: 'canopy',
+          data: { format: 'canopy', version: 1, session: {}, tree: { nodes: [], path: [3], cursors: {} } },
+        },
+        'data.tree.path[0]',
+      ],
     ];
     for (const [body, field] of cases) {
       const res = await api.post('/v1/sessions/import', body);
-      expect({ field, status: res.status, got: res.body.error?.details?.field }).toEqual({ field, status: 400, got: field });
+      expect({ field, status: res.status, got: res.body.error?.details?.field }).toEqual({
+        field,
+        status: 400,
+        got: field,
+      });
     }
     expect(await count()).toBe(before);
   });
 
   it('streams every session as NDJSON, resumable by cursor, and imports NDJSON line by line', async () => {
-    const all = await fetch(`${t.url}/v1/export?metadata.team=ops`, { headers: { authorization: `Bearer ${api.credential}` } });
+    const all = await fetch(`${t.url}/v1/export?metadata.team=ops`, {
+      headers: { authorization: `Bearer ${api.credential}` },
+    });
     expect(all.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
     const docs = lines(await all.text());
     expect(docs.map((d) => d.session.id)).toEqual([ids.deploy]);
 
     const everything = lines((await api.get('/v1/export')).body as string);
     expect(everything.length).toBeGreaterThan(5);
-    const cursor = Buffer.from(JSON.stringify({ createdAt: everything[1].session.createdAt, id: everything[1].session.id })).toString('base64url');
+    const cursor = Buffer.from(
+      JSON.stringify({ createdAt: everything[1].session.createdAt, id: everything[1].session.id }),
+    ).toString('base64url');
     const rest = lines((await api.get(`/v1/export?cursor=${cursor}`)).body as string);
     expect(rest.map((d) => d.session.id)).toEqual(everything.slice(2).map((d) => d.session.id));
-    expect(lines((await alice.get('/v1/export')).body as string).map((d) => d.session.userId)).toEqual(['alice', 'alice']);
+    expect(lines((await alice.get('/v1/export')).body as string).map((d) => d.session.userId)).toEqual([
+      'alice',
+      'alice',
+    ]);
 
     // Into a new tenant: good lines imported, bad ones refused by line and field, nothing half-imported.
     const target = (await newTenant(t, 'target')).api;
     const broken = { ...everything[0], tree: { ...everything[0].tree, path: [99] } };
-    const body = [JSON.stringify(everything[0]), '{not json', '', JSON.stringify(broken), JSON.stringify(everything[2])].join('\n');
+    const body = [
+      JSON.stringify(everything[0]),
+      '{not json',
+      '',
+      JSON.stringify(broken),
+      JSON.stringify(everything[2]),
+    ].join('\n');
     const res = await target.request('POST', '/v1/import', body, NDJSON);
     expect(res.status).toBe(200);
     const reports = lines(res.body as string);
     expect(reports).toEqual([
       { line: 1, ok: true, id: everything[0].session.id, nodes: everything[0].tree.nodes.length },
       { line: 2, ok: false, error: { code: 'bad_request', message: expect.stringContaining('not JSON') } },
-      { line: 4, ok: false, error: { code: 'bad_request', message: expect.any(String), field: 'data.tree.path[0]' } },
+      {
+        line: 4,
+        ok: false,
+        error: { code: 'bad_request', message: expect.any(String), field: 'data.tree.path[0]' },
+      },
       { line: 5, ok: true, id: everything[2].session.id, nodes: everything[2].tree.nodes.length },
     ]);
     expect((await target.get('/v1/sessions/count')).body.count).toBe(2);
@@ -302,7 +411,8 @@ describe.each(runtimes)('on %s', (_, start) => {
   it('deletes many sessions by ids or filter (capped, saying whether more matched) and cancels runs in flight', async () => {
     const { api: own } = await newTenant(t, 'bulk');
     const made = [];
-    for (let i = 0; i < 4; i++) made.push((await own.post('/v1/sessions', { model: 'mock:echo', metadata: { batch: 'x' } })).body.id);
+    for (let i = 0; i < 4; i++)
+      made.push((await own.post('/v1/sessions', { model: 'mock:echo', metadata: { batch: 'x' } })).body.id);
     const busy = await conversation(own, [], { opts: { delayMs: 50 } });
     await own.post(`/v1/sessions/${busy}/prompt`, { content: 'a b c d e f g h i j k l m n o p q r s t' });
     await eventually(async () => expect((await own.get(`/v1/sessions/${busy}`)).body.status).toBe('busy'));

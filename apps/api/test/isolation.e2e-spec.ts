@@ -93,7 +93,10 @@ const ROUTES: Record<string, RouteSpec> = {
   'POST /v1/sessions/delete': { kind: 'bulk', body: (ids) => ({ ids: [ids.id] }) },
   'POST /v1/sessions/cancel': { kind: 'bulk', body: (ids) => ({ ids: [ids.id] }) },
   'GET /v1/admin/tenants/{tenantId}': { kind: 'admin' },
-  'PATCH /v1/admin/tenants/{tenantId}': { kind: 'admin', body: () => ({ retention: { deleteAfterDays: 1 } }) },
+  'PATCH /v1/admin/tenants/{tenantId}': {
+    kind: 'admin',
+    body: () => ({ retention: { deleteAfterDays: 1 } }),
+  },
   'GET /v1/sessions/{id}': { kind: 'session' },
   'PATCH /v1/sessions/{id}': { kind: 'session', body: () => ({ title: 'pwned', metadata: { pwned: true } }) },
   'DELETE /v1/sessions/{id}': { kind: 'session' },
@@ -185,7 +188,9 @@ function verdict(kind: Kind, who: Who, res: CallResult): string | null {
     }
     case 'count': {
       const count = (res.body as { count?: number } | undefined)?.count;
-      return res.status === 200 && count === 0 ? null : `expected {count: 0}, got ${res.status} ${describeBody(res)}`;
+      return res.status === 200 && count === 0
+        ? null
+        : `expected {count: 0}, got ${res.status} ${describeBody(res)}`;
     }
     case 'exportAll': {
       if (res.status !== 200) return `expected 200 NDJSON, got ${res.status}`;
@@ -260,7 +265,9 @@ function specOf(op: Operation): RouteSpec {
 async function callAs(op: Operation, credential: string, viaQuery = false): Promise<CallResult> {
   const spec = specOf(op);
   let path = fillPath(op.path, { ...ids });
-  const query = [spec.query, viaQuery ? `token=${encodeURIComponent(credential)}` : undefined].filter(Boolean);
+  const query = [spec.query, viaQuery ? `token=${encodeURIComponent(credential)}` : undefined].filter(
+    Boolean,
+  );
   if (query.length) path += `?${query.join('&')}`;
   return call(t.url, op.method, path, {
     ...(viaQuery ? {} : { credential }),

@@ -3,6 +3,8 @@
 // announcing each as `closed {reason: "expired"}` on the activity feed and counting it in /metrics, while pinned
 // ones (when the policy keeps them), recent ones and other tenants' stay. Expired sessions never show again.
 
+/* eslint-disable @typescript-eslint/no-unsafe-return -- JSON bodies of any shape, read loosely by tests */
+
 import { toCanopyDocument, type SessionInfo } from '@canopy/core';
 import { eventually } from '@canopy/testing';
 import { Api, newTenant, SseReader } from './support/api-client';
@@ -40,7 +42,14 @@ async function old(api: Api, days: number, text: string, extra: Partial<SessionI
       ...extra,
     },
     {
-      nodes: [{ id: 1, parentId: null, message: { role: 'user', content: [{ type: 'text', text }], timestamp: 0 }, usage: null }],
+      nodes: [
+        {
+          id: 1,
+          parentId: null,
+          message: { role: 'user', content: [{ type: 'text', text }], timestamp: 0 },
+          usage: null,
+        },
+      ],
       path: [1],
       cursors: {},
       nextId: 2,
@@ -54,7 +63,11 @@ async function old(api: Api, days: number, text: string, extra: Partial<SessionI
 it('deletes what the policy says, in batches, announcing each and counting it; keeps pinned, fresh and other tenants’ sessions', async () => {
   const { api, tenantId, key } = await newTenant(t, 'retained');
   const { api: otherApi } = await newTenant(t, 'no policy');
-  const stale = [await old(api, 40, 'stale one'), await old(api, 40, 'stale two'), await old(api, 31, 'stale three')];
+  const stale = [
+    await old(api, 40, 'stale one'),
+    await old(api, 40, 'stale two'),
+    await old(api, 31, 'stale three'),
+  ];
   const pinned = await old(api, 40, 'pinned one', { pinned: true });
   const recent = await old(api, 10, 'recent one');
   const fresh = (await api.post('/v1/sessions', { model: 'mock:echo' })).body.id as string;

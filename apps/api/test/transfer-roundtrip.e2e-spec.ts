@@ -3,6 +3,8 @@
 // usage total summed over its nodes), and export -> import elsewhere -> export gives the same bytes. Forks of any
 // node of such a tree carry that node's path exactly.
 
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-call -- JSON bodies of any shape, read loosely by tests */
+
 import fc from 'fast-check';
 import { sumUsage, type CanopyDocument } from '@canopy/core';
 import { canopyDocumentArb } from '@canopy/testing';
@@ -36,7 +38,9 @@ it('export -> import -> export is identical for generated trees (property)', asy
 
       const again = await second.post('/v1/sessions/import', { format: 'canopy', data: exported.body });
       expect(again.status).toBe(201);
-      const res = await fetch(`${t.url}/v1/sessions/${id}/export`, { headers: { authorization: `Bearer ${second.credential}` } });
+      const res = await fetch(`${t.url}/v1/sessions/${id}/export`, {
+        headers: { authorization: `Bearer ${second.credential}` },
+      });
       const bytes = await res.text();
       expect(bytes).toBe(JSON.stringify(exported.body));
 
@@ -46,7 +50,8 @@ it('export -> import -> export is identical for generated trees (property)', asy
         const fork = await first.post(`/v1/sessions/${id}/fork`, { nodeId: target.id });
         expect(fork.status).toBe(201);
         const chain = [];
-        for (let x: number | null = target.id; x !== null; x = doc.tree.nodes[x - 1]!.parentId) chain.unshift(doc.tree.nodes[x - 1]!);
+        for (let x: number | null = target.id; x !== null; x = doc.tree.nodes[x - 1]!.parentId)
+          chain.unshift(doc.tree.nodes[x - 1]!);
         const tree = (await first.get(`/v1/sessions/${fork.body.id}/tree`)).body;
         expect(tree.nodes.map((x: any) => [x.id, x.parentId, x.message, x.usage])).toEqual(
           chain.map((x, i) => [i + 1, i === 0 ? null : i, x.message, x.usage]),

@@ -90,15 +90,19 @@ export class Canopy {
     /** How many sessions match the filters (and the words `q`). */
     count: (filter?: Parameters<Catalog['count']>[0]) => this.catalog.count(filter),
     /** Imports a conversation (canopy, openai, anthropic, chatgpt) as a new session; all or nothing. */
-    import: async (input: Parameters<Catalog['import']>[0]): Promise<{ session: Session; info: SessionInfo }> => {
+    import: async (
+      input: Parameters<Catalog['import']>[0],
+    ): Promise<{ session: Session; info: SessionInfo }> => {
       const info = await this.catalog.import(input);
       return { session: this.session(info.id), info };
     },
     /** Every session matching the filters as canopy documents, streamed (resume with exportCursorOf). */
     exportAll: (filter?: Parameters<Catalog['exportAll']>[0]) => this.catalog.exportAll(filter),
     /** Imports many conversations (documents, or NDJSON text), each on its own, with a report per line. */
-    importMany: (documents: Parameters<Catalog['importMany']>[0], options?: Parameters<Catalog['importMany']>[1]) =>
-      this.catalog.importMany(documents, options),
+    importMany: (
+      documents: Parameters<Catalog['importMany']>[0],
+      options?: Parameters<Catalog['importMany']>[1],
+    ) => this.catalog.importMany(documents, options),
     /** Deletes sessions by ids or filter, at most 500 a call (`more`: call again). */
     deleteMany: (target: Parameters<Catalog['deleteMany']>[0]) => this.catalog.deleteMany(target),
     /** Cancels the runs in flight of sessions by ids or filter. */

@@ -30,19 +30,32 @@ async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
 }
 
 it('searches and counts with filters; a user token only its own', async () => {
-  const { session: a } = await canopy.sessions.create({ model: 'mock:echo', userId: 'alice', metadata: { tier: 'gold' } });
-  const { session: b } = await canopy.sessions.create({ model: 'mock:echo', userId: 'bob', metadata: { tier: 'silver' } });
+  const { session: a } = await canopy.sessions.create({
+    model: 'mock:echo',
+    userId: 'alice',
+    metadata: { tier: 'gold' },
+  });
+  const { session: b } = await canopy.sessions.create({
+    model: 'mock:echo',
+    userId: 'bob',
+    metadata: { tier: 'silver' },
+  });
   await a.run('ship the release notes');
   await b.run('ship the docker image');
 
   const page = await canopy.sessions.search('ship', { metadataAny: { tier: ['gold', 'silver'] }, limit: 1 });
   expect(page.data).toHaveLength(1);
   expect(page.data[0]!.snippet.highlights.length).toBeGreaterThan(0);
-  const next = await canopy.sessions.search('ship', { metadataAny: { tier: ['gold', 'silver'] }, cursor: page.nextCursor! });
+  const next = await canopy.sessions.search('ship', {
+    metadataAny: { tier: ['gold', 'silver'] },
+    cursor: page.nextCursor!,
+  });
   expect([page.data[0]!.session.id, next.data[0]!.session.id].sort()).toEqual([a.id, b.id].sort());
   expect((await canopy.sessions.search('"release notes"')).data.map((h) => h.session.id)).toEqual([a.id]);
   expect(await canopy.sessions.count({ q: 'ship', metadata: { tier: 'gold' } })).toBe(1);
-  expect((await canopy.sessions.list({ status: ['idle'], userId: 'bob' })).data.map((s) => s.id)).toEqual([b.id]);
+  expect((await canopy.sessions.list({ status: ['idle'], userId: 'bob' })).data.map((s) => s.id)).toEqual([
+    b.id,
+  ]);
 
   const alice = new Canopy({ baseUrl: t.url, credential: (await canopy.tokens.create('alice')).token });
   expect((await alice.sessions.search('ship')).data.map((h) => h.session.id)).toEqual([a.id]);
@@ -66,7 +79,11 @@ it('forks, pins, exports in every format and imports', async () => {
   expect(anthropic.messages[0]).toEqual({ role: 'user', content: [{ type: 'text', text: 'one' }] });
   expect(await session.export('markdown')).toContain('Echo: two');
 
-  const { info: copy } = await canopy.sessions.import({ format: 'openai', data: openai, metadata: { copy: true } });
+  const { info: copy } = await canopy.sessions.import({
+    format: 'openai',
+    data: openai,
+    metadata: { copy: true },
+  });
   expect(copy).toMatchObject({ model: 'openai:echo', metadata: { copy: true } });
   try {
     await canopy.sessions.import({ format: 'canopy', data: canopyDoc });
@@ -87,12 +104,20 @@ it('exports everything as a stream, resumes by cursor, imports many with a repor
   const bad: CanopyDocument = { ...all[0]!, tree: { ...all[0]!.tree, path: [12345] } };
   const result = await target.sessions.importMany([all[0], bad, all[1]]);
   expect(result).toMatchObject({ imported: 2, failed: 1 });
-  expect(result.reports[1]).toMatchObject({ line: 2, ok: false, error: { code: 'bad_request', field: 'data.tree.path[0]' } });
+  expect(result.reports[1]).toMatchObject({
+    line: 2,
+    ok: false,
+    error: { code: 'bad_request', field: 'data.tree.path[0]' },
+  });
   expect(await target.sessions.count()).toBe(2);
 });
 
 it('deletes and cancels in bulk, and sets a tenant’s retention', async () => {
-  const { session: busy } = await canopy.sessions.create({ model: 'mock:echo', opts: { delayMs: 50 }, metadata: { bulk: 'y' } });
+  const { session: busy } = await canopy.sessions.create({
+    model: 'mock:echo',
+    opts: { delayMs: 50 },
+    metadata: { bulk: 'y' },
+  });
   await busy.prompt('a b c d e f g h i j k l m n o p');
   const cancelled = await canopy.sessions.cancelMany({ ids: [busy.id] });
   expect(cancelled.cancelled).toBe(1);

@@ -8,7 +8,6 @@ import type {
   BulkCancelResult,
   BulkDeleteResult,
   BulkTarget,
-  ExportFormat,
   ImportInput,
   ImportLineReport,
   ImportManyResult,
@@ -30,11 +29,13 @@ type Query = Record<string, string | number | boolean | undefined | null>;
 
 /** The filter as query parameters; metadataAny values are repeated parameters (see queryString). */
 export function filterQuery(filter: SessionFilter): { query: Query; repeated: Array<[string, string]> } {
-  const { metadata, metadataAny, status, createdAfter, createdBefore, updatedAfter, updatedBefore, ...rest } = filter;
+  const { metadata, metadataAny, status, createdAfter, createdBefore, updatedAfter, updatedBefore, ...rest } =
+    filter;
   const query: Query = { ...rest };
   const repeated: Array<[string, string]> = [];
   for (const [k, v] of Object.entries(metadata ?? {})) query[`metadata.${k}`] = v;
-  for (const [k, values] of Object.entries(metadataAny ?? {})) for (const v of values) repeated.push([`metadataAny.${k}`, v]);
+  for (const [k, values] of Object.entries(metadataAny ?? {}))
+    for (const v of values) repeated.push([`metadataAny.${k}`, v]);
   if (status?.length) query.status = status.join(',');
   const iso = (d: string | Date | undefined) => (d instanceof Date ? d.toISOString() : d);
   Object.assign(query, {
@@ -50,7 +51,8 @@ export function filterQuery(filter: SessionFilter): { query: Query; repeated: Ar
 function withQuery(path: string, filter: SessionFilter, extra: Query = {}): string {
   const { query, repeated } = filterQuery(filter);
   const params = new URLSearchParams();
-  for (const [k, v] of Object.entries({ ...query, ...extra })) if (v !== undefined && v !== null) params.set(k, String(v));
+  for (const [k, v] of Object.entries({ ...query, ...extra }))
+    if (v !== undefined && v !== null) params.set(k, String(v));
   for (const [k, v] of repeated) params.append(k, v);
   const qs = params.toString();
   return qs ? `${path}?${qs}` : path;
@@ -68,7 +70,7 @@ export function exportCursorOf(doc: Pick<CanopyDocument, 'session'>): string {
 /** The JSON values of an NDJSON response, as they arrive. */
 export async function* ndjson<T>(res: Response): AsyncGenerator<T> {
   if (!res.body) return;
-  const reader = res.body.getReader();
+  const reader: ReadableStreamDefaultReader<Uint8Array> = res.body.getReader();
   const decoder = new TextDecoder();
   let buffered = '';
   for (;;) {
@@ -95,7 +97,8 @@ export class Catalog {
 
   async count(filter: SessionFilter & { q?: string } = {}): Promise<number> {
     const { q, ...rest } = filter;
-    return (await this.http.request<{ count: number }>('GET', withQuery('/v1/sessions/count', rest, { q }))).count;
+    return (await this.http.request<{ count: number }>('GET', withQuery('/v1/sessions/count', rest, { q })))
+      .count;
   }
 
   import(input: ImportInput): Promise<SessionInfo> {
@@ -117,7 +120,9 @@ export class Catalog {
     options: { format?: ImportInput['format']; userId?: string; model?: string } = {},
   ): Promise<ImportManyResult> {
     const body =
-      typeof documents === 'string' ? documents : [...documents].map((d) => JSON.stringify(d)).join('\n') + '\n';
+      typeof documents === 'string'
+        ? documents
+        : [...documents].map((d) => JSON.stringify(d)).join('\n') + '\n';
     const res = await this.http.send('POST', withQuery('/v1/import', {}, options), {
       rawBody: body,
       headers: { 'content-type': 'application/x-ndjson', accept: 'application/x-ndjson' },

@@ -260,8 +260,16 @@ export class SessionModule {
             return new SessionService(deps);
           },
         },
-        { provide: SessionCatalogStore, inject: [Database], useFactory: (db: Database) => new SessionCatalogStore(db) },
-        { provide: RetentionRepository, inject: [Database], useFactory: (db: Database) => new RetentionRepository(db) },
+        {
+          provide: SessionCatalogStore,
+          inject: [Database],
+          useFactory: (db: Database) => new SessionCatalogStore(db),
+        },
+        {
+          provide: RetentionRepository,
+          inject: [Database],
+          useFactory: (db: Database) => new RetentionRepository(db),
+        },
         {
           provide: SessionCatalogService,
           inject: [SessionService, SessionCatalogStore, LIVE_REGISTRY, EVENT_BUS, RUN_CONTROL],
@@ -276,8 +284,12 @@ export class SessionModule {
         {
           provide: SessionTransferService,
           inject: [SESSION_STORE, SessionCatalogStore, LIVE_REGISTRY, ToolRegistry],
-          useFactory: (store: SessionStore, catalog: SessionCatalogStore, registry: LiveRegistry, tools: ToolRegistry) =>
-            new SessionTransferService(store, catalog, registry, tools),
+          useFactory: (
+            store: SessionStore,
+            catalog: SessionCatalogStore,
+            registry: LiveRegistry,
+            tools: ToolRegistry,
+          ) => new SessionTransferService(store, catalog, registry, tools),
         },
         {
           // The sweep runs where timers run (the embedded api, workers); the service registers it there.

@@ -43,7 +43,11 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
   try {
     await bootstrapRole(pgdata);
     // btree_gin: the session search's index keys on the tenant as well as the words (the migrations create it).
-    const db = await PGlite.create({ dataDir: pgdata, username: EMBEDDED_ROLE, extensions: { btree_gin: btreeGin } });
+    const db = await PGlite.create({
+      dataDir: pgdata,
+      username: EMBEDDED_ROLE,
+      extensions: { btree_gin: btreeGin },
+    });
     // The socket server queues queries and keeps a transaction on the connection that opened it; a few
     // connections absorb a pool reconnecting while the previous connection is still being torn down.
     const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 4 });

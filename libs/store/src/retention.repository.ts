@@ -62,10 +62,12 @@ export class RetentionRepository {
 
   /** Every tenant with a policy that deletes something. */
   async tenantsToSweep(): Promise<Array<{ tenantId: string; policy: RetentionPolicy }>> {
-    const rows = await this.db.withAdminSql('retention sweep: the tenants whose policy deletes sessions', (tx) =>
-      tx.query<TenantRow>(
-        `SELECT ${TENANT_COLUMN_LIST} FROM tenants WHERE retention_delete_after_days IS NOT NULL ORDER BY id`,
-      ),
+    const rows = await this.db.withAdminSql(
+      'retention sweep: the tenants whose policy deletes sessions',
+      (tx) =>
+        tx.query<TenantRow>(
+          `SELECT ${TENANT_COLUMN_LIST} FROM tenants WHERE retention_delete_after_days IS NOT NULL ORDER BY id`,
+        ),
     );
     return rows.map((r) => ({ tenantId: r.id, policy: toView(r).retention }));
   }
@@ -74,7 +76,12 @@ export class RetentionRepository {
    * Deletes up to `batch` of the tenant's idle sessions not updated for the policy's days (pinned ones kept when
    * the policy says so), oldest first; answers their ids.
    */
-  async expireBatch(tenantId: string, policy: RetentionPolicy, batch: number, now = new Date()): Promise<string[]> {
+  async expireBatch(
+    tenantId: string,
+    policy: RetentionPolicy,
+    batch: number,
+    now = new Date(),
+  ): Promise<string[]> {
     if (policy.deleteAfterDays === null) return [];
     const cutoff = new Date(now.getTime() - policy.deleteAfterDays * 86_400_000);
     const pinned = policy.keep === 'pinned' ? raw('AND NOT sessions.pinned') : empty;

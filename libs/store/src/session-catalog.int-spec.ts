@@ -45,7 +45,12 @@ class StatementCountingDatabase extends Database {
 
 beforeAll(async () => {
   testDb = await createTestDatabase();
-  db = new StatementCountingDatabase({ url: testDb.url, poolMax: 4, txMaxWaitMs: 5_000, txTimeoutMs: 20_000 });
+  db = new StatementCountingDatabase({
+    url: testDb.url,
+    poolMax: 4,
+    txMaxWaitMs: 5_000,
+    txTimeoutMs: 20_000,
+  });
   catalog = new SessionCatalogStore(db);
   store = new PrismaSessionStore(db);
   retention = new RetentionRepository(db);
@@ -104,15 +109,23 @@ describe('search', () => {
         metadata: { team: 'ops', tier: 'gold' },
         userId: 'alice',
       }),
-      kubernetes: await make('kubernetes', ['kubernetes rollout of the worker', 'Run kubectl rollout restart.'], {
-        metadata: { team: 'ops', tier: 'silver' },
-        userId: 'bob',
-        model: 'mock:script',
-      }),
-      cooking: await make('cooking', ['A recipe for pancakes', 'Flour, eggs and milk; deploy butter generously.'], {
-        metadata: { team: 'kitchen' },
-        userId: 'alice',
-      }),
+      kubernetes: await make(
+        'kubernetes',
+        ['kubernetes rollout of the worker', 'Run kubectl rollout restart.'],
+        {
+          metadata: { team: 'ops', tier: 'silver' },
+          userId: 'bob',
+          model: 'mock:script',
+        },
+      ),
+      cooking: await make(
+        'cooking',
+        ['A recipe for pancakes', 'Flour, eggs and milk; deploy butter generously.'],
+        {
+          metadata: { team: 'kitchen' },
+          userId: 'alice',
+        },
+      ),
       many: await make(
         'many',
         ['deploy deploy deploy, deploy again', 'deploy', 'and deploy one more time', 'deploy!'],
@@ -125,7 +138,8 @@ describe('search', () => {
 
   const search = (q: string, filter = {}, s = scope, limit = 20, cursor: string | null = null) =>
     catalog.search(s, { q, filter, limit, cursor });
-  const found = async (q: string, filter = {}, s = scope) => (await search(q, filter, s)).data.map((h) => h.session.id);
+  const found = async (q: string, filter = {}, s = scope) =>
+    (await search(q, filter, s)).data.map((h) => h.session.id);
 
   it('finds words, quoted phrases, or and exclusions (websearch syntax), in this tenant only', async () => {
     expect((await found('deploy')).sort()).toEqual([ids.deploy, ids.cooking, ids.many].sort());
@@ -151,18 +165,24 @@ describe('search', () => {
   });
 
   it('combines with the list filters: user, metadata (AND, and any-of), model, status, dates, ids', async () => {
-    expect(await found('deploy', { userId: 'alice' })).toEqual(expect.arrayContaining([ids.deploy, ids.cooking]));
-    expect(await found('deploy', { userId: 'alice', metadata: { team: 'ops' } })).toEqual([ids.deploy]);
-    expect(await found('deploy or kubernetes', { metadata: { team: 'ops', tier: 'gold' } })).toEqual([ids.deploy]);
-    expect((await found('deploy or kubernetes', { metadataAny: { tier: ['gold', 'silver'] } })).sort()).toEqual(
-      [ids.deploy, ids.kubernetes].sort(),
+    expect(await found('deploy', { userId: 'alice' })).toEqual(
+      expect.arrayContaining([ids.deploy, ids.cooking]),
     );
+    expect(await found('deploy', { userId: 'alice', metadata: { team: 'ops' } })).toEqual([ids.deploy]);
+    expect(await found('deploy or kubernetes', { metadata: { team: 'ops', tier: 'gold' } })).toEqual([
+      ids.deploy,
+    ]);
+    expect(
+      (await found('deploy or kubernetes', { metadataAny: { tier: ['gold', 'silver'] } })).sort(),
+    ).toEqual([ids.deploy, ids.kubernetes].sort());
     expect(await found('deploy or kubernetes', { model: 'mock:script' })).toEqual([ids.kubernetes]);
     expect(await found('deploy', { status: ['busy'] })).toEqual([]);
     expect((await found('deploy', { createdBefore: new Date(Date.now() + 60_000) })).length).toBe(3);
     expect(await found('deploy', { updatedAfter: new Date(Date.now() + 60_000) })).toEqual([]);
     expect(await found('deploy', { ids: [ids.cooking] })).toEqual([ids.cooking]);
-    expect((await found('deploy', { excludeIds: [ids.cooking] })).sort()).toEqual([ids.deploy, ids.many].sort());
+    expect((await found('deploy', { excludeIds: [ids.cooking] })).sort()).toEqual(
+      [ids.deploy, ids.many].sort(),
+    );
   });
 
   it("a user scope searches only its user's sessions", async () => {
@@ -180,7 +200,9 @@ describe('search', () => {
       cursor = page.nextCursor;
     } while (cursor);
     expect(seen.sort()).toEqual(Object.values(ids).sort());
-    await expect(search('deploy', {}, scope, 1, 'bm90IGEgY3Vyc29y')).rejects.toMatchObject({ code: 'bad_request' });
+    await expect(search('deploy', {}, scope, 1, 'bm90IGEgY3Vyc29y')).rejects.toMatchObject({
+      code: 'bad_request',
+    });
   });
 
   it('refuses a query with no word to look for', async () => {
@@ -263,7 +285,11 @@ describe('fork', () => {
     const base = linear(['q1', 'a1', 'q2', 'a2']);
     base.nodes.push({ id: 5, parentId: 2, message: userMessage('q2 edited', 2_000), usage: null });
     base.nextNodeId = 6;
-    const source = await catalog.importSession(scope, { ...base, title: 'source', metadata: { team: 'ops' } });
+    const source = await catalog.importSession(scope, {
+      ...base,
+      title: 'source',
+      metadata: { team: 'ops' },
+    });
     const before = await store.loadTree(scope, source.id);
 
     db.statements = 0;
@@ -277,7 +303,9 @@ describe('fork', () => {
       [2, 1],
       [3, 2],
     ]);
-    expect(tree.nodes.map((n) => n.message)).toEqual([1, 2, 5].map((id) => before!.nodes.find((n) => n.id === id)!.message));
+    expect(tree.nodes.map((n) => n.message)).toEqual(
+      [1, 2, 5].map((id) => before!.nodes.find((n) => n.id === id)!.message),
+    );
     expect(tree.nodes[1]!.usage).toEqual(before!.nodes[1]!.usage);
     expect(tree.session).toMatchObject({
       path: [1, 2, 3],
@@ -294,12 +322,21 @@ describe('fork', () => {
     // Default: the active path's tip; title and metadata given.
     const tip = await catalog.fork(scope, { sessionId: source.id, title: 'mine', metadata: { x: 1 } });
     if (!tip.ok) throw new Error(tip.reason);
-    expect(tip.session).toMatchObject({ path: [1, 2, 3, 4], title: 'mine', metadata: { x: 1, forkedFrom: { nodeId: 4 } } });
+    expect(tip.session).toMatchObject({
+      path: [1, 2, 3, 4],
+      title: 'mine',
+      metadata: { x: 1, forkedFrom: { nodeId: 4 } },
+    });
   });
 
   it('works while the source is busy, reading only its committed nodes', async () => {
     const source = await catalog.importSession(scope, linear(['q1', 'a1']));
-    const started = await store.startRun(scope, { sessionId: source.id, kind: 'prompt', input: {}, status: 'running' });
+    const started = await store.startRun(scope, {
+      sessionId: source.id,
+      kind: 'prompt',
+      input: {},
+      status: 'running',
+    });
     expect(started.ok).toBe(true);
     const forked = await catalog.fork(scope, { sessionId: source.id });
     expect(forked.ok && forked.session.path).toEqual([1, 2]);
@@ -307,13 +344,16 @@ describe('fork', () => {
   });
 
   it('answers not_found for an unknown session or another user, node_not_found for an unknown node', async () => {
-    const source = await catalog.importSession(scope, linear(['q1']), );
+    const source = await catalog.importSession(scope, linear(['q1']));
     expect(await catalog.fork(scope, { sessionId: 'nope' })).toEqual({ ok: false, reason: 'not_found' });
     expect(await catalog.fork(userScope(scope.tenantId, 'mallory'), { sessionId: source.id })).toEqual({
       ok: false,
       reason: 'not_found',
     });
-    expect(await catalog.fork(scope, { sessionId: source.id, nodeId: 99 })).toEqual({ ok: false, reason: 'node_not_found' });
+    expect(await catalog.fork(scope, { sessionId: source.id, nodeId: 99 })).toEqual({
+      ok: false,
+      reason: 'node_not_found',
+    });
   });
 
   it('of an empty session is an empty session', async () => {
@@ -326,7 +366,11 @@ describe('fork', () => {
 describe('import', () => {
   it('stores the tree exactly, or nothing at all (a bad node rolls the session back)', async () => {
     const scope = await newTenant();
-    const input = linear(['a', 'b', 'c'], { id: 'imported-1', createdAt: new Date('2020-01-02T03:04:05.678Z'), updatedAt: new Date('2021-01-01T00:00:00.000Z') });
+    const input = linear(['a', 'b', 'c'], {
+      id: 'imported-1',
+      createdAt: new Date('2020-01-02T03:04:05.678Z'),
+      updatedAt: new Date('2021-01-01T00:00:00.000Z'),
+    });
     const session = await catalog.importSession(scope, input);
     expect(session).toMatchObject({ id: 'imported-1', nextNodeId: 4, head: 3 });
     expect(session.createdAt.toISOString()).toBe('2020-01-02T03:04:05.678Z');
@@ -335,7 +379,7 @@ describe('import', () => {
     await expect(catalog.importSession(scope, input)).rejects.toMatchObject({ code: 'already_exists' });
 
     const broken = linear(['x', 'y'], { id: 'broken' });
-    broken.nodes[1] = { ...broken.nodes[1]!, parentId: 7 } as TreeNode;
+    broken.nodes[1] = { ...broken.nodes[1]!, parentId: 7 };
     await expect(catalog.importSession(scope, broken)).rejects.toThrow();
     expect(await store.get(scope, 'broken')).toBeNull();
   });
@@ -361,8 +405,11 @@ describe('retention', () => {
     );
     const othersOld = await make(other);
 
-    expect(await retention.tenant(scope.tenantId)).toMatchObject({ retention: { deleteAfterDays: null, keep: 'pinned' } });
-    const policy = (await retention.setPolicy(scope.tenantId, { deleteAfterDays: 30, keep: 'pinned' })).retention;
+    expect(await retention.tenant(scope.tenantId)).toMatchObject({
+      retention: { deleteAfterDays: null, keep: 'pinned' },
+    });
+    const policy = (await retention.setPolicy(scope.tenantId, { deleteAfterDays: 30, keep: 'pinned' }))
+      .retention;
     expect((await retention.tenantsToSweep()).map((t) => t.tenantId)).toContain(scope.tenantId);
     expect((await retention.tenantsToSweep()).map((t) => t.tenantId)).not.toContain(other.tenantId);
 
@@ -375,7 +422,9 @@ describe('retention', () => {
     for (const id of [pinned, fresh, busy, paused]) expect(await store.exists(scope, id)).toBe(true);
     expect(await store.exists(other, othersOld)).toBe(true);
 
-    expect(await retention.expireBatch(scope.tenantId, { deleteAfterDays: 30, keep: 'none' }, 10)).toEqual([pinned]);
+    expect(await retention.expireBatch(scope.tenantId, { deleteAfterDays: 30, keep: 'none' }, 10)).toEqual([
+      pinned,
+    ]);
     await expect(retention.setPolicy(randomUUID(), policy)).rejects.toMatchObject({ code: 'not_found' });
   });
 });

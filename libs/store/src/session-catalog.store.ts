@@ -177,7 +177,8 @@ export class SessionCatalogStore {
         ON CONFLICT (tenant_id, id) DO NOTHING
         RETURNING ${SESSION_COLUMNS}`,
       );
-      if (!row) throw new CanopyException('already_exists', `session ${id} already exists`, { id, field: 'id' });
+      if (!row)
+        throw new CanopyException('already_exists', `session ${id} already exists`, { id, field: 'id' });
       if (input.nodes.length) {
         // Parents inserted by the same statement satisfy the foreign key, checked at its end.
         await query(
@@ -206,7 +207,9 @@ export class SessionCatalogStore {
     const conditions = filterConditions(scope, filter);
     if (cursor) {
       const after = decodeExportCursor(cursor);
-      conditions.push(sql`(sessions.created_at, sessions.id) > (${after.createdAt}::timestamptz, ${after.id}::text)`);
+      conditions.push(
+        sql`(sessions.created_at, sessions.id) > (${after.createdAt}::timestamptz, ${after.id}::text)`,
+      );
     }
     const rows = await this.db.withTenantSql(scope, (tx) =>
       query<SessionRow & { nodes: NodeJson[] }>(
@@ -221,7 +224,9 @@ export class SessionCatalogStore {
          LIMIT ${clampLimit(limit) + 1}::int`,
       ),
     );
-    const data = rows.slice(0, clampLimit(limit)).map((r) => ({ session: toSession(r), nodes: r.nodes.map(toNode) }));
+    const data = rows
+      .slice(0, clampLimit(limit))
+      .map((r) => ({ session: toSession(r), nodes: r.nodes.map(toNode) }));
     const last = data[data.length - 1];
     return { data, nextCursor: rows.length > data.length && last ? exportCursorOf(last.session) : null };
   }
@@ -255,7 +260,10 @@ export class SessionCatalogStore {
     if (ids.length === 0) return [];
     const conditions = [...filterConditions(scope, { ids }), sql`sessions.status <> 'busy'`];
     const rows = await this.db.withTenantSql(scope, (tx) =>
-      query<{ id: string }>(tx, sql`DELETE FROM sessions WHERE ${join(conditions, ' AND ')} RETURNING sessions.id`),
+      query<{ id: string }>(
+        tx,
+        sql`DELETE FROM sessions WHERE ${join(conditions, ' AND ')} RETURNING sessions.id`,
+      ),
     );
     return rows.map((r) => r.id);
   }
@@ -267,15 +275,23 @@ function clampLimit(limit: number): number {
 
 /** Where an export stands after this session: resume with it as `cursor` (public: the SDK computes it too). */
 export function exportCursorOf(session: { createdAt: Date | string; id: string }): string {
-  const createdAt = typeof session.createdAt === 'string' ? session.createdAt : session.createdAt.toISOString();
+  const createdAt =
+    typeof session.createdAt === 'string' ? session.createdAt : session.createdAt.toISOString();
   return Buffer.from(JSON.stringify({ createdAt, id: session.id })).toString('base64url');
 }
 
 function decodeExportCursor(cursor: string): { createdAt: string; id: string } {
   try {
-    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { createdAt?: unknown; id?: unknown };
+    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as {
+      createdAt?: unknown;
+      id?: unknown;
+    };
     const at = new Date(typeof parsed.createdAt === 'string' ? parsed.createdAt : '');
-    if (!Number.isNaN(at.getTime()) && typeof parsed.id === 'string' && /^[A-Za-z0-9_-]{1,128}$/.test(parsed.id)) {
+    if (
+      !Number.isNaN(at.getTime()) &&
+      typeof parsed.id === 'string' &&
+      /^[A-Za-z0-9_-]{1,128}$/.test(parsed.id)
+    ) {
       return { createdAt: at.toISOString(), id: parsed.id };
     }
   } catch {

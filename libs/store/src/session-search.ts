@@ -48,10 +48,13 @@ export async function declareSearch(tx: SqlTx, q: string): Promise<void> {
           FROM websearch_to_tsquery('simple', ${q}::text) AS parsed`,
   );
   if (!row || row.size === 0 || row.tree === 'T') {
-    throw CanopyException.badRequest('the search has no word to look for (only excluded words or punctuation)', {
-      field: 'q',
-      issues: [{ path: 'q', message: 'no word to look for' }],
-    });
+    throw CanopyException.badRequest(
+      'the search has no word to look for (only excluded words or punctuation)',
+      {
+        field: 'q',
+        issues: [{ path: 'q', message: 'no word to look for' }],
+      },
+    );
   }
 }
 
@@ -103,27 +106,34 @@ export async function searchPage(
       ) AS headline ON true
      ORDER BY page.rank DESC, page.updated_at DESC, page.id DESC`,
   );
-  const data = rows.slice(0, limit).map(
-    (r): SearchHit => ({
-      session: toSession(r),
-      rank: r.rank,
-      nodeIds: r.node_ids,
-      matches: Number(r.matches),
-      snippet: { nodeId: r.node_ids[0] ?? 0, ...marked(r.snippet ?? '') },
-    }),
-  );
+  const data = rows.slice(0, limit).map((r): SearchHit => ({
+    session: toSession(r),
+    rank: r.rank,
+    nodeIds: r.node_ids,
+    matches: Number(r.matches),
+    snippet: { nodeId: r.node_ids[0] ?? 0, ...marked(r.snippet ?? '') },
+  }));
   const last = data[data.length - 1];
   return {
     data,
     nextCursor:
       rows.length > limit && last
-        ? encodeSearchCursor({ rank: last.rank, updatedAt: last.session.updatedAt.toISOString(), id: last.session.id })
+        ? encodeSearchCursor({
+            rank: last.rank,
+            updatedAt: last.session.updatedAt.toISOString(),
+            id: last.session.id,
+          })
         : null,
   };
 }
 
 /** Sessions matching the filter (and the search, when one was declared in this transaction). */
-export async function countSessions(tx: SqlTx, scope: Scope, filter: SessionFilter, searching: boolean): Promise<number> {
+export async function countSessions(
+  tx: SqlTx,
+  scope: Scope,
+  filter: SessionFilter,
+  searching: boolean,
+): Promise<number> {
   const conditions = filterConditions(scope, filter);
   const [row] = searching
     ? await query<{ count: string }>(
@@ -136,7 +146,10 @@ export async function countSessions(tx: SqlTx, scope: Scope, filter: SessionFilt
           JOIN sessions ON sessions.tenant_id = ${scope.tenantId}::uuid AND sessions.id = matched.session_id
          WHERE ${join(conditions, ' AND ')}`,
       )
-    : await query<{ count: string }>(tx, sql`SELECT count(*) AS count FROM sessions WHERE ${join(conditions, ' AND ')}`);
+    : await query<{ count: string }>(
+        tx,
+        sql`SELECT count(*) AS count FROM sessions WHERE ${join(conditions, ' AND ')}`,
+      );
   return Number(row?.count ?? 0);
 }
 

@@ -12,27 +12,55 @@ const word = fc.stringMatching(/^[a-z]{1,10}$/);
 const textBlock = text.map((t): Block => ({ type: 'text', text: t }));
 const thinkingBlock = fc
   .record({ text, signature: fc.option(word, { nil: undefined }) })
-  .map(({ text: t, signature }): Block => ({ type: 'thinking', text: t, ...(signature ? { signature } : {}) }));
+  .map(({ text: t, signature }): Block => ({
+    type: 'thinking',
+    text: t,
+    ...(signature ? { signature } : {}),
+  }));
 const toolUseBlock = fc
-  .record({ id: word, name: fc.stringMatching(/^[a-z][a-z_]{0,12}$/), input: fc.dictionary(word, fc.oneof(word, fc.integer())) })
+  .record({
+    id: word,
+    name: fc.stringMatching(/^[a-z][a-z_]{0,12}$/),
+    input: fc.dictionary(word, fc.oneof(word, fc.integer())),
+  })
   .map((b): Block => ({ type: 'tool_use', ...b }));
 const attachment = fc
-  .record({ mediaType: fc.constantFrom('image/png', 'application/pdf', 'text/plain'), data: fc.base64String({ maxLength: 16 }) })
+  .record({
+    mediaType: fc.constantFrom('image/png', 'application/pdf', 'text/plain'),
+    data: fc.base64String({ maxLength: 16 }),
+  })
   .map((a) => ({ type: 'attachment' as const, ...a }));
 const toolResultBlock = fc
   .record({
     toolUseId: word,
-    content: fc.oneof(text, fc.array(textBlock, { maxLength: 2 }) as fc.Arbitrary<Array<{ type: 'text'; text: string }>>),
+    content: fc.oneof(
+      text,
+      fc.array(textBlock, { maxLength: 2 }) as fc.Arbitrary<Array<{ type: 'text'; text: string }>>,
+    ),
     isError: fc.boolean(),
   })
   .map((b): Block => ({ type: 'tool_result', ...b }));
 
-const userContent = fc.array(fc.oneof(textBlock, attachment as fc.Arbitrary<Block>, toolResultBlock), { minLength: 1, maxLength: 3 });
-const assistantContent = fc.array(fc.oneof(textBlock, thinkingBlock, toolUseBlock), { minLength: 1, maxLength: 3 });
+const userContent = fc.array(fc.oneof(textBlock, attachment as fc.Arbitrary<Block>, toolResultBlock), {
+  minLength: 1,
+  maxLength: 3,
+});
+const assistantContent = fc.array(fc.oneof(textBlock, thinkingBlock, toolUseBlock), {
+  minLength: 1,
+  maxLength: 3,
+});
 
 export const messageArb: fc.Arbitrary<Message> = fc.oneof(
-  fc.record({ role: fc.constant('user' as const), content: userContent, timestamp: fc.integer({ min: 0, max: 4e12 }) }),
-  fc.record({ role: fc.constant('assistant' as const), content: assistantContent, timestamp: fc.integer({ min: 0, max: 4e12 }) }),
+  fc.record({
+    role: fc.constant('user' as const),
+    content: userContent,
+    timestamp: fc.integer({ min: 0, max: 4e12 }),
+  }),
+  fc.record({
+    role: fc.constant('assistant' as const),
+    content: assistantContent,
+    timestamp: fc.integer({ min: 0, max: 4e12 }),
+  }),
 );
 
 export const usageArb: fc.Arbitrary<Usage | null> = fc.option(
@@ -59,7 +87,9 @@ export function canopyDocumentArb(maxNodes = 12): fc.Arbitrary<CanopyDocument> {
       reserve: fc.nat(3),
       title: fc.option(text, { nil: null }),
       system: fc.option(text, { nil: null }),
-      metadata: fc.dictionary(word, fc.oneof(word, fc.integer(), fc.boolean(), fc.constant(null)), { maxKeys: 3 }),
+      metadata: fc.dictionary(word, fc.oneof(word, fc.integer(), fc.boolean(), fc.constant(null)), {
+        maxKeys: 3,
+      }),
       userId: fc.option(word, { nil: null }),
       pinned: fc.boolean(),
       createdAt: isoDate,
@@ -73,7 +103,8 @@ export function canopyDocumentArb(maxNodes = 12): fc.Arbitrary<CanopyDocument> {
       });
       const path: NodeId[] = [];
       if (nodes.length) {
-        for (let id: NodeId | null = (r.tip % nodes.length) + 1; id !== null; id = nodes[id - 1]!.parentId) path.unshift(id);
+        for (let id: NodeId | null = (r.tip % nodes.length) + 1; id !== null; id = nodes[id - 1]!.parentId)
+          path.unshift(id);
       }
       const cursors: Record<string, NodeId> = {};
       for (const n of nodes) if (n.parentId !== null) cursors[String(n.parentId)] = n.id; // the newest child

@@ -28,7 +28,8 @@ export class SessionBulkController {
   @Post('cancel')
   @HttpCode(200)
   @ApiOperation({
-    summary: 'Cancel the runs in flight of sessions by ids or by filter (at most 500 a call): {cancelled, runIds, more}',
+    summary:
+      'Cancel the runs in flight of sessions by ids or by filter (at most 500 a call): {cancelled, runIds, more}',
   })
   cancel(@CurrentScope() scope: Scope, @Body() body: BulkTargetDto) {
     return this.catalog.cancelMany(scope, target(body));

@@ -41,7 +41,9 @@ export function filterFromQuery(query: FilterQuery, req: Request): CatalogFilter
     else metadata[name] = values[0]!;
   }
   if (Object.keys(metadata).length + Object.keys(metadataAny).length > MAX_METADATA_FILTERS) {
-    throw CanopyException.badRequest(`at most ${MAX_METADATA_FILTERS} metadata filters`, { field: 'metadata' });
+    throw CanopyException.badRequest(`at most ${MAX_METADATA_FILTERS} metadata filters`, {
+      field: 'metadata',
+    });
   }
   return {
     ...(query.userId !== undefined ? { userId: query.userId } : {}),

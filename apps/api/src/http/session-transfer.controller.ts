@@ -108,21 +108,29 @@ export class SessionTransferController {
     @Res() res: Response,
   ): Promise<void> {
     const type = req.headers['content-type'] ?? '';
-    if ((req as { _body?: boolean })._body || !/^(application\/(x-)?ndjson|application\/jsonl|text\/plain)\b/i.test(type)) {
+    if (
+      (req as { _body?: boolean })._body ||
+      !/^(application\/(x-)?ndjson|application\/jsonl|text\/plain)\b/i.test(type)
+    ) {
       throw new CanopyException('unsupported_media_type', `send NDJSON (content-type ${NDJSON})`);
     }
-    const reports = this.transfer.importLines(scope, ndjsonLines(req, bytesOf(this.config.http.importBodyLimit)), {
-      format: query.format,
-      ...(query.userId !== undefined ? { userId: query.userId } : {}),
-      ...(query.model !== undefined ? { model: query.model } : {}),
-    });
+    const reports = this.transfer.importLines(
+      scope,
+      ndjsonLines(req, bytesOf(this.config.http.importBodyLimit)),
+      {
+        format: query.format,
+        ...(query.userId !== undefined ? { userId: query.userId } : {}),
+        ...(query.model !== undefined ? { model: query.model } : {}),
+      },
+    );
     res.status(200).type(NDJSON);
     try {
       for await (const report of reports) await writeLine(res, report);
     } catch (err) {
       // A failure that is no bad line (the database went away): said on a last line; lines reported ok before it
       // are imported, the rest are not.
-      const unavailable = err instanceof CanopyException ? err : CanopyException.unavailable('import interrupted');
+      const unavailable =
+        err instanceof CanopyException ? err : CanopyException.unavailable('import interrupted');
       await writeLine(res, { ok: false, error: { code: unavailable.code, message: unavailable.message } });
     }
     res.end();

@@ -1,6 +1,18 @@
 // Sessions: create, list, read, update (pinned too), close, delete.
 
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query, Req } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Patch,
+  Post,
+  Query,
+  Req,
+} from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import type { Scope } from '@canopy/core';
@@ -34,7 +46,11 @@ export class SessionsController {
   async list(@CurrentScope() scope: Scope, @Query() query: ListSessionsQueryDto, @Req() req: Request) {
     const filter = await resolveFilter(scope, filterFromQuery(query, req), this.registry);
     if (!filter) return { data: [], nextCursor: null };
-    const page = await this.sessions.list(scope, { limit: query.limit, cursor: query.cursor ?? null, ...filter });
+    const page = await this.sessions.list(scope, {
+      limit: query.limit,
+      cursor: query.cursor ?? null,
+      ...filter,
+    });
     return { data: page.data.map(sessionView), nextCursor: page.nextCursor };
   }
 

@@ -52,7 +52,9 @@ export const sessionFilterSchema = z
     status: z.array(z.enum(STATUSES)).min(1).max(3).optional(),
     pinned: z.boolean().optional(),
     metadata: z.record(z.string().min(1).max(100), z.string().max(1_000)).optional(),
-    metadataAny: z.record(z.string().min(1).max(100), z.array(z.string().max(1_000)).min(1).max(50)).optional(),
+    metadataAny: z
+      .record(z.string().min(1).max(100), z.array(z.string().max(1_000)).min(1).max(50))
+      .optional(),
     createdAfter: isoDateTime.optional(),
     createdBefore: isoDateTime.optional(),
     updatedAfter: isoDateTime.optional(),
@@ -76,7 +78,9 @@ export const bulkTargetSchema = z
     limit: z.number().int().min(1).max(BULK_MAX).optional(),
   })
   .strict()
-  .refine((b) => (b.ids === undefined) !== (b.filter === undefined), { message: 'give either ids or filter' });
+  .refine((b) => (b.ids === undefined) !== (b.filter === undefined), {
+    message: 'give either ids or filter',
+  });
 
 export const forkSchema = z
   .object({

@@ -29,7 +29,11 @@ export interface AnthropicExport {
   messages: Array<{ role: 'user' | 'assistant'; content: AnthropicBlock[] }>;
 }
 
-export function toAnthropic(model: string, system: string | null, messages: readonly Message[]): AnthropicExport {
+export function toAnthropic(
+  model: string,
+  system: string | null,
+  messages: readonly Message[],
+): AnthropicExport {
   return {
     model: providerModel(model),
     ...(system ? { system } : {}),
@@ -42,7 +46,11 @@ function toBlock(b: Block): AnthropicBlock {
     case 'text':
       return { type: 'text', text: b.text };
     case 'thinking':
-      return { type: 'thinking', thinking: b.text, ...(b.signature !== undefined ? { signature: b.signature } : {}) };
+      return {
+        type: 'thinking',
+        thinking: b.text,
+        ...(b.signature !== undefined ? { signature: b.signature } : {}),
+      };
     case 'tool_use':
       return { type: 'tool_use', id: b.id, name: b.name, input: b.input };
     case 'tool_result':
@@ -59,7 +67,9 @@ function toBlock(b: Block): AnthropicBlock {
 
 function attachmentBlock(a: AttachmentBlock): AnthropicBlock {
   const source: Source =
-    a.url !== undefined ? { type: 'url', url: a.url } : { type: 'base64', media_type: a.mediaType, data: a.data ?? '' };
+    a.url !== undefined
+      ? { type: 'url', url: a.url }
+      : { type: 'base64', media_type: a.mediaType, data: a.data ?? '' };
   if (a.mediaType.startsWith('image/')) return { type: 'image', source };
   return { type: 'document', source, ...(a.name ? { title: a.name } : {}) };
 }
@@ -74,7 +84,8 @@ export function fromAnthropic(data: unknown, now: number, base = 'data'): Conver
     list = data.messages;
     listPath = fieldPath(base, 'messages');
     if (typeof data.model === 'string' && data.model) model = `anthropic:${data.model}`;
-    if (data.system !== undefined && data.system !== null) system = systemText(data.system, fieldPath(base, 'system'));
+    if (data.system !== undefined && data.system !== null)
+      system = systemText(data.system, fieldPath(base, 'system'));
   }
   if (!Array.isArray(list)) throw new FormatError(listPath, 'expected an array of messages');
   const messages: Message[] = [];
@@ -82,12 +93,18 @@ export function fromAnthropic(data: unknown, now: number, base = 'data'): Conver
     const at = fieldPath(listPath, i);
     if (!isRecord(raw)) throw new FormatError(at, 'expected a message object');
     if (raw.role !== 'user' && raw.role !== 'assistant') {
-      throw new FormatError(fieldPath(at, 'role'), `expected "user" or "assistant", got ${JSON.stringify(raw.role)}`);
+      throw new FormatError(
+        fieldPath(at, 'role'),
+        `expected "user" or "assistant", got ${JSON.stringify(raw.role)}`,
+      );
     }
     const content = blocksOf(raw.content, fieldPath(at, 'content'));
     if (content.length) messages.push({ role: raw.role, content, timestamp: now });
   });
-  return { session: { title: null, system, metadata: {}, ...(model ? { model } : {}) }, tree: linearTree(messages) };
+  return {
+    session: { title: null, system, metadata: {}, ...(model ? { model } : {}) },
+    tree: linearTree(messages),
+  };
 }
 
 function systemText(system: unknown, at: string): string {
@@ -132,9 +149,9 @@ function blocksOf(content: unknown, at: string): Block[] {
           content:
             typeof inner === 'string'
               ? inner
-              : (blocksOf(inner, fieldPath(bat, 'content')).filter(
-                  (x) => x.type === 'text' || x.type === 'attachment',
-                ) as Array<TextBlock | AttachmentBlock>),
+              : blocksOf(inner, fieldPath(bat, 'content')).filter(
+                  (x): x is TextBlock | AttachmentBlock => x.type === 'text' || x.type === 'attachment',
+                ),
           isError: b.is_error === true,
         });
         break;
@@ -157,7 +174,12 @@ function sourceAttachment(b: Record<string, unknown>, at: string): AttachmentBlo
   const name = typeof b.title === 'string' ? { name: b.title } : {};
   if (source.type === 'url') {
     const fallback = b.type === 'image' ? 'image/*' : 'application/pdf';
-    return { type: 'attachment', mediaType: fallback, url: requireString(source.url, fieldPath(sat, 'url')), ...name };
+    return {
+      type: 'attachment',
+      mediaType: fallback,
+      url: requireString(source.url, fieldPath(sat, 'url')),
+      ...name,
+    };
   }
   if (source.type === 'base64' || source.type === 'text') {
     return {

@@ -46,7 +46,12 @@ export const MAX_IMPORT_NODES = 100_000;
 /** A session (with `pinned`) and its tree as a canopy document. Nodes in id order. */
 export function toCanopyDocument(
   session: Omit<SessionInfo, 'pinned'> & { pinned?: boolean },
-  tree: { nodes: readonly TreeNode[]; path: readonly NodeId[]; cursors: Record<string, NodeId>; nextId: NodeId },
+  tree: {
+    nodes: readonly TreeNode[];
+    path: readonly NodeId[];
+    cursors: Record<string, NodeId>;
+    nextId: NodeId;
+  },
 ): CanopyDocument {
   const nodes = [...tree.nodes]
     .sort((a, b) => a.id - b.id)
@@ -132,7 +137,10 @@ export function fromCanopyDocument(data: unknown, base = 'data'): Conversation {
   const parsed = canopyDocumentSchema.safeParse(data);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new FormatError(issue.path.reduce<string>((p, k) => fieldPath(p, k as string | number), base), issue.message);
+    throw new FormatError(
+      issue.path.reduce<string>((p, k) => fieldPath(p, k as string | number), base),
+      issue.message,
+    );
   }
   const doc = parsed.data;
   const at = (...keys: Array<string | number>) => keys.reduce<string>((p, k) => fieldPath(p, k), base);
@@ -141,12 +149,15 @@ export function fromCanopyDocument(data: unknown, base = 'data'): Conversation {
   doc.tree.nodes.forEach((n, i) => {
     if (byId.has(n.id)) throw new FormatError(at('tree', 'nodes', i, 'id'), `duplicate node id ${n.id}`);
     if (n.parentId !== null && n.parentId >= n.id) {
-      throw new FormatError(at('tree', 'nodes', i, 'parentId'), `a parent must be older (smaller id) than its child`);
+      throw new FormatError(
+        at('tree', 'nodes', i, 'parentId'),
+        `a parent must be older (smaller id) than its child`,
+      );
     }
     byId.set(n.id, {
       id: n.id,
       parentId: n.parentId,
-      message: n.message as Message,
+      message: n.message,
       usage: n.usage ? makeUsage(n.usage) : null,
     });
     if (n.id > maxId) maxId = n.id;
@@ -160,15 +171,20 @@ export function fromCanopyDocument(data: unknown, base = 'data'): Conversation {
     const node = byId.get(id);
     if (!node) throw new FormatError(at('tree', 'path', i), `unknown node ${id}`);
     const expected = i === 0 ? null : doc.tree.path[i - 1];
-    if (node.parentId !== expected) throw new FormatError(at('tree', 'path', i), 'the path is not a parent chain from a root');
+    if (node.parentId !== expected)
+      throw new FormatError(at('tree', 'path', i), 'the path is not a parent chain from a root');
   });
   for (const [key, child] of Object.entries(doc.tree.cursors)) {
     if (byId.get(child)?.parentId !== Number(key)) {
-      throw new FormatError(at('tree', 'cursors', key), `cursor ${key} -> ${child} does not point at a child`);
+      throw new FormatError(
+        at('tree', 'cursors', key),
+        `cursor ${key} -> ${child} does not point at a child`,
+      );
     }
   }
   const nextId = doc.tree.nextId ?? maxId + 1;
-  if (nextId <= maxId) throw new FormatError(at('tree', 'nextId'), `must be above the highest node id (${maxId})`);
+  if (nextId <= maxId)
+    throw new FormatError(at('tree', 'nextId'), `must be above the highest node id (${maxId})`);
   const s = doc.session;
   return {
     session: {

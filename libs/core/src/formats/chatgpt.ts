@@ -20,23 +20,34 @@ export function fromChatGpt(data: unknown, now: number, base = 'data'): Conversa
   if (!isRecord(data)) throw new FormatError(base, 'expected a conversation object');
   const mapping = data.mapping;
   const mapAt = fieldPath(base, 'mapping');
-  if (!isRecord(mapping)) throw new FormatError(mapAt, 'expected the conversation mapping (an object of nodes)');
+  if (!isRecord(mapping))
+    throw new FormatError(mapAt, 'expected the conversation mapping (an object of nodes)');
   const entries = new Map<string, Entry>();
   for (const [key, raw] of Object.entries(mapping)) {
     const at = fieldPath(mapAt, key);
     if (!isRecord(raw)) throw new FormatError(at, 'expected a node');
     const parent = raw.parent === null || raw.parent === undefined ? null : raw.parent;
-    if (parent !== null && typeof parent !== 'string') throw new FormatError(fieldPath(at, 'parent'), 'expected a node id or null');
+    if (parent !== null && typeof parent !== 'string')
+      throw new FormatError(fieldPath(at, 'parent'), 'expected a node id or null');
     const children = raw.children === undefined ? [] : raw.children;
     if (!Array.isArray(children) || !children.every((c) => typeof c === 'string'))
       throw new FormatError(fieldPath(at, 'children'), 'expected an array of node ids');
-    const message = raw.message === null || raw.message === undefined ? null : toMessage(raw.message, fieldPath(at, 'message'), now);
-    const created = isRecord(raw.message) && typeof raw.message.create_time === 'number' ? raw.message.create_time * 1000 : now;
-    entries.set(key, { key, parent, children: children as string[], message, created });
+    const message =
+      raw.message === null || raw.message === undefined
+        ? null
+        : toMessage(raw.message, fieldPath(at, 'message'), now);
+    const created =
+      isRecord(raw.message) && typeof raw.message.create_time === 'number'
+        ? raw.message.create_time * 1000
+        : now;
+    entries.set(key, { key, parent, children: children, message, created });
   }
   for (const e of entries.values()) {
     if (e.parent !== null && !entries.has(e.parent))
-      throw new FormatError(fieldPath(fieldPath(mapAt, e.key), 'parent'), `unknown node ${JSON.stringify(e.parent)}`);
+      throw new FormatError(
+        fieldPath(fieldPath(mapAt, e.key), 'parent'),
+        `unknown node ${JSON.stringify(e.parent)}`,
+      );
   }
 
   // Walk from the roots, parents before children, children in creation order; every kept node gets the next id.
@@ -47,7 +58,8 @@ export function fromChatGpt(data: unknown, now: number, base = 'data'): Conversa
   const seen = new Set<string>();
   while (stack.length) {
     const { e, parent } = stack.pop()!;
-    if (seen.has(e.key)) throw new FormatError(fieldPath(mapAt, e.key), 'the mapping is not a tree (a node is reached twice)');
+    if (seen.has(e.key))
+      throw new FormatError(fieldPath(mapAt, e.key), 'the mapping is not a tree (a node is reached twice)');
     seen.add(e.key);
     let here = parent;
     if (e.message) {
@@ -60,7 +72,8 @@ export function fromChatGpt(data: unknown, now: number, base = 'data'): Conversa
     const kids = [...entries.values()].filter((c) => c.parent === e.key).sort(byCreation);
     for (let i = kids.length - 1; i >= 0; i--) stack.push({ e: kids[i]!, parent: here });
   }
-  if (seen.size !== entries.size) throw new FormatError(mapAt, 'the mapping has a cycle (nodes not reachable from a root)');
+  if (seen.size !== entries.size)
+    throw new FormatError(mapAt, 'the mapping has a cycle (nodes not reachable from a root)');
 
   // The active path: the kept ancestors of current_node (or of the newest node), root first.
   const byId = new Map(nodes.map((n) => [n.id, n]));
@@ -74,9 +87,16 @@ export function fromChatGpt(data: unknown, now: number, base = 'data'): Conversa
   for (let i = 1; i < path.length; i++) cursors[String(path[i - 1])] = path[i]!;
 
   const title = typeof data.title === 'string' ? data.title.slice(0, 500) : null;
-  const id = typeof data.conversation_id === 'string' ? data.conversation_id : typeof data.id === 'string' ? data.id : null;
-  const slug = typeof data.default_model_slug === 'string' && data.default_model_slug ? data.default_model_slug : null;
-  const time = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? new Date(v * 1000).toISOString() : undefined);
+  const id =
+    typeof data.conversation_id === 'string'
+      ? data.conversation_id
+      : typeof data.id === 'string'
+        ? data.id
+        : null;
+  const slug =
+    typeof data.default_model_slug === 'string' && data.default_model_slug ? data.default_model_slug : null;
+  const time = (v: unknown) =>
+    typeof v === 'number' && Number.isFinite(v) ? new Date(v * 1000).toISOString() : undefined;
   const createdAt = time(data.create_time);
   const updatedAt = time(data.update_time);
   return {
@@ -109,11 +129,20 @@ function toMessage(raw: unknown, at: string, now: number): Message | null {
   const type = content.content_type;
   if (type === 'text' || type === 'multimodal_text') {
     const parts = content.parts;
-    if (!Array.isArray(parts)) throw new FormatError(fieldPath(fieldPath(at, 'content'), 'parts'), 'expected an array');
+    if (!Array.isArray(parts))
+      throw new FormatError(fieldPath(fieldPath(at, 'content'), 'parts'), 'expected an array');
     const text = parts.filter((p): p is string => typeof p === 'string').join('\n\n');
     if (text.trim()) blocks.push({ type: 'text', text });
   } else if (type === 'code' && typeof content.text === 'string') {
-    blocks.push({ type: 'text', text: '```' + (typeof content.language === 'string' ? content.language : '') + '\n' + content.text + '\n```' });
+    blocks.push({
+      type: 'text',
+      text:
+        '```' +
+        (typeof content.language === 'string' ? content.language : '') +
+        '\n' +
+        content.text +
+        '\n```',
+    });
   } else if (type === 'thoughts' && Array.isArray(content.thoughts)) {
     const text = content.thoughts
       .map((t: unknown) => (isRecord(t) && typeof t.content === 'string' ? t.content : ''))
@@ -122,6 +151,9 @@ function toMessage(raw: unknown, at: string, now: number): Message | null {
     if (text) blocks.push({ type: 'thinking', text });
   }
   if (blocks.length === 0) return null;
-  const timestamp = typeof raw.create_time === 'number' && Number.isFinite(raw.create_time) ? Math.round(raw.create_time * 1000) : now;
+  const timestamp =
+    typeof raw.create_time === 'number' && Number.isFinite(raw.create_time)
+      ? Math.round(raw.create_time * 1000)
+      : now;
   return { role: author, content: blocks, timestamp };
 }

@@ -22,9 +22,21 @@ describe('the canopy format', () => {
     fc.assert(
       fc.property(canopyDocumentArb(), (doc) => {
         const read = fromCanopyDocument(JSON.parse(JSON.stringify(doc)));
-        const info = { ...read.session, model: read.session.model!, opts: {}, tools: [], status: 'idle' as const };
+        const info = {
+          ...read.session,
+          model: read.session.model!,
+          opts: {},
+          tools: [],
+          status: 'idle' as const,
+        };
         const again = toCanopyDocument(
-          { ...info, id: doc.session.id, userId: read.session.userId ?? null, createdAt: read.session.createdAt!, updatedAt: read.session.updatedAt! },
+          {
+            ...info,
+            id: doc.session.id,
+            userId: read.session.userId ?? null,
+            createdAt: read.session.createdAt!,
+            updatedAt: read.session.updatedAt!,
+          },
           read.tree,
         );
         expect(again).toEqual(normalized(doc));
@@ -37,12 +49,48 @@ describe('the canopy format', () => {
     const base = (tree: unknown) => ({ format: 'canopy', version: 1, session: {}, tree });
     const message = { role: 'user', content: [], timestamp: 0 };
     const cases: Array<[unknown, string]> = [
-      [base({ nodes: [{ id: 1, parentId: null, message }, { id: 1, parentId: null, message }], path: [], cursors: {} }), 'data.tree.nodes[1].id'],
-      [base({ nodes: [{ id: 2, parentId: 2, message }], path: [], cursors: {} }), 'data.tree.nodes[0].parentId'],
-      [base({ nodes: [{ id: 1, parentId: null, message }, { id: 2, parentId: null, message }], path: [1, 2], cursors: {} }), 'data.tree.path[1]'],
-      [base({ nodes: [{ id: 1, parentId: null, message }], path: [], cursors: { '1': 1 } }), 'data.tree.cursors["1"]'],
-      [base({ nodes: [{ id: 3, parentId: null, message }], path: [], cursors: {}, nextId: 2 }), 'data.tree.nextId'],
-      [base({ nodes: [{ id: 1, parentId: null, message: { ...message, role: 'tool' } }], path: [], cursors: {} }), 'data.tree.nodes[0].message.role'],
+      [
+        base({
+          nodes: [
+            { id: 1, parentId: null, message },
+            { id: 1, parentId: null, message },
+          ],
+          path: [],
+          cursors: {},
+        }),
+        'data.tree.nodes[1].id',
+      ],
+      [
+        base({ nodes: [{ id: 2, parentId: 2, message }], path: [], cursors: {} }),
+        'data.tree.nodes[0].parentId',
+      ],
+      [
+        base({
+          nodes: [
+            { id: 1, parentId: null, message },
+            { id: 2, parentId: null, message },
+          ],
+          path: [1, 2],
+          cursors: {},
+        }),
+        'data.tree.path[1]',
+      ],
+      [
+        base({ nodes: [{ id: 1, parentId: null, message }], path: [], cursors: { '1': 1 } }),
+        'data.tree.cursors["1"]',
+      ],
+      [
+        base({ nodes: [{ id: 3, parentId: null, message }], path: [], cursors: {}, nextId: 2 }),
+        'data.tree.nextId',
+      ],
+      [
+        base({
+          nodes: [{ id: 1, parentId: null, message: { ...message, role: 'tool' } }],
+          path: [],
+          cursors: {},
+        }),
+        'data.tree.nodes[0].message.role',
+      ],
       [{ ...base({ nodes: [], path: [], cursors: {} }), version: 2 }, 'data.version'],
     ];
     for (const [doc, field] of cases) {
@@ -61,14 +109,18 @@ describe('the canopy format', () => {
 describe('the anthropic format', () => {
   it('round-trips every block of a linear conversation (property)', () => {
     fc.assert(
-      fc.property(fc.array(messageArb, { maxLength: 8 }), fc.option(fc.string({ minLength: 1 }), { nil: null }), (messages, system) => {
-        const exported = JSON.parse(JSON.stringify(toAnthropic('anthropic:claude-x', system, messages)));
-        const read = fromAnthropic(exported, NOW);
-        expect(read.session.model).toBe('anthropic:claude-x');
-        expect(read.session.system).toBe(system);
-        expect(read.tree.nodes.map((n) => n.message)).toEqual(messages.map(at));
-        expect(read.tree.path).toEqual(read.tree.nodes.map((n) => n.id));
-      }),
+      fc.property(
+        fc.array(messageArb, { maxLength: 8 }),
+        fc.option(fc.string({ minLength: 1 }), { nil: null }),
+        (messages, system) => {
+          const exported = JSON.parse(JSON.stringify(toAnthropic('anthropic:claude-x', system, messages)));
+          const read = fromAnthropic(exported, NOW);
+          expect(read.session.model).toBe('anthropic:claude-x');
+          expect(read.session.system).toBe(system);
+          expect(read.tree.nodes.map((n) => n.message)).toEqual(messages.map(at));
+          expect(read.tree.path).toEqual(read.tree.nodes.map((n) => n.id));
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -76,9 +128,32 @@ describe('the anthropic format', () => {
 
 describe('the openai format', () => {
   const conversation: Message[] = [
-    { role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'attachment', mediaType: 'image/png', data: 'aGk=' }], timestamp: 1 },
-    { role: 'assistant', content: [{ type: 'thinking', text: 'hmm' }, { type: 'text', text: 'calling' }, { type: 'tool_use', id: 'c1', name: 'f', input: { a: 1 } }, { type: 'tool_use', id: 'c2', name: 'g', input: {} }], timestamp: 2 },
-    { role: 'user', content: [{ type: 'tool_result', toolUseId: 'c1', content: 'one', isError: false }, { type: 'tool_result', toolUseId: 'c2', content: [{ type: 'text', text: 'two' }], isError: false }], timestamp: 3 },
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'look' },
+        { type: 'attachment', mediaType: 'image/png', data: 'aGk=' },
+      ],
+      timestamp: 1,
+    },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'thinking', text: 'hmm' },
+        { type: 'text', text: 'calling' },
+        { type: 'tool_use', id: 'c1', name: 'f', input: { a: 1 } },
+        { type: 'tool_use', id: 'c2', name: 'g', input: {} },
+      ],
+      timestamp: 2,
+    },
+    {
+      role: 'user',
+      content: [
+        { type: 'tool_result', toolUseId: 'c1', content: 'one', isError: false },
+        { type: 'tool_result', toolUseId: 'c2', content: [{ type: 'text', text: 'two' }], isError: false },
+      ],
+      timestamp: 3,
+    },
     { role: 'assistant', content: [{ type: 'text', text: 'done' }], timestamp: 4 },
   ];
 
@@ -87,7 +162,13 @@ describe('the openai format', () => {
       model: 'gpt-4o',
       messages: [
         { role: 'system', content: 'sys' },
-        { role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,aGk=' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'look' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,aGk=' } },
+          ],
+        },
         {
           role: 'assistant',
           content: 'calling',
@@ -109,7 +190,13 @@ describe('the openai format', () => {
     expect(read.tree.nodes.map((n) => n.message)).toEqual([
       at(conversation[0]!),
       at({ ...conversation[1]!, content: conversation[1]!.content.slice(1) }),
-      at({ ...conversation[2]!, content: [conversation[2]!.content[0]!, { type: 'tool_result', toolUseId: 'c2', content: 'two', isError: false }] }),
+      at({
+        ...conversation[2]!,
+        content: [
+          conversation[2]!.content[0]!,
+          { type: 'tool_result', toolUseId: 'c2', content: 'two', isError: false },
+        ],
+      }),
       at(conversation[3]!),
     ]);
   });
@@ -125,7 +212,9 @@ describe('the openai format', () => {
     );
     const [, call, result] = read.tree.nodes.map((n) => n.message);
     expect(call!.content).toEqual([{ type: 'tool_use', id: 'call_2', name: 'f', input: 'not json' }]);
-    expect(result!.content).toEqual([{ type: 'tool_result', toolUseId: 'call_2', content: 'ok', isError: false }]);
+    expect(result!.content).toEqual([
+      { type: 'tool_result', toolUseId: 'call_2', content: 'ok', isError: false },
+    ]);
     expect(() => fromOpenAi([{ role: 'user', content: 'x' }, { role: 'robot' }], NOW)).toThrow(
       expect.objectContaining({ field: 'data[1].role' }),
     );
@@ -161,16 +250,25 @@ describe('a ChatGPT export conversation', () => {
       [3, 1, 'assistant', 5_000],
     ]);
     expect(read.tree.path).toEqual([1, 2]);
-    expect(() => fromChatGpt({ mapping: { a: { parent: 'b' }, b: { parent: 'a' } } }, NOW)).toThrow(FormatError);
+    expect(() => fromChatGpt({ mapping: { a: { parent: 'b' }, b: { parent: 'a' } } }, NOW)).toThrow(
+      FormatError,
+    );
   });
 });
 
 describe('markdown', () => {
   it('writes the active path for people, fencing what could break out', () => {
-    const md = toMarkdown({ title: 'T', model: 'mock:echo', createdAt: '2026-01-01T00:00:00.000Z', system: 'S' }, [
-      { role: 'user', content: [{ type: 'text', text: 'hello' }], timestamp: 0 },
-      { role: 'assistant', content: [{ type: 'tool_use', id: 'x', name: 'f', input: { code: '```' } }], timestamp: 0 },
-    ]);
+    const md = toMarkdown(
+      { title: 'T', model: 'mock:echo', createdAt: '2026-01-01T00:00:00.000Z', system: 'S' },
+      [
+        { role: 'user', content: [{ type: 'text', text: 'hello' }], timestamp: 0 },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 'x', name: 'f', input: { code: '```' } }],
+          timestamp: 0,
+        },
+      ],
+    );
     expect(md).toContain('# T');
     expect(md).toContain('## System\n\nS');
     expect(md).toContain('## User');

@@ -7,7 +7,11 @@ export function toMarkdown(
   session: { title: string | null; model: string; createdAt: string; system: string | null },
   messages: readonly Message[],
 ): string {
-  const out: string[] = [`# ${session.title?.trim() || 'Untitled conversation'}`, '', `_${session.model} · ${session.createdAt}_`];
+  const out: string[] = [
+    `# ${session.title?.trim() || 'Untitled conversation'}`,
+    '',
+    `_${session.model} · ${session.createdAt}_`,
+  ];
   if (session.system) out.push('', '## System', '', session.system);
   for (const m of messages) {
     const results = m.content.every((b) => b.type === 'tool_result');
@@ -30,7 +34,10 @@ function block(b: Block): string {
     case 'tool_use':
       return `**Tool call** \`${b.name}\` (${b.id})\n\n${fence(JSON.stringify(b.input, null, 2), 'json')}`;
     case 'tool_result': {
-      const text = typeof b.content === 'string' ? b.content : b.content.map((c) => (c.type === 'text' ? c.text : attachment(c))).join('\n\n');
+      const text =
+        typeof b.content === 'string'
+          ? b.content
+          : b.content.map((c) => (c.type === 'text' ? c.text : attachment(c))).join('\n\n');
       return `**Tool result** (${b.toolUseId})${b.isError ? ' — error' : ''}\n\n${fence(text, '')}`;
     }
     case 'attachment':

@@ -6,7 +6,11 @@ import { attachmentBlockSchema, boundedJson, LIMITS, textBlockSchema } from '../
 import { USAGE_FIELDS } from '../usage';
 
 const thinkingBlockSchema = z
-  .object({ type: z.literal('thinking'), text: z.string().max(LIMITS.text), signature: z.string().max(100_000).optional() })
+  .object({
+    type: z.literal('thinking'),
+    text: z.string().max(LIMITS.text),
+    signature: z.string().max(100_000).optional(),
+  })
   .strict();
 
 const toolUseBlockSchema = z
@@ -48,8 +52,10 @@ export const messageSchema = z
 
 /** A usage: any of the ten fields, each a finite number; missing ones count 0 (totals: the sum of their parts). */
 export const usageSchema = z
-  .object(Object.fromEntries(USAGE_FIELDS.map((f) => [f, z.number().finite().optional()])) as Record<
-    (typeof USAGE_FIELDS)[number],
-    z.ZodOptional<z.ZodNumber>
-  >)
+  .object(
+    Object.fromEntries(USAGE_FIELDS.map((f) => [f, z.number().finite().optional()])) as Record<
+      (typeof USAGE_FIELDS)[number],
+      z.ZodOptional<z.ZodNumber>
+    >,
+  )
   .strict();

@@ -7,7 +7,13 @@
 import type { AttachmentBlock, Block, Message, TextBlock, ToolResultBlock, ToolUseBlock } from '../message';
 import { joinText, toolResultText } from '../message';
 import { FormatError, fieldPath, isRecord, linearTree, type Conversation } from './conversation';
-import { attachmentFromDataUrl, attachmentToDataUrl, parseToolInput, providerModel, requireString } from './format-utils';
+import {
+  attachmentFromDataUrl,
+  attachmentToDataUrl,
+  parseToolInput,
+  providerModel,
+  requireString,
+} from './format-utils';
 
 export type OpenAiContentPart =
   | { type: 'text'; text: string }
@@ -70,7 +76,10 @@ function toPart(b: Block): OpenAiContentPart {
   const a = b as AttachmentBlock;
   if (a.mediaType.startsWith('image/') || a.url !== undefined)
     return { type: 'image_url', image_url: { url: a.url ?? attachmentToDataUrl(a) } };
-  return { type: 'file', file: { ...(a.name ? { filename: a.name } : {}), file_data: attachmentToDataUrl(a) } };
+  return {
+    type: 'file',
+    file: { ...(a.name ? { filename: a.name } : {}), file_data: attachmentToDataUrl(a) },
+  };
 }
 
 /** Reads `{model?, messages}` or a bare array of Chat Completions messages. */
@@ -97,9 +106,16 @@ export function fromOpenAi(data: unknown, now: number, base = 'data'): Conversat
     if (!isRecord(raw)) throw new FormatError(at, 'expected a message object');
     const role = raw.role;
     if (role === 'tool' || role === 'function') {
-      const id = role === 'tool' ? requireString(raw.tool_call_id, fieldPath(at, 'tool_call_id')) : lastCallId;
-      if (!id) throw new FormatError(fieldPath(at, 'name'), 'a function result with no function call before it');
-      pendingResults.push({ type: 'tool_result', toolUseId: id, content: textOf(raw.content, fieldPath(at, 'content')), isError: false });
+      const id =
+        role === 'tool' ? requireString(raw.tool_call_id, fieldPath(at, 'tool_call_id')) : lastCallId;
+      if (!id)
+        throw new FormatError(fieldPath(at, 'name'), 'a function result with no function call before it');
+      pendingResults.push({
+        type: 'tool_result',
+        toolUseId: id,
+        content: textOf(raw.content, fieldPath(at, 'content')),
+        isError: false,
+      });
       return;
     }
     flush();
@@ -110,14 +126,19 @@ export function fromOpenAi(data: unknown, now: number, base = 'data'): Conversat
       if (content.length) messages.push({ role: 'user', content, timestamp: now });
     } else if (role === 'assistant') {
       const content: Block[] = [];
-      const text = raw.content === null || raw.content === undefined ? '' : textOf(raw.content, fieldPath(at, 'content'));
+      const text =
+        raw.content === null || raw.content === undefined
+          ? ''
+          : textOf(raw.content, fieldPath(at, 'content'));
       if (text) content.push({ type: 'text', text });
       if (typeof raw.refusal === 'string' && raw.refusal) content.push({ type: 'text', text: raw.refusal });
       if (raw.tool_calls !== undefined && raw.tool_calls !== null) {
-        if (!Array.isArray(raw.tool_calls)) throw new FormatError(fieldPath(at, 'tool_calls'), 'expected an array');
+        if (!Array.isArray(raw.tool_calls))
+          throw new FormatError(fieldPath(at, 'tool_calls'), 'expected an array');
         raw.tool_calls.forEach((call: unknown, j) => {
           const cat = fieldPath(fieldPath(at, 'tool_calls'), j);
-          if (!isRecord(call) || !isRecord(call.function)) throw new FormatError(cat, 'expected {id, function: {name, arguments}}');
+          if (!isRecord(call) || !isRecord(call.function))
+            throw new FormatError(cat, 'expected {id, function: {name, arguments}}');
           const id = requireString(call.id, fieldPath(cat, 'id'));
           content.push(toolUse(id, call.function, fieldPath(cat, 'function')));
           lastCallId = id;
@@ -134,7 +155,12 @@ export function fromOpenAi(data: unknown, now: number, base = 'data'): Conversat
   });
   flush();
   return {
-    session: { title: null, system: system.length ? system.join('\n\n') : null, metadata: {}, ...(model ? { model } : {}) },
+    session: {
+      title: null,
+      system: system.length ? system.join('\n\n') : null,
+      metadata: {},
+      ...(model ? { model } : {}),
+    },
     tree: linearTree(messages),
     ...(model ? { model } : {}),
   };
@@ -173,7 +199,10 @@ function userContent(content: unknown, at: string): Array<TextBlock | Attachment
       blocks.push(attachmentFromDataUrl(requireString(url, fieldPath(pat, 'image_url')), 'image/*'));
     } else if (p.type === 'file' && isRecord(p.file)) {
       const file = p.file;
-      const attachment = attachmentFromDataUrl(requireString(file.file_data, fieldPath(fieldPath(pat, 'file'), 'file_data')), 'application/octet-stream');
+      const attachment = attachmentFromDataUrl(
+        requireString(file.file_data, fieldPath(fieldPath(pat, 'file'), 'file_data')),
+        'application/octet-stream',
+      );
       blocks.push(typeof file.filename === 'string' ? { ...attachment, name: file.filename } : attachment);
     }
     // Other part types (audio, and whatever the provider adds next) carry nothing Canopy stores: left out.

@@ -57,7 +57,11 @@ export function describeTimersContract(
         fired.push({ timer, at: Date.now() });
         return Promise.resolve();
       };
-      fixture.timers.process({ 'session-idle': record, 'decision-expiry': record, 'retention-sweep': record });
+      fixture.timers.process({
+        'session-idle': record,
+        'decision-expiry': record,
+        'retention-sweep': record,
+      });
       return { ...fixture, fired };
     }
 

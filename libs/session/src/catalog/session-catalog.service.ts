@@ -76,7 +76,10 @@ export class SessionCatalogService {
   }
 
   /** Deletes the target's sessions (at most BULK_LIMIT); `more`: the filter matched more than were deleted. */
-  async deleteMany(scope: Scope, target: BulkTarget): Promise<{ deleted: number; ids: string[]; more: boolean }> {
+  async deleteMany(
+    scope: Scope,
+    target: BulkTarget,
+  ): Promise<{ deleted: number; ids: string[]; more: boolean }> {
     const { targets, more } = await this.select(scope, target);
     const busy = targets.filter((t) => t.status === 'busy').map((t) => t.id);
     const rest = targets.filter((t) => t.status !== 'busy').map((t) => t.id);
@@ -95,7 +98,10 @@ export class SessionCatalogService {
   }
 
   /** Cancels the runs in flight (busy or paused) of the target's sessions; answers the runs cancelled. */
-  async cancelMany(scope: Scope, target: BulkTarget): Promise<{ cancelled: number; runIds: string[]; more: boolean }> {
+  async cancelMany(
+    scope: Scope,
+    target: BulkTarget,
+  ): Promise<{ cancelled: number; runIds: string[]; more: boolean }> {
     const narrowed: BulkTarget =
       'ids' in target ? target : { ...target, filter: { ...target.filter, status: ['busy', 'paused'] } };
     const { targets, more } = await this.select(scope, narrowed);
@@ -105,7 +111,8 @@ export class SessionCatalogService {
         (r) => r.runId,
         (err: unknown) => {
           // Ended on its own meanwhile: nothing to cancel.
-          if (err instanceof CanopyException && (err.code === 'idle' || err.code === 'not_found')) return null;
+          if (err instanceof CanopyException && (err.code === 'idle' || err.code === 'not_found'))
+            return null;
           throw err;
         },
       ),

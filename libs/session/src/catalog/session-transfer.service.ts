@@ -85,7 +85,10 @@ export class SessionTransferService {
       case 'openai':
         return { contentType: 'application/json', body: toOpenAi(session.model, session.system, messages) };
       case 'anthropic':
-        return { contentType: 'application/json', body: toAnthropic(session.model, session.system, messages) };
+        return {
+          contentType: 'application/json',
+          body: toAnthropic(session.model, session.system, messages),
+        };
       case 'markdown':
         return { contentType: 'text/markdown; charset=utf-8', body: toMarkdown(info, messages) };
     }
@@ -108,7 +111,9 @@ export class SessionTransferService {
     const s = conversation.session;
     const model = request.model ?? s.model ?? DEFAULT_IMPORT_MODEL;
     if (!modelSchema.safeParse(model).success || !/^[a-z][a-z0-9-]*:./.test(model)) {
-      throw badRequest(new FormatError(request.model ? 'model' : `${base}.model`, `not a model name "${model}"`));
+      throw badRequest(
+        new FormatError(request.model ? 'model' : `${base}.model`, `not a model name "${model}"`),
+      );
     }
     const tools = s.tools ?? [];
     checkTools(this.tools, tools, s.opts);
@@ -176,7 +181,11 @@ export class SessionTransferService {
       try {
         data = JSON.parse(entry.text);
       } catch (err) {
-        yield { line, ok: false, error: { code: 'bad_request', message: `not JSON: ${(err as Error).message}` } };
+        yield {
+          line,
+          ok: false,
+          error: { code: 'bad_request', message: `not JSON: ${(err as Error).message}` },
+        };
         continue;
       }
       try {
