@@ -21,9 +21,38 @@ import {
   type SessionRow,
 } from './session-rows';
 import type { JsonObject, PositionRecord, SessionRecord } from './session-store.port';
-import { join, query, sql } from './sql';
+import { join, query, raw, sql } from './sql';
 
 const MAX_PAGE = 100;
+
+const USAGE_PARTS = [
+  'inputTokens',
+  'outputTokens',
+  'cacheReadTokens',
+  'cacheWriteTokens',
+  'inputCost',
+  'outputCost',
+  'cacheReadCost',
+  'cacheWriteCost',
+] as const;
+
+/**
+ * The usage of `numbered`'s nodes summed field by field in node order, as sumUsage does (a missing field counts 0,
+ * a missing total is the sum of its parts). canopy_usage_number is a plain expression the planner inlines, so this
+ * costs a few microseconds a node where folding canopy_usage_add over rows cost a millisecond.
+ */
+const USAGE_SUM = (() => {
+  const field = (f: string) => `COALESCE(canopy_usage_number(numbered.usage, '${f}'), 0)`;
+  const total = (f: string, parts: readonly string[]) =>
+    `COALESCE(canopy_usage_number(numbered.usage, '${f}'), ${parts.map(field).join(' + ')})`;
+  const sum = (expr: string) => `COALESCE(sum(${expr} ORDER BY numbered.new_id), 0)`;
+  const entries = [
+    ...USAGE_PARTS.map((f) => `'${f}', ${sum(field(f))}`),
+    `'totalTokens', ${sum(total('totalTokens', USAGE_PARTS.slice(0, 4)))}`,
+    `'totalCost', ${sum(total('totalCost', USAGE_PARTS.slice(4)))}`,
+  ];
+  return raw(`jsonb_build_object(${entries.join(', ')})`);
+})();
 
 export interface ForkInput {
   sessionId: string;
@@ -117,11 +146,16 @@ export class SessionCatalogStore {
         ), tip AS (
           SELECT COALESCE(${input.nodeId ?? null}::int, source.head) AS id FROM source
         ), up AS (
-          SELECT nodes.id, nodes.parent_id, nodes.role, nodes.message, nodes.usage, 1 AS depth
-            FROM tip JOIN nodes ON ${nodesOf} AND nodes.id = tip.id
+          -- Each step one primary-key lookup (LIMIT 1 keeps it a lookup: no plan may scan the session's nodes).
+          SELECT found.*, 1 AS depth
+            FROM tip CROSS JOIN LATERAL (
+              SELECT nodes.id, nodes.parent_id, nodes.role, nodes.message, nodes.usage
+                FROM nodes WHERE ${nodesOf} AND nodes.id = tip.id LIMIT 1) AS found
           UNION ALL
-          SELECT nodes.id, nodes.parent_id, nodes.role, nodes.message, nodes.usage, up.depth + 1
-            FROM up JOIN nodes ON ${nodesOf} AND nodes.id = up.parent_id
+          SELECT found.*, up.depth + 1
+            FROM up CROSS JOIN LATERAL (
+              SELECT nodes.id, nodes.parent_id, nodes.role, nodes.message, nodes.usage
+                FROM nodes WHERE ${nodesOf} AND nodes.id = up.parent_id LIMIT 1) AS found
         ), numbered AS (
           SELECT up.*, (SELECT max(depth) FROM up) - up.depth + 1 AS new_id FROM up
         ), created AS (
@@ -136,7 +170,7 @@ export class SessionCatalogStore {
                  COALESCE((SELECT jsonb_object_agg((new_id - 1)::text, new_id) FROM numbered WHERE new_id > 1), '{}'),
                  (SELECT max(new_id) FROM numbered),
                  COALESCE((SELECT max(new_id) FROM numbered), 0) + 1,
-                 (SELECT canopy_usage_sum(numbered.usage ORDER BY numbered.new_id) FROM numbered)
+                 (SELECT ${USAGE_SUM} FROM numbered)
             FROM source, tip
            WHERE tip.id IS NULL OR EXISTS (SELECT 1 FROM up)
           RETURNING ${SESSION_COLUMNS}
