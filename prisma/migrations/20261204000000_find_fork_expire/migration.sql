@@ -12,7 +12,6 @@
 --    index on (tenant_id, search) answers them (btree_gin lets the tenant be a GIN key: a term common in other
 --    tenants costs this tenant nothing). A transaction that set no query sees no row of node_search at all.
 -- 2. Pinned sessions and a tenant's retention policy (the sweeper deletes what is older).
--- 3. canopy_usage_sum: addUsage as an aggregate, for a fork's usage total.
 
 ALTER TABLE "sessions" ADD COLUMN "pinned" BOOLEAN NOT NULL DEFAULT false;
 
@@ -104,10 +103,3 @@ INSERT INTO "node_search" ("tenant_id", "session_id", "node_id", "search")
 SELECT "tenant_id", "session_id", "id", canopy_search_vector("message") FROM "nodes"
  WHERE canopy_search_vector("message") <> ''::tsvector;
 SELECT set_config('canopy.admin', '', true);
-
--- addUsage over rows (a fork's total over its path): canopy_usage_add folded from zero usage.
-CREATE AGGREGATE "canopy_usage_sum"(JSONB) (
-    SFUNC = "canopy_usage_add",
-    STYPE = JSONB,
-    INITCOND = '{}'
-);
