@@ -90,15 +90,19 @@ export class RetentionRepository {
       query<{ id: string }>(
         tx,
         sql`
+        WITH picked AS MATERIALIZED (
+          -- Materialized: the batch is chosen once (a subquery a plan rescans could pick other rows each time).
+          SELECT candidate.id FROM sessions AS candidate
+           WHERE candidate.tenant_id = ${tenantId}::uuid
+             AND candidate.updated_at < ${cutoff}::timestamptz
+             AND candidate.status = 'idle' ${candidatePinned}
+           ORDER BY candidate.updated_at
+           LIMIT ${batch}::int
+             FOR UPDATE SKIP LOCKED
+        )
         DELETE FROM sessions
-         WHERE sessions.tenant_id = ${tenantId}::uuid
-           AND sessions.id IN (SELECT candidate.id FROM sessions AS candidate
-                                WHERE candidate.tenant_id = ${tenantId}::uuid
-                                  AND candidate.updated_at < ${cutoff}::timestamptz
-                                  AND candidate.status = 'idle' ${candidatePinned}
-                                ORDER BY candidate.updated_at
-                                LIMIT ${batch}::int
-                                  FOR UPDATE SKIP LOCKED)
+         USING picked
+         WHERE sessions.tenant_id = ${tenantId}::uuid AND sessions.id = picked.id
            -- Checked again on the locked row: one that became busy or was touched meanwhile stays.
            AND sessions.status = 'idle' AND sessions.updated_at < ${cutoff}::timestamptz ${pinned}
         RETURNING sessions.id`,

@@ -18,7 +18,7 @@ import { Database, type SqlTx } from './database';
 import { PrismaSessionStore } from './prisma-session.store';
 import { RetentionRepository } from './retention.repository';
 import { SessionCatalogStore, type ImportSessionInput } from './session-catalog.store';
-import { declareSearch } from './session-search';
+import { declareSearch, searchStatement } from './session-search';
 
 const userScope = (tenantId: string, userId: string) => tenantScope(tenantId, { userId });
 
@@ -249,7 +249,7 @@ describe('search', () => {
         );
       });
     }
-    await db.withAdminSql('test: fresh statistics', (tx) => tx.query('ANALYZE node_search'));
+    await db.withAdminSql('test: fresh statistics', (tx) => tx.query('ANALYZE node_search, nodes, sessions'));
     const plan = await db.withTenantSql(scope, async (tx) => {
       await declareSearch(tx, 'word17 or "deploy the api"');
       const [row] = await tx.query<{ 'QUERY PLAN': unknown }>(
@@ -270,6 +270,14 @@ describe('search', () => {
       return rows.map((r) => r['QUERY PLAN']).join('\n');
     });
     expect(searchPlan).toMatch(/Bitmap Index Scan on node_search_idx[\s\S]*Index Cond: \(\(tenant_id = /);
+    // And the service's own statement (ranked page with snippets) for the same words.
+    const pagePlan = await db.withTenantSql(scope, async (tx) => {
+      await declareSearch(tx, 'word17');
+      const statement = searchStatement(scope, {}, 20, null);
+      const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${statement.text}`, statement.values);
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    });
+    expect(pagePlan).toContain('Bitmap Index Scan on node_search_idx');
     expect((await search('word17')).data.map((h) => h.session.id).sort()).toEqual(['bulk-18', 'bulk-218']);
   });
 });

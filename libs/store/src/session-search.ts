@@ -11,7 +11,7 @@ import type { SqlTx } from './database';
 import { filterConditions, type SessionFilter } from './session-filters';
 import { SESSION_COLUMNS, toSession, type SessionRow } from './session-rows';
 import type { SessionRecord } from './session-store.port';
-import { join, query, sql } from './sql';
+import { join, query, sql, type Sql } from './sql';
 
 /** Marks around matched words in a snippet (private-use characters, removed from the text first). */
 const MARK_START = '\uE000';
@@ -58,41 +58,38 @@ export async function declareSearch(tx: SqlTx, q: string): Promise<void> {
   }
 }
 
-/** The matching sessions of the page after `cursor`, best first. Call declareSearch first in the same transaction. */
-export async function searchPage(
-  tx: SqlTx,
+/**
+ * The statement of a search page: the matches joined to the sessions the filter keeps, then grouped per session.
+ * Written as one join so the planner can start from either side: the GIN index for the words when the filter keeps
+ * much, the sessions (by user, by metadata) and their messages by primary key when it keeps little.
+ */
+export function searchStatement(
   scope: Scope,
   filter: SessionFilter,
   limit: number,
-  cursor: string | null,
-): Promise<SearchPage> {
-  const conditions = filterConditions(scope, filter);
-  const after = cursor ? decodeSearchCursor(cursor) : null;
-  if (after) {
-    conditions.push(
-      sql`(ranked.rank, sessions.updated_at, sessions.id) < (${after.rank}::real, ${after.updatedAt}::timestamptz, ${after.id}::text)`,
-    );
-  }
-  const rows = await query<
-    SessionRow & { rank: number; node_ids: number[]; matches: string; snippet: string | null }
-  >(
-    tx,
-    sql`
-    WITH hits AS (
-      SELECT node_search.session_id, node_search.node_id,
-             ts_rank(node_search.search, canopy_search_query()) AS rank
-        FROM node_search
-       WHERE node_search.tenant_id = ${scope.tenantId}::uuid AND node_search.search @@ canopy_search_query()
-    ), ranked AS (
-      SELECT hits.session_id, max(hits.rank) AS rank, count(*) AS matches,
-             (array_agg(hits.node_id ORDER BY hits.rank DESC, hits.node_id))[1:${MAX_NODE_IDS}::int] AS node_ids
-        FROM hits
-       GROUP BY hits.session_id
+  after: { rank: number; updatedAt: string; id: string } | null,
+): Sql {
+  const keyset = after
+    ? sql`WHERE (ranked.rank, sessions.updated_at, sessions.id)
+                < (${after.rank}::real, ${after.updatedAt}::timestamptz, ${after.id}::text)`
+    : sql``;
+  return sql`
+    WITH ranked AS (
+      SELECT hit.session_id, max(hit.rank) AS rank, count(*) AS matches,
+             (array_agg(hit.node_id ORDER BY hit.rank DESC, hit.node_id))[1:${MAX_NODE_IDS}::int] AS node_ids
+        FROM (SELECT sessions.id AS session_id, node_search.node_id,
+                     ts_rank(node_search.search, canopy_search_query()) AS rank
+                FROM sessions
+                JOIN node_search ON node_search.tenant_id = sessions.tenant_id
+                                AND node_search.session_id = sessions.id
+                                AND node_search.search @@ canopy_search_query()
+               WHERE ${join(filterConditions(scope, filter), ' AND ')}) AS hit
+       GROUP BY hit.session_id
     ), page AS (
       SELECT ${SESSION_COLUMNS}, ranked.rank, ranked.node_ids, ranked.matches
         FROM ranked
         JOIN sessions ON sessions.tenant_id = ${scope.tenantId}::uuid AND sessions.id = ranked.session_id
-       WHERE ${join(conditions, ' AND ')}
+       ${keyset}
        ORDER BY ranked.rank DESC, sessions.updated_at DESC, sessions.id DESC
        LIMIT ${limit + 1}::int
     )
@@ -104,8 +101,21 @@ export async function searchPage(
           FROM nodes
          WHERE nodes.tenant_id = ${scope.tenantId}::uuid AND nodes.session_id = page.id AND nodes.id = page.node_ids[1]
       ) AS headline ON true
-     ORDER BY page.rank DESC, page.updated_at DESC, page.id DESC`,
-  );
+     ORDER BY page.rank DESC, page.updated_at DESC, page.id DESC`;
+}
+
+/** The matching sessions of the page after `cursor`, best first. Call declareSearch first in the same transaction. */
+export async function searchPage(
+  tx: SqlTx,
+  scope: Scope,
+  filter: SessionFilter,
+  limit: number,
+  cursor: string | null,
+): Promise<SearchPage> {
+  const after = cursor ? decodeSearchCursor(cursor) : null;
+  const rows = await query<
+    SessionRow & { rank: number; node_ids: number[]; matches: string; snippet: string | null }
+  >(tx, searchStatement(scope, filter, limit, after));
   const data = rows.slice(0, limit).map((r): SearchHit => ({
     session: toSession(r),
     rank: r.rank,
