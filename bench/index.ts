@@ -10,6 +10,9 @@
 //           over WebSocket on both apis, delivery rate and latency, Redis commands per delta, lost or reordered
 //           events, against the raw Redis PUBLISH rate (--cluster-sessions=50,200 or
 //           CANOPY_BENCH_CLUSTER_SESSIONS picks the scales)
+//   search  full-text search over 100,000 sessions / 1,000,000 messages of one tenant among several (p50 / p99 at
+//           1 and 10 concurrent queries, the plan through the GIN index) and fork of 1,000- and 10,000-node trees
+//           (CANOPY_BENCH_SEARCH_SESSIONS=10000 for a quicker, smaller run)
 
 import { cpus, totalmem } from 'node:os';
 
@@ -18,6 +21,7 @@ import { runCoreBench } from './core.bench';
 import { printEngineReport, runEngineBench } from './engine.bench';
 import { httpBenchOptions, printHttpReport, runHttpBench } from './http.bench';
 import { printReports } from './report';
+import { printSearchReport, runSearchBench } from './search.bench';
 
 interface Section {
   /** What the command line selects it by. */
@@ -39,6 +43,11 @@ const SECTIONS: Section[] = [
     title: 'The public API over HTTP (api process + separate load generator)',
     run: async (title) =>
       printHttpReport(title, await runHttpBench(httpBenchOptions(process.argv.slice(2), process.env))),
+  },
+  {
+    name: 'search',
+    title: 'Finding and forking conversations (Postgres full-text search, fork in one statement)',
+    run: async (title) => printSearchReport(title, await runSearchBench()),
   },
   {
     name: 'cluster',

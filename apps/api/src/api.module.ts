@@ -21,6 +21,9 @@ import { LiveController, WebSocketDocController } from './http/live.controller';
 import { LiveGateway } from './http/live.gateway';
 import { StatsController } from './http/stats.controller';
 import { RunsController } from './http/runs.controller';
+import { SessionBulkController } from './http/session-bulk.controller';
+import { SessionSearchController } from './http/session-search.controller';
+import { SessionTransferController } from './http/session-transfer.controller';
 import { SessionsController } from './http/sessions.controller';
 import { SseRegistry } from './http/sse';
 import { StorableTextPipe } from './http/storable-text.pipe';
@@ -51,6 +54,10 @@ export class ApiModule {
         OpsController,
         AdminController,
         TokensController,
+        // Before SessionsController: /v1/sessions/search and /count are not session ids.
+        SessionSearchController,
+        SessionBulkController,
+        SessionTransferController,
         SessionsController,
         TreeController,
         CommandsController,

@@ -58,6 +58,11 @@ const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>> = {
   'POST /v1/sessions/{id}/navigate': (ids) => ({ nodeId: ids.otherTip }),
   'POST /v1/sessions/{id}/resume': () => ({ decision: { type: 'execute' } }),
   'POST /v1/sessions/{id}/open': () => ({ mode: 'controller' }),
+  'POST /v1/sessions/{id}/fork': (ids) => ({ nodeId: ids.nodeId, title: 'a fork' }),
+  'POST /v1/sessions/import': () => ({ format: 'openai', data: [{ role: 'user', content: 'hi' }] }),
+  'POST /v1/sessions/delete': () => ({ ids: ['no-such-session'] }),
+  'POST /v1/sessions/cancel': () => ({ ids: ['no-such-session'] }),
+  'PATCH /v1/admin/tenants/{tenantId}': () => ({ retention: { deleteAfterDays: 365 } }),
 };
 
 /** Valid values the OpenAPI document cannot express (refinements), by the `type` discriminator of a block. */
@@ -340,6 +345,7 @@ beforeAll(async () => {
   t = await startTestApp({
     env: {
       HTTP_BODY_LIMIT: `${BODY_LIMIT_BYTES / 1024}kb`,
+      IMPORT_BODY_LIMIT: `${BODY_LIMIT_BYTES / 1024}kb`,
       CANOPY_JWT_SECRET: JWT_SECRET,
       RATE_LIMIT_PER_KEY: '0',
       RATE_LIMIT_PER_TENANT: '0',

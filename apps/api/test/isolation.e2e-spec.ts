@@ -33,7 +33,20 @@ interface Ids {
 }
 
 type Kind =
-  'session' | 'create' | 'list' | 'liveList' | 'activity' | 'stats' | 'tokens' | 'admin' | 'websocket';
+  | 'session'
+  | 'create'
+  | 'list'
+  | 'liveList'
+  | 'activity'
+  | 'stats'
+  | 'tokens'
+  | 'admin'
+  | 'websocket'
+  | 'search'
+  | 'count'
+  | 'exportAll'
+  | 'importAll'
+  | 'bulk';
 type Who = 'otherTenant' | 'otherUser' | 'admin';
 
 interface RouteSpec {
@@ -42,7 +55,14 @@ interface RouteSpec {
   body?: (ids: Ids) => unknown;
   /** The route also takes the credential as `?token=` (SSE). */
   queryToken?: boolean;
+  /** A query string the request carries (words of A's session, for search and count). */
+  query?: string;
+  /** The body is sent as is with this content type (NDJSON). */
+  contentType?: string;
 }
+
+/** Words only alice's session (tenant A) has: what search and count look for. */
+const A_WORDS = 'q=first%20words';
 
 /** Every /v1 route of the OpenAPI document must be here (and nothing else). */
 const ROUTES: Record<string, RouteSpec> = {
@@ -55,6 +75,28 @@ const ROUTES: Record<string, RouteSpec> = {
     body: () => ({ model: 'mock:echo', userId: 'alice', title: 'not hers' }),
   },
   'GET /v1/sessions': { kind: 'list' },
+  'GET /v1/sessions/search': { kind: 'search', query: A_WORDS },
+  'GET /v1/sessions/count': { kind: 'count', query: A_WORDS },
+  'POST /v1/sessions/{id}/fork': { kind: 'session', body: () => ({ title: 'stolen' }) },
+  'GET /v1/sessions/{id}/export': { kind: 'session', query: 'format=canopy' },
+  'POST /v1/sessions/import': {
+    kind: 'create',
+    body: () => ({ format: 'openai', data: [{ role: 'user', content: 'imported words' }], userId: 'alice' }),
+  },
+  'GET /v1/export': { kind: 'exportAll' },
+  'POST /v1/import': {
+    kind: 'importAll',
+    contentType: 'application/x-ndjson',
+    body: () => JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'bulk imported words' }] }),
+    query: 'format=openai',
+  },
+  'POST /v1/sessions/delete': { kind: 'bulk', body: (ids) => ({ ids: [ids.id] }) },
+  'POST /v1/sessions/cancel': { kind: 'bulk', body: (ids) => ({ ids: [ids.id] }) },
+  'GET /v1/admin/tenants/{tenantId}': { kind: 'admin' },
+  'PATCH /v1/admin/tenants/{tenantId}': {
+    kind: 'admin',
+    body: () => ({ retention: { deleteAfterDays: 1 } }),
+  },
   'GET /v1/sessions/{id}': { kind: 'session' },
   'PATCH /v1/sessions/{id}': { kind: 'session', body: () => ({ title: 'pwned', metadata: { pwned: true } }) },
   'DELETE /v1/sessions/{id}': { kind: 'session' },
@@ -143,6 +185,36 @@ function verdict(kind: Kind, who: Who, res: CallResult): string | null {
       const foreign = data.filter((s) => (who === 'otherUser' ? s.userId !== 'mallory' : idsOfA.has(s.id)));
       return foreign.length === 0 ? null : `sees ${JSON.stringify(foreign)}`;
     }
+    case 'search': {
+      const hits = (res.body as { data?: Array<{ session: { id: string } }> } | undefined)?.data;
+      if (res.status !== 200 || !Array.isArray(hits)) return `expected 200 {data}, got ${res.status}`;
+      return hits.length === 0 ? null : `finds ${JSON.stringify(hits.map((h) => h.session.id))}`;
+    }
+    case 'count': {
+      const count = (res.body as { count?: number } | undefined)?.count;
+      return res.status === 200 && count === 0
+        ? null
+        : `expected {count: 0}, got ${res.status} ${describeBody(res)}`;
+    }
+    case 'exportAll': {
+      if (res.status !== 200) return `expected 200 NDJSON, got ${res.status}`;
+      const docs = ndjsonOf<{ session: { id: string; userId: string | null } }>(res);
+      const foreign = docs.filter((d) =>
+        who === 'otherUser' ? d.session.userId !== 'mallory' : idsOfA.has(d.session.id),
+      );
+      return foreign.length === 0 ? null : `exports ${JSON.stringify(foreign.map((d) => d.session.id))}`;
+    }
+    case 'importAll': {
+      if (res.status !== 200) return `expected 200 NDJSON, got ${res.status}`;
+      const [report] = ndjsonOf<{ ok: boolean; id?: string }>(res);
+      return report?.ok && report.id !== ids.id ? null : `unexpected report ${describeBody(res)}`;
+    }
+    case 'bulk': {
+      const done = res.body as { deleted?: number; cancelled?: number } | undefined;
+      return res.status === 200 && (done?.deleted ?? done?.cancelled) === 0
+        ? null
+        : `expected nothing done, got ${res.status} ${describeBody(res)}`;
+    }
     case 'activity':
       if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
       return res.status === 200 && res.stream ? null : `expected 200 stream, got ${res.status}`;
@@ -161,6 +233,16 @@ function verdict(kind: Kind, who: Who, res: CallResult): string | null {
     default:
       return `no verdict for ${kind}`;
   }
+}
+
+/** The lines of an NDJSON answer (`call` parsed a one-line answer as JSON already, and an empty one as nothing). */
+function ndjsonOf<T>(res: CallResult): T[] {
+  if (res.body === undefined) return [];
+  if (typeof res.body !== 'string') return [res.body as T];
+  return res.body
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as T);
 }
 
 interface Listing {
@@ -187,10 +269,14 @@ function specOf(op: Operation): RouteSpec {
 async function callAs(op: Operation, credential: string, viaQuery = false): Promise<CallResult> {
   const spec = specOf(op);
   let path = fillPath(op.path, { ...ids });
-  if (viaQuery) path += `?token=${encodeURIComponent(credential)}`;
+  const query = [spec.query, viaQuery ? `token=${encodeURIComponent(credential)}` : undefined].filter(
+    Boolean,
+  );
+  if (query.length) path += `?${query.join('&')}`;
   return call(t.url, op.method, path, {
     ...(viaQuery ? {} : { credential }),
     ...(spec.body ? { body: spec.body(ids) } : {}),
+    ...(spec.contentType ? { headers: { 'content-type': spec.contentType } } : {}),
   });
 }
 
@@ -204,6 +290,8 @@ async function snapshotOfA(): Promise<string> {
     `/v1/runs/${ids.runId}`,
     `/v1/live/${ids.id}`,
     `/v1/sessions?userId=alice`,
+    `/v1/sessions/search?${A_WORDS}`,
+    `/v1/sessions/${ids.id}/export`,
   ];
   const parts: string[] = [];
   for (const path of paths) {
@@ -271,7 +359,8 @@ describe('the route table', () => {
     const reads = operations.filter((op) => op.method === 'GET' && specOf(op).kind !== 'websocket');
     for (const op of reads) {
       const kind = specOf(op).kind;
-      const credential = kind === 'activity' || kind === 'stats' ? a.key : aliceToken;
+      const credential =
+        kind === 'admin' ? TEST_ADMIN_KEY : kind === 'activity' || kind === 'stats' ? a.key : aliceToken;
       const res = await callAs(op, credential);
       if (res.status !== 200) failures.push(`${op.key}: ${res.status} ${describeBody(res)}`);
     }
@@ -325,7 +414,7 @@ describe('every route, generated from the OpenAPI document', () => {
       }
     }
     expect(failures).toEqual([]);
-    expect(adminRoutes).toHaveLength(3);
+    expect(adminRoutes).toHaveLength(5);
     // The key the DELETE named is still valid.
     expect((await new Api(t.url, secondKeyOfA).get('/v1/sessions')).status).toBe(200);
   });

@@ -27,6 +27,7 @@ const SESSION_KEYS = [
   'metadata',
   'model',
   'opts',
+  'pinned',
   'status',
   'system',
   'title',

@@ -3,6 +3,8 @@
 
 import type { ActivityEvent, ActivityEventType } from '@canopy/core';
 
+import { Catalog, filterQuery } from './catalog';
+import type { RetentionPolicy, TenantInfo } from './catalog-types';
 import { Http, type HttpOptions } from './http';
 import { LiveSocket, type LiveSocketOptions } from './live-socket';
 import { Session } from './session';
@@ -24,9 +26,11 @@ export type CanopyOptions = HttpOptions;
 
 export class Canopy {
   private readonly http: Http;
+  private readonly catalog: Catalog;
 
   constructor(options: CanopyOptions) {
     this.http = new Http(options);
+    this.catalog = new Catalog(this.http);
   }
 
   get baseUrl(): string {
@@ -43,6 +47,15 @@ export class Canopy {
       }),
     deleteKey: (keyId: string): Promise<void> =>
       this.http.request('DELETE', `/v1/admin/keys/${encodeURIComponent(keyId)}`),
+    /** A tenant with its retention policy. */
+    getTenant: (tenantId: string): Promise<TenantInfo> =>
+      this.http.request('GET', `/v1/admin/tenants/${encodeURIComponent(tenantId)}`),
+    /** Sets a tenant's retention policy: sessions not updated for `deleteAfterDays` are deleted by the sweeper. */
+    setRetention: (tenantId: string, retention: RetentionPolicy): Promise<TenantInfo> =>
+      this.http.request('PATCH', `/v1/admin/tenants/${encodeURIComponent(tenantId)}`, {
+        body: { retention },
+        idempotent: true,
+      }),
   };
 
   /** Tenant key only: a token for one of your end users (their browser can then use the API as them). */
@@ -60,11 +73,40 @@ export class Canopy {
       return { session: this.session(info.id), info };
     },
     list: (query: ListSessionsQuery = {}): Promise<Page<SessionInfo>> => {
-      const { metadata, ...rest } = query;
-      const q: Record<string, string | number | boolean | undefined> = { ...rest };
-      for (const [k, v] of Object.entries(metadata ?? {})) q[`metadata.${k}`] = v;
-      return this.http.request('GET', '/v1/sessions', { query: q });
+      const { limit, cursor, ...filter } = query;
+      const { query: q, repeated } = filterQuery(filter);
+      const params = new URLSearchParams();
+      for (const [k, v] of Object.entries({ ...q, limit, cursor }))
+        if (v !== undefined && v !== null) params.set(k, String(v));
+      for (const [k, v] of repeated) params.append(k, v);
+      const qs = params.toString();
+      return this.http.request('GET', `/v1/sessions${qs ? `?${qs}` : ''}`);
     },
+    /**
+     * Full-text search over message text (`"quoted phrases"`, `or`, `-word`) with the list filters; ranked hits
+     * with their matching node ids and a snippet.
+     */
+    search: (q: string, query?: Parameters<Catalog['search']>[1]) => this.catalog.search(q, query),
+    /** How many sessions match the filters (and the words `q`). */
+    count: (filter?: Parameters<Catalog['count']>[0]) => this.catalog.count(filter),
+    /** Imports a conversation (canopy, openai, anthropic, chatgpt) as a new session; all or nothing. */
+    import: async (
+      input: Parameters<Catalog['import']>[0],
+    ): Promise<{ session: Session; info: SessionInfo }> => {
+      const info = await this.catalog.import(input);
+      return { session: this.session(info.id), info };
+    },
+    /** Every session matching the filters as canopy documents, streamed (resume with exportCursorOf). */
+    exportAll: (filter?: Parameters<Catalog['exportAll']>[0]) => this.catalog.exportAll(filter),
+    /** Imports many conversations (documents, or NDJSON text), each on its own, with a report per line. */
+    importMany: (
+      documents: Parameters<Catalog['importMany']>[0],
+      options?: Parameters<Catalog['importMany']>[1],
+    ) => this.catalog.importMany(documents, options),
+    /** Deletes sessions by ids or filter, at most 500 a call (`more`: call again). */
+    deleteMany: (target: Parameters<Catalog['deleteMany']>[0]) => this.catalog.deleteMany(target),
+    /** Cancels the runs in flight of sessions by ids or filter. */
+    cancelMany: (target: Parameters<Catalog['cancelMany']>[0]) => this.catalog.cancelMany(target),
   };
 
   readonly runs = {

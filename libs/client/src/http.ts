@@ -22,6 +22,8 @@ export interface HttpOptions {
 export interface RequestOptions {
   query?: Record<string, string | number | boolean | undefined | null>;
   body?: unknown;
+  /** A body sent as is (its content-type in `headers`), instead of `body` as JSON. */
+  rawBody?: string;
   /** Safe to send twice (retried after a network error or a 502/503/504). GET and DELETE always are. */
   idempotent?: boolean;
   signal?: AbortSignal;
@@ -81,7 +83,11 @@ export class Http {
             ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
             ...options.headers,
           },
-          ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+          ...(options.rawBody !== undefined
+            ? { body: options.rawBody }
+            : options.body !== undefined
+              ? { body: JSON.stringify(options.body) }
+              : {}),
           ...(options.signal ? { signal: options.signal } : {}),
         });
         if (res.ok) return res;

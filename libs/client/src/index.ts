@@ -5,6 +5,8 @@ export * from './canopy';
 export * from './session';
 export * from './errors';
 export * from './types';
+export * from './catalog-types';
+export { exportCursorOf, type ExportByFormat } from './catalog';
 export * from './live-turns';
 export * from './live-turns-handle';
 export * from './live-socket';
@@ -35,4 +37,7 @@ export {
   type SessionStatus,
   type Usage,
   type ClientTool,
+  type CanopyDocument,
+  type OpenAiExport,
+  type AnthropicExport,
 } from '@canopy/core';

@@ -20,6 +20,7 @@ const info: SessionInfo = {
   metadata: {},
   userId: null,
   status: 'idle',
+  pinned: false,
   createdAt: '2026-11-21T10:00:00.000Z',
   updatedAt: '2026-11-21T10:00:00.000Z',
 };

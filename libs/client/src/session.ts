@@ -12,6 +12,8 @@ import {
   type TurnResultData,
 } from '@canopy/core';
 
+import type { ExportByFormat } from './catalog';
+import type { ExportFormat, ForkInput } from './catalog-types';
 import type { Http } from './http';
 import { LiveTurns } from './live-turns-handle';
 import { sseStream } from './sse';
@@ -73,6 +75,26 @@ export class Session {
 
   delete(): Promise<void> {
     return this.http.request('DELETE', this.path());
+  }
+
+  /** Pins the session (exempt from the tenant's retention policy) or unpins it. */
+  pin(pinned = true): Promise<SessionInfo> {
+    return this.update({ pinned });
+  }
+
+  /**
+   * A new session whose tree is this one's path from the root to `nodeId` (default: the active tip), ids from 1,
+   * usage kept; `metadata.forkedFrom` names this session and the node. Works while this session is busy.
+   */
+  async fork(input: ForkInput = {}): Promise<{ session: Session; info: SessionInfo }> {
+    const info = await this.http.request<SessionInfo>('POST', this.path('/fork'), { body: input });
+    return { session: new Session(this.http, info.id), info };
+  }
+
+  /** The session in a format: canopy (the whole tree), openai / anthropic (the active path), markdown (text). */
+  async export<F extends ExportFormat = 'canopy'>(format?: F): Promise<ExportByFormat[F]> {
+    const res = await this.http.send('GET', this.path('/export'), { query: { format: format ?? 'canopy' } });
+    return (format === 'markdown' ? await res.text() : await res.json()) as ExportByFormat[F];
   }
 
   tree(): Promise<TreeView> {

@@ -13,6 +13,7 @@ import type {
   SessionInfo,
   Usage,
 } from '@canopy/core';
+import type { SessionFilter } from './catalog-types';
 
 export interface Tenant {
   id: string;
@@ -45,6 +46,8 @@ export interface CreateSessionInput {
 
 export interface UpdateSessionInput {
   title?: string | null;
+  /** Exempt from the tenant's retention policy (unless it keeps nothing). */
+  pinned?: boolean;
   model?: string;
   system?: string | null;
   opts?: Record<string, unknown>;
@@ -52,14 +55,9 @@ export interface UpdateSessionInput {
   metadata?: Record<string, unknown>;
 }
 
-export interface ListSessionsQuery {
+export interface ListSessionsQuery extends SessionFilter {
   limit?: number;
   cursor?: string;
-  userId?: string;
-  /** Only sessions live somewhere in the deployment. */
-  live?: boolean;
-  /** Filters on metadata values (`metadata.<key>=<value>`). */
-  metadata?: Record<string, string>;
 }
 
 export interface Page<T> {

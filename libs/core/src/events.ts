@@ -29,6 +29,8 @@ export interface SessionInfo {
   metadata: Record<string, unknown>;
   userId: string | null;
   status: SessionStatus;
+  /** Exempt from the tenant's retention policy (unless it keeps nothing). */
+  pinned: boolean;
   createdAt: string;
   updatedAt: string;
 }
@@ -155,7 +157,8 @@ export interface ActivityEventMap {
   opened: { id: string; title: string | null; status: SessionStatus; userId: string | null };
   status: { id: string; status: SessionStatus };
   title: { id: string; title: string | null };
-  closed: { id: string; reason: 'close' | 'delete' | 'idle' | 'shutdown' };
+  /** `expired`: deleted by the tenant's retention policy. */
+  closed: { id: string; reason: 'close' | 'delete' | 'idle' | 'shutdown' | 'expired' };
   run_started: { id: string; runId: string; kind: RunKind };
   run_finished: { id: string; runId: string; status: RunStatus; usage: Usage };
 }

@@ -13,3 +13,5 @@ export * from './api/schemas';
 export * from './api/responses';
 export * from './api/error-codes';
 export * from './api/views';
+export * from './formats';
+export * from './api/catalog-schemas';

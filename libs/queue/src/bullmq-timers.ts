@@ -4,9 +4,15 @@
 // and its handler re-checks the state it acts on. Failed handlers are retried per the catalog, then dropped.
 
 import { Queue, Worker, type ConnectionOptions, type JobsOptions } from 'bullmq';
-import { JOBS, checkHandlers, decisionTimerPayload, idleTimerPayload } from './job-catalog';
+import {
+  JOBS,
+  checkHandlers,
+  decisionTimerPayload,
+  idleTimerPayload,
+  retentionTimerPayload,
+} from './job-catalog';
 import { dispatchTimer, timerKey } from './timer-jobs';
-import type { Timer, TimerHandlers, Timers } from './timers.port';
+import type { RetentionTimer, Timer, TimerHandlers, Timers } from './timers.port';
 
 export interface BullmqTimersOptions {
   connection: ConnectionOptions;
@@ -36,6 +42,21 @@ export class BullmqTimers implements Timers {
 
   async ensure(timer: Timer, delayMs: number): Promise<void> {
     await this.add(timer, timerKey(timer), delayMs);
+  }
+
+  async repeat(timer: RetentionTimer, everyMs: number): Promise<void> {
+    // A job scheduler (BullMQ's repeatable job): one per id in the deployment; upserting it again from another
+    // process, or at the next start, replaces its interval rather than adding a second one.
+    const spec = JOBS.retentionSweep;
+    await this.queue.upsertJobScheduler(
+      spec.jobId(),
+      { every: Math.max(1, Math.round(everyMs)) },
+      {
+        name: spec.name,
+        data: retentionTimerPayload.parse(timer),
+        opts: { attempts: spec.attempts, removeOnComplete: true, removeOnFail: true },
+      },
+    );
   }
 
   async clear(timer: Timer): Promise<void> {
@@ -69,7 +90,12 @@ export class BullmqTimers implements Timers {
   }
 
   private async add(timer: Timer, key: string, delayMs: number): Promise<void> {
-    const spec = timer.kind === 'session-idle' ? JOBS.sessionIdle : JOBS.decisionExpiry;
+    const spec =
+      timer.kind === 'session-idle'
+        ? JOBS.sessionIdle
+        : timer.kind === 'decision-expiry'
+          ? JOBS.decisionExpiry
+          : JOBS.retentionSweep;
     const opts: JobsOptions = {
       jobId: key,
       delay: Math.max(0, Math.round(delayMs)),
@@ -86,5 +112,6 @@ export class BullmqTimers implements Timers {
 function parse(name: string, data: unknown): Timer {
   if (name === JOBS.sessionIdle.name) return idleTimerPayload.parse(data);
   if (name === JOBS.decisionExpiry.name) return decisionTimerPayload.parse(data);
+  if (name === JOBS.retentionSweep.name) return retentionTimerPayload.parse(data);
   throw new Error(`unknown timer job ${name}`);
 }

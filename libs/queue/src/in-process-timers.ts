@@ -3,12 +3,13 @@
 // A handler that throws is reported, not retried.
 
 import { dispatchTimer, timerKey } from './timer-jobs';
-import type { Timer, TimerHandlers, Timers } from './timers.port';
+import type { RetentionTimer, Timer, TimerHandlers, Timers } from './timers.port';
 
 export class InProcessTimers implements Timers {
   private readonly pending = new Map<string, { timer: Timer; handle: NodeJS.Timeout }>();
   private handlers: TimerHandlers | null = null;
   private readonly firing = new Set<Promise<void>>();
+  private readonly repeating = new Map<string, NodeJS.Timeout>();
   private closed = false;
 
   constructor(private readonly onError: (err: unknown, timer: Timer) => void = () => undefined) {}
@@ -26,6 +27,25 @@ export class InProcessTimers implements Timers {
   ensure(timer: Timer, delayMs: number): Promise<void> {
     if (this.pending.has(timerKey(timer))) return Promise.resolve();
     return this.set(timer, delayMs);
+  }
+
+  repeat(timer: RetentionTimer, everyMs: number): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    const key = timerKey(timer);
+    clearInterval(this.repeating.get(key));
+    let running = false;
+    const handle = setInterval(
+      () => {
+        // A sweep still running when the next is due is not doubled.
+        if (running) return;
+        running = true;
+        void this.dispatch(timer).finally(() => (running = false));
+      },
+      Math.max(1, everyMs),
+    );
+    handle.unref();
+    this.repeating.set(key, handle);
+    return Promise.resolve();
   }
 
   clear(timer: Timer): Promise<void> {
@@ -46,6 +66,8 @@ export class InProcessTimers implements Timers {
   async close(): Promise<void> {
     this.closed = true;
     for (const key of [...this.pending.keys()]) this.drop(key);
+    for (const handle of this.repeating.values()) clearInterval(handle);
+    this.repeating.clear();
     await Promise.allSettled([...this.firing]);
   }
 
@@ -59,16 +81,22 @@ export class InProcessTimers implements Timers {
   private fire(key: string): void {
     const entry = this.pending.get(key);
     this.pending.delete(key);
-    if (!entry || !this.handlers) return;
-    const task = dispatchTimer(this.handlers, entry.timer)
+    if (!entry) return;
+    void this.dispatch(entry.timer);
+  }
+
+  private dispatch(timer: Timer): Promise<void> {
+    if (!this.handlers) return Promise.resolve();
+    const task: Promise<void> = dispatchTimer(this.handlers, timer)
       .catch((err: unknown) => {
         try {
-          this.onError(err, entry.timer);
+          this.onError(err, timer);
         } catch {
           // reporting is best effort
         }
       })
       .finally(() => this.firing.delete(task));
     this.firing.add(task);
+    return task;
   }
 }

@@ -27,6 +27,8 @@ export const decisionTimerPayload = z.object({
   toolUseIds: z.array(z.string().min(1).max(256)).min(1).max(256),
 });
 
+export const retentionTimerPayload = z.object({ kind: z.literal('retention-sweep') });
+
 export interface JobSpec<P extends z.ZodType> {
   name: string;
   queue: string;
@@ -70,6 +72,19 @@ export const JOBS = {
     lockDurationMs: 30_000,
     jobId: (p) => timerKey(p),
   } satisfies JobSpec<typeof decisionTimerPayload>,
+  /**
+   * The retention sweep (a repeatable job: one scheduler per deployment, its interval RETENTION_SWEEP_INTERVAL_MS).
+   * Not retried: the next firing does what this one could not.
+   */
+  retentionSweep: {
+    name: 'retention-sweep',
+    queue: 'canopy-timers',
+    payload: retentionTimerPayload,
+    attempts: 1,
+    backoffMs: 1_000,
+    lockDurationMs: 30_000,
+    jobId: () => 'retention-sweep',
+  } satisfies JobSpec<typeof retentionTimerPayload>,
 } as const;
 
 export type JobName = keyof typeof JOBS;

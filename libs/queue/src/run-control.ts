@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
 
 export type CancelHandler = (runId: string) => boolean;
 
-export type SessionCloseReason = 'close' | 'delete' | 'idle';
+export type SessionCloseReason = 'close' | 'delete' | 'idle' | 'expired';
 export type CloseHandler = (tenantId: string, sessionId: string, reason: SessionCloseReason) => Promise<void>;
 
 export interface RunControl {
@@ -154,7 +154,7 @@ export class RedisRunControl implements RunControl {
     const c = notice.close;
     if (notice.from === this.options.instanceId || !c || !this.closeHandler) return;
     if (typeof c.tenantId !== 'string' || typeof c.sessionId !== 'string') return;
-    if (!['close', 'delete', 'idle'].includes(c.reason)) return;
+    if (!['close', 'delete', 'idle', 'expired'].includes(c.reason)) return;
     this.closeHandler(c.tenantId, c.sessionId, c.reason).catch(() => undefined);
   }
 }

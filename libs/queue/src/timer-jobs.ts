@@ -1,5 +1,5 @@
 // A timer's deterministic key, and its dispatch to the handler of its kind. One idle timer per session, one
-// expiry timer per pause of a run (the tool uses it waits on identify the pause). Keys never contain ':' (BullMQ
+// expiry timer per pause of a run (the tool uses it waits on identify the pause), one retention sweep. Keys never contain ':' (BullMQ
 // job ids may not).
 
 import { createHash } from 'node:crypto';
@@ -11,6 +11,8 @@ export function timerKey(timer: Timer): string {
       return `idle-${timer.tenantId}-${digest(timer.sessionId)}`;
     case 'decision-expiry':
       return `expiry-${timer.runId}-${digest([...timer.toolUseIds].sort().join('\n'))}`;
+    case 'retention-sweep':
+      return 'retention-sweep';
   }
 }
 
@@ -25,5 +27,7 @@ export function dispatchTimer(handlers: TimerHandlers, timer: Timer): Promise<vo
       return handlers['session-idle'](timer);
     case 'decision-expiry':
       return handlers['decision-expiry'](timer);
+    case 'retention-sweep':
+      return handlers['retention-sweep'](timer);
   }
 }

@@ -21,7 +21,15 @@ export interface DecisionTimer {
   toolUseIds: string[];
 }
 
-export type Timer = IdleTimer | DecisionTimer;
+/**
+ * The retention sweep: deletes, in every tenant with a retention policy, the sessions not updated for longer than it
+ * allows. A repeating timer: one per deployment, whichever process runs it.
+ */
+export interface RetentionTimer {
+  kind: 'retention-sweep';
+}
+
+export type Timer = IdleTimer | DecisionTimer | RetentionTimer;
 export type TimerKind = Timer['kind'];
 
 export type TimerHandlers = { [K in TimerKind]: (timer: Extract<Timer, { kind: K }>) => Promise<void> };
@@ -31,6 +39,12 @@ export interface Timers {
   set(timer: Timer, delayMs: number): Promise<void>;
   /** Sets the timer unless one with the same key is set already (re-arming on boot without moving it). */
   ensure(timer: Timer, delayMs: number): Promise<void>;
+  /**
+   * Fires the timer every `everyMs` from now on, once per deployment however many processes ask (asking again
+   * replaces the interval): a BullMQ job scheduler when distributed, an interval timer embedded. A firing that is
+   * still running when the next one is due is not doubled.
+   */
+  repeat(timer: RetentionTimer, everyMs: number): Promise<void>;
   /** Removes the timer if it has not fired yet. */
   clear(timer: Timer): Promise<void>;
   /** Registers the handlers (one per kind). Processes that run no timers never call it. */

@@ -15,6 +15,7 @@ export function toSessionInfo(r: SessionRecord): SessionInfo {
     metadata: r.metadata,
     userId: r.userId,
     status: r.status,
+    pinned: r.pinned,
     createdAt: r.createdAt.toISOString(),
     updatedAt: r.updatedAt.toISOString(),
   };

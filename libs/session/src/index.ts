@@ -12,3 +12,4 @@ export * from './convert';
 export * from './title';
 export * from './reconcile';
 export * from './session.module';
+export * from './catalog';

@@ -9,7 +9,7 @@ import type { SessionEngineDeps } from './session-deps';
 import { LiveSession } from './live-session';
 import type { SessionPublisher } from './session-publisher';
 
-export type CloseReason = 'close' | 'delete' | 'idle' | 'shutdown';
+export type CloseReason = 'close' | 'delete' | 'idle' | 'shutdown' | 'expired';
 
 export class LiveSessions {
   private readonly sessions = new Map<string, LiveSession>();
@@ -124,7 +124,8 @@ export class LiveSessions {
     } catch (err) {
       this.deps.logger.warn('live registry remove failed', { err, sessionId: id });
     }
-    if (gone)
+    // An expired session was announced by the retention sweep, live or not (once, whatever instances served it).
+    if (gone && reason !== 'expired')
       await this.publisher.activity({ tenantId, type: 'closed', data: { id, reason }, at: Date.now() });
     return true;
   }

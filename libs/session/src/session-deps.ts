@@ -25,6 +25,8 @@ export interface EngineSettings {
   resultTtlMs: number;
   /** Busy sessions a tenant may have (in the whole deployment) before new runs answer rate_limited. */
   maxBusyPerTenant?: number;
+  /** How often the retention sweep runs where timers run (0 or absent: never). */
+  retentionSweepMs?: number;
   /**
    * Whether this process executes runs (takes them from the queue): the embedded api and workers do; the api of
    * a distributed deployment only enqueues.

@@ -50,7 +50,15 @@ import {
   type LiveRegistry,
   type RedisRealtime,
 } from '@canopy/realtime';
-import { Database, PrismaSessionStore, SESSION_STORE, type SessionStore } from '@canopy/store';
+import {
+  Database,
+  PrismaSessionStore,
+  RetentionRepository,
+  SESSION_STORE,
+  SessionCatalogStore,
+  type SessionStore,
+} from '@canopy/store';
+import { RetentionSweeper, SessionCatalogService, SessionTransferService } from './catalog';
 import { SessionService } from './session.service';
 import type { EngineLogger, SessionEngineDeps } from './session-deps';
 
@@ -243,6 +251,7 @@ export class SessionModule {
                 resultTtlMs: 10 * 60_000,
                 shutdownGraceMs: c.shutdownGraceMs,
                 maxBusyPerTenant: c.limits.concurrentRunsPerTenant,
+                retentionSweepMs: c.sessions.retentionSweepMs,
                 // Embedded, the api runs its own turns; distributed, only workers do.
                 executesRuns: queue.runsInline || role === 'worker',
               },
@@ -251,10 +260,71 @@ export class SessionModule {
             return new SessionService(deps);
           },
         },
+        {
+          provide: SessionCatalogStore,
+          inject: [Database],
+          useFactory: (db: Database) => new SessionCatalogStore(db),
+        },
+        {
+          provide: RetentionRepository,
+          inject: [Database],
+          useFactory: (db: Database) => new RetentionRepository(db),
+        },
+        {
+          provide: SessionCatalogService,
+          inject: [SessionService, SessionCatalogStore, LIVE_REGISTRY, EVENT_BUS, RUN_CONTROL],
+          useFactory: (
+            sessions: SessionService,
+            catalog: SessionCatalogStore,
+            registry: LiveRegistry,
+            bus: EventBus,
+            control: RunControl,
+          ) => new SessionCatalogService(sessions, catalog, registry, bus, control),
+        },
+        {
+          provide: SessionTransferService,
+          inject: [SESSION_STORE, SessionCatalogStore, LIVE_REGISTRY, ToolRegistry],
+          useFactory: (
+            store: SessionStore,
+            catalog: SessionCatalogStore,
+            registry: LiveRegistry,
+            tools: ToolRegistry,
+          ) => new SessionTransferService(store, catalog, registry, tools),
+        },
+        {
+          // The sweep runs where timers run (the embedded api, workers); the service registers it there.
+          provide: RetentionSweeper,
+          inject: [CANOPY_CONFIG, SessionService, RetentionRepository, ACTIVITY_FEED, EVENT_BUS, RUN_CONTROL],
+          useFactory: (
+            c: CanopyConfig,
+            sessions: SessionService,
+            retention: RetentionRepository,
+            feed: ActivityFeed,
+            bus: EventBus,
+            control: RunControl,
+          ) => {
+            const sweeper = new RetentionSweeper(
+              retention,
+              feed,
+              bus,
+              control,
+              nestLogger(),
+              c.sessions.retentionSweepBatch,
+            );
+            sessions.setRetentionSweeper(async () => {
+              await sweeper.sweep();
+            });
+            return sweeper;
+          },
+        },
         SessionEngineLifecycle,
       ],
       exports: [
         SessionService,
+        SessionCatalogService,
+        SessionTransferService,
+        RetentionRepository,
+        RetentionSweeper,
         ToolRegistry,
         HookRegistry,
         SESSION_STORE,

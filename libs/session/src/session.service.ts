@@ -86,6 +86,7 @@ export class SessionService {
   private readonly recovery: RunRecovery;
   private readonly publisher: SessionPublisher;
   private readonly publishedListeners = new Set<(count: number) => void>();
+  private retentionSweeper: (() => Promise<void>) | null = null;
 
   constructor(private readonly deps: SessionEngineDeps) {
     this.publisher = new SessionPublisher(deps.bus, deps.feed, deps.logger, (count) => {
@@ -108,8 +109,19 @@ export class SessionService {
       deps.timers.process({
         'session-idle': (timer) => this.live.shutDownIfIdle(timer),
         'decision-expiry': (timer) => this.decisions.expire(timer),
+        'retention-sweep': () => this.retentionSweeper?.() ?? Promise.resolve(),
       });
+      if (deps.settings.retentionSweepMs) {
+        deps.timers
+          .repeat({ kind: 'retention-sweep' }, deps.settings.retentionSweepMs)
+          .catch((err: unknown) => deps.logger.error('retention sweep not scheduled', { err }));
+      }
     }
+  }
+
+  /** What the retention timer runs (the sweeper registers itself; it lives beside this service). */
+  setRetentionSweeper(sweep: () => Promise<void>): void {
+    this.retentionSweeper = sweep;
   }
 
   /** Tells `listener` how many events each publish carried (metrics); the returned function stops it. */

@@ -13,8 +13,9 @@ import {
   writeSync,
   existsSync,
 } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import { dirname, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { PGlite, type Extension } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { isProcessAlive } from '@canopy/common';
 
@@ -41,7 +42,12 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
   const releaseLock = acquireLock(join(root, 'embedded.lock'));
   try {
     await bootstrapRole(pgdata);
-    const db = await PGlite.create({ dataDir: pgdata, username: EMBEDDED_ROLE });
+    // btree_gin: the session search's index keys on the tenant as well as the words (the migrations create it).
+    const db = await PGlite.create({
+      dataDir: pgdata,
+      username: EMBEDDED_ROLE,
+      extensions: { btree_gin: btreeGin },
+    });
     // The socket server queues queries and keeps a transaction on the connection that opened it; a few
     // connections absorb a pool reconnecting while the previous connection is still being torn down.
     const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 4 });
@@ -68,6 +74,19 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
       : new EmbeddedPostgresError(`could not start the embedded database in ${pgdata}`, { cause: err });
   }
 }
+
+/**
+ * PGlite's btree_gin, the contrib extension the session search's index needs (the migrations create it). What
+ * `@electric-sql/pglite/contrib/btree_gin` exports, built here because this project's module resolution cannot
+ * name that subpath: the extension's bundle ships beside PGlite's entry point.
+ */
+const btreeGin: Extension = {
+  name: 'btree_gin',
+  setup: () =>
+    Promise.resolve({
+      bundlePath: pathToFileURL(join(dirname(require.resolve('@electric-sql/pglite')), 'btree_gin.tar.gz')),
+    }),
+};
 
 /** First start only: create the service's role (no superuser, no RLS bypass) and give it the database. */
 async function bootstrapRole(pgdata: string): Promise<void> {

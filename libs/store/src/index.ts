@@ -10,3 +10,7 @@ export * from './prisma-session.store';
 export * from './run-stats';
 export * from './session-store.port';
 export * from './table-maintenance';
+export * from './session-filters';
+export * from './session-search';
+export * from './session-catalog.store';
+export * from './retention.repository';

@@ -21,6 +21,7 @@ import {
 } from '@canopy/core';
 import { Database, isUuid, type SqlTx } from './database';
 import { empty, join, query, raw, sql, type Sql } from './sql';
+import { filterConditions } from './session-filters';
 import {
   SESSION_COLUMNS,
   RUN_COLUMNS,
@@ -134,14 +135,8 @@ export class PrismaSessionStore implements SessionStore {
     // The service validates the limit; clamping here only keeps a bad caller from asking for everything.
     const limit = Math.min(MAX_PAGE, Math.max(1, Math.trunc(listQuery.limit) || 1));
     const after = listQuery.cursor ? decodeCursor(listQuery.cursor) : null;
-    const conditions: Sql[] = [sql`sessions.tenant_id = ${scope.tenantId}::uuid`];
-    if (scope.userId !== undefined) conditions.push(sql`sessions.user_id = ${scope.userId}::text`);
-    if (listQuery.userId !== undefined) conditions.push(sql`sessions.user_id = ${listQuery.userId}::text`);
-    // Keys are arbitrary user strings: bound as parameters, never spliced into the SQL. `->>` keeps the port's
-    // text comparison (a stored number 5 matches "5"), which the jsonb_path_ops index (`@>`) could not.
-    for (const [key, value] of Object.entries(listQuery.metadata ?? {})) {
-      conditions.push(sql`sessions.metadata ->> ${key}::text = ${value}::text`);
-    }
+    const { limit: _limit, cursor: _cursor, ...filter } = listQuery;
+    const conditions = filterConditions(scope, filter);
     if (after) {
       conditions.push(
         sql`(sessions.updated_at, sessions.id) < (${after.updatedAt}::timestamptz, ${after.id}::text)`,
@@ -177,6 +172,7 @@ export class PrismaSessionStore implements SessionStore {
     if (patch.opts !== undefined) fields.push(['opts', json(patch.opts)]);
     if (patch.tools !== undefined) fields.push(['tools', json(patch.tools)]);
     if (patch.metadata !== undefined) fields.push(['metadata', json(patch.metadata)]);
+    if (patch.pinned !== undefined) fields.push(['pinned', sql`${patch.pinned}::boolean`]);
     // jsonb `IS DISTINCT FROM` compares values, not text: a metadata object with its keys reordered is unchanged.
     const differs = fields.length
       ? join(

@@ -88,9 +88,9 @@ describe('the migrated database', () => {
       relforcerowsecurity: boolean;
     }>(
       `SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class
-        WHERE relname IN ('tenants', 'api_keys', 'sessions', 'nodes', 'runs') ORDER BY relname`,
+        WHERE relname IN ('tenants', 'api_keys', 'sessions', 'nodes', 'runs', 'node_search') ORDER BY relname`,
     );
-    expect(rows).toHaveLength(5);
+    expect(rows).toHaveLength(6);
     for (const r of rows) expect(r).toMatchObject({ relrowsecurity: true, relforcerowsecurity: true });
   });
 

@@ -41,6 +41,7 @@ const SESSION_COLUMN_LIST = [
   'sessions.usage',
   'sessions.idle_shutdown_after_ms',
   'sessions.active_run_id::text AS active_run_id',
+  'sessions.pinned',
   'sessions.created_at',
   'sessions.updated_at',
 ];
@@ -110,6 +111,7 @@ export interface SessionRow {
   usage: unknown;
   idle_shutdown_after_ms: number | null;
   active_run_id: string | null;
+  pinned: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -211,6 +213,7 @@ export function toSession(row: SessionRow): SessionRecord {
     usage: toUsage(row.usage),
     idleShutdownAfterMs: row.idle_shutdown_after_ms,
     activeRunId: row.active_run_id,
+    pinned: row.pinned === true,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

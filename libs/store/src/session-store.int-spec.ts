@@ -178,6 +178,7 @@ describe('create / get / exists', () => {
       usage: emptyUsage(),
       idleShutdownAfterMs: 60_000,
       activeRunId: null,
+      pinned: false,
       createdAt: expect.any(Date) as Date,
       updatedAt: expect.any(Date) as Date,
     });

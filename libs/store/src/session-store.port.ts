@@ -15,6 +15,7 @@ import type {
   TreeNode,
   Usage,
 } from '@canopy/core';
+import type { SessionFilter } from './session-filters';
 
 import type { FailedTurn } from './turn-runs';
 
@@ -47,6 +48,8 @@ export interface SessionRecord extends PositionRecord {
   idleShutdownAfterMs: number | null;
   /** The run that owns the session while it is busy or paused; null when idle. */
   activeRunId: string | null;
+  /** Exempt from the tenant's retention policy (unless it keeps nothing). */
+  pinned: boolean;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -72,16 +75,14 @@ export interface SessionStatePatch {
   opts?: JsonObject;
   tools?: ClientTool[];
   metadata?: JsonObject;
+  pinned?: boolean;
 }
 
-export interface ListSessionsQuery {
+export interface ListSessionsQuery extends SessionFilter {
   /** 1..100. */
   limit: number;
   /** Opaque cursor from a previous page's nextCursor. */
   cursor?: string | null;
-  userId?: string;
-  /** Every key must match: metadata->>key = value (text comparison). */
-  metadata?: Record<string, string>;
 }
 
 export interface SessionPage {

@@ -5,3 +5,4 @@ export * from './test-credentials';
 export * from './eventually';
 export * from './fake-llm-server';
 export * from './cluster';
+export * from './conversation-arbitraries';

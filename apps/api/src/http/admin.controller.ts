@@ -1,10 +1,11 @@
-// Admin routes (the admin key): tenants and their API keys.
+// Admin routes (the admin key): tenants (with their retention policy) and their API keys.
 
-import { Body, Controller, Delete, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CanopyException } from '@canopy/common';
 import { Access, AuthService, TenantsRepository } from '@canopy/auth';
-import { CreateKeyDto, CreateTenantDto } from './dto';
+import { RetentionRepository, type TenantView } from '@canopy/store';
+import { CreateKeyDto, CreateTenantDto, UpdateTenantDto } from './dto';
 
 @ApiTags('admin')
 @ApiBearerAuth()
@@ -14,6 +15,7 @@ export class AdminController {
   constructor(
     private readonly tenants: TenantsRepository,
     private readonly auth: AuthService,
+    private readonly retention: RetentionRepository,
   ) {}
 
   @Post('tenants')
@@ -21,6 +23,23 @@ export class AdminController {
   async createTenant(@Body() body: CreateTenantDto) {
     const { tenant, apiKey } = await this.tenants.createTenant(body.name);
     return { id: tenant.id, name: tenant.name, apiKey };
+  }
+
+  @Get('tenants/:tenantId')
+  @ApiOperation({ summary: 'A tenant with its retention policy' })
+  async getTenant(@Param('tenantId') tenantId: string) {
+    const tenant = await this.retention.tenant(tenantId);
+    if (!tenant) throw CanopyException.notFound('tenant');
+    return tenantView(tenant);
+  }
+
+  @Patch('tenants/:tenantId')
+  @ApiOperation({
+    summary:
+      'Set a tenant’s retention policy: {retention: {deleteAfterDays: days | null, keep: "pinned" | "none"}} — sessions not updated for that long are deleted by the sweeper',
+  })
+  async updateTenant(@Param('tenantId') tenantId: string, @Body() body: UpdateTenantDto) {
+    return tenantView(await this.retention.setPolicy(tenantId, body.retention));
   }
 
   @Post('tenants/:tenantId/keys')
@@ -37,4 +56,8 @@ export class AdminController {
     if (!key) throw CanopyException.notFound('key');
     this.auth.forgetKey(key.id);
   }
+}
+
+function tenantView(t: TenantView) {
+  return { id: t.id, name: t.name, createdAt: t.createdAt.toISOString(), retention: t.retention };
 }

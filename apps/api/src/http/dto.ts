@@ -6,6 +6,15 @@ import { createZodDto } from 'nestjs-zod';
 import {
   acceptedSchema,
   branchSchema,
+  bulkExportQuerySchema,
+  bulkImportQuerySchema,
+  bulkTargetSchema,
+  countQuerySchema,
+  exportQuerySchema,
+  forkSchema,
+  importSchema,
+  searchQuerySchema,
+  updateTenantSchema,
   createKeySchema,
   createSessionSchema,
   createTenantSchema,
@@ -43,3 +52,12 @@ export class TurnResultDto extends createZodDto(turnResultSchema) {}
 export class JsonResultDto extends createZodDto(jsonResultSchema) {}
 export class RunViewDto extends createZodDto(runViewSchema) {}
 export class OpenedSessionDto extends createZodDto(openedSessionSchema) {}
+export class SearchQueryDto extends createZodDto(searchQuerySchema) {}
+export class CountQueryDto extends createZodDto(countQuerySchema) {}
+export class ForkDto extends createZodDto(forkSchema) {}
+export class ExportQueryDto extends createZodDto(exportQuerySchema) {}
+export class ImportDto extends createZodDto(importSchema) {}
+export class BulkExportQueryDto extends createZodDto(bulkExportQuerySchema) {}
+export class BulkImportQueryDto extends createZodDto(bulkImportQuerySchema) {}
+export class BulkTargetDto extends createZodDto(bulkTargetSchema) {}
+export class UpdateTenantDto extends createZodDto(updateTenantSchema) {}

@@ -1,12 +1,24 @@
-// Sessions: create, list, read, update, open (with start options), close, delete.
+// Sessions: create, list, read, update (pinned too), open (with start options), close, delete.
 
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Patch,
+  Post,
+  Query,
+  Req,
+} from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import type { Scope } from '@canopy/core';
-import { CanopyException } from '@canopy/common';
 import { CurrentScope } from '@canopy/auth';
-import { SessionService } from '@canopy/session';
+import { LIVE_REGISTRY, type LiveRegistry } from '@canopy/realtime';
+import { resolveFilter, SessionService } from '@canopy/session';
 import {
   CreateSessionDto,
   ListSessionsQueryDto,
@@ -14,13 +26,17 @@ import {
   OpenSessionDto,
   UpdateSessionDto,
 } from './dto';
+import { filterFromQuery } from './session-filter.query';
 import { sessionDetailView, sessionView } from './views';
 
 @ApiTags('sessions')
 @ApiBearerAuth()
 @Controller('v1/sessions')
 export class SessionsController {
-  constructor(private readonly sessions: SessionService) {}
+  constructor(
+    private readonly sessions: SessionService,
+    @Inject(LIVE_REGISTRY) private readonly registry: LiveRegistry,
+  ) {}
 
   @Post()
   @ApiOperation({ summary: 'Create a session (persisted at once); a user token’s userId is forced' })
@@ -30,31 +46,18 @@ export class SessionsController {
 
   @Get()
   @ApiOperation({
-    summary: 'List sessions, newest updatedAt first; filter by userId, live and metadata.<key>',
+    summary:
+      'List sessions, newest updatedAt first; filter by userId, live, model, status, pinned, created/updated ranges, metadata.<key>=<value> and metadataAny.<key>=<value> (repeatable)',
   })
   async list(@CurrentScope() scope: Scope, @Query() query: ListSessionsQueryDto, @Req() req: Request) {
-    const metadata: Record<string, string> = {};
-    for (const [key, value] of Object.entries(req.query)) {
-      if (!key.startsWith('metadata.')) continue;
-      const name = key.slice('metadata.'.length);
-      if (!name || name.length > 100 || typeof value !== 'string' || value.length > 1_000) {
-        throw CanopyException.badRequest(`invalid metadata filter "${key}"`, { field: key });
-      }
-      metadata[name] = value;
-    }
-    if (Object.keys(metadata).length > 16) throw CanopyException.badRequest('at most 16 metadata filters');
+    const filter = await resolveFilter(scope, filterFromQuery(query, req), this.registry);
+    if (!filter) return { data: [], nextCursor: null };
     const page = await this.sessions.list(scope, {
       limit: query.limit,
       cursor: query.cursor ?? null,
-      ...(query.userId ? { userId: query.userId } : {}),
-      ...(Object.keys(metadata).length ? { metadata } : {}),
+      ...filter,
     });
-    let data = page.data;
-    if (query.live !== undefined) {
-      const live = query.live === 'true';
-      data = data.filter((s) => (this.sessions.live.get(scope.tenantId, s.id) !== undefined) === live);
-    }
-    return { data: data.map(sessionView), nextCursor: page.nextCursor };
+    return { data: page.data.map(sessionView), nextCursor: page.nextCursor };
   }
 
   @Get(':id')
@@ -72,7 +75,7 @@ export class SessionsController {
 
   @Patch(':id')
   @ApiOperation({
-    summary: 'Change title, model, system, opts, tools, metadata (model/system/opts/tools idle only)',
+    summary: 'Change title, model, system, opts, tools, metadata, pinned (model/system/opts/tools idle only)',
   })
   update(@CurrentScope() scope: Scope, @Param('id') id: string, @Body() body: UpdateSessionDto) {
     return this.sessions.update(scope, id, body);

@@ -1,5 +1,5 @@
 // Prometheus metrics (prom-client): HTTP latency by route, runs by final status, live sessions and subscribers,
-// events published, database round trips, plus the process's default metrics.
+// events published, database round trips, sessions expired by retention, plus the process's default metrics.
 
 import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -26,6 +26,11 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   readonly events = new Counter({
     name: 'canopy_events_published_total',
     help: 'Session events published',
+    registers: [this.registry],
+  });
+  readonly expired = new Counter({
+    name: 'canopy_sessions_expired_total',
+    help: 'Sessions deleted by their tenant’s retention policy (closed {reason: "expired"} on the activity feed)',
     registers: [this.registry],
   });
   private unsubscribe: Unsubscribe | null = null;
@@ -78,6 +83,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
     this.stopCountingEvents = this.sessions.onEventsPublished((count) => this.events.inc(count));
     this.unsubscribe = await this.feed.subscribe(null, (event) => {
       if (event.type === 'run_finished') this.runs.inc({ status: event.data.status });
+      else if (event.type === 'closed' && event.data.reason === 'expired') this.expired.inc();
     });
   }
 

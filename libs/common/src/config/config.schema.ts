@@ -51,6 +51,15 @@ export const envSchema = z.object({
     .string()
     .regex(/^\d+(b|kb|mb)$/i, 'a size such as 512kb or 1mb')
     .default('1mb'),
+  /** Largest body of an import (POST /v1/sessions/import, and each line of POST /v1/import). */
+  IMPORT_BODY_LIMIT: z
+    .string()
+    .regex(/^\d+(b|kb|mb)$/i, 'a size such as 512kb or 20mb')
+    .default('20mb'),
+  /** How often the retention sweeper runs (deletes sessions older than their tenant's policy). */
+  RETENTION_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(86_400_000).default(3_600_000),
+  /** Sessions one sweep statement deletes (it repeats until a tenant has none left to expire). */
+  RETENTION_SWEEP_BATCH: z.coerce.number().int().min(1).max(10_000).default(500),
   /** The worker touches this file after every successful heartbeat (container health checks read it). */
   CANOPY_WORKER_HEARTBEAT_FILE: z.string().min(1).optional(),
   /** Model providers. Base URLs default to the providers' own; keys are required only to use a provider. */
@@ -91,7 +100,12 @@ export type Env = z.infer<typeof envSchema>;
 export interface CanopyConfig {
   readonly env: Env['NODE_ENV'];
   readonly instanceId: string;
-  readonly http: { readonly host: string; readonly port: number; readonly bodyLimit: string };
+  readonly http: {
+    readonly host: string;
+    readonly port: number;
+    readonly bodyLimit: string;
+    readonly importBodyLimit: string;
+  };
   readonly log: { readonly level: Env['LOG_LEVEL'] };
   readonly database: {
     /** null: embedded PGlite in `dataDir`. */
@@ -138,6 +152,8 @@ export interface CanopyConfig {
     readonly coalesceMs: number;
     readonly toolTimeoutMs: number;
     readonly maxSteps: number;
+    readonly retentionSweepMs: number;
+    readonly retentionSweepBatch: number;
   };
 }
 
@@ -175,7 +191,7 @@ export function loadConfig(
   return {
     env: e.NODE_ENV,
     instanceId: e.CANOPY_INSTANCE_ID ?? options.defaultInstanceId ?? 'canopy',
-    http: { host: e.HOST, port: e.PORT, bodyLimit: e.HTTP_BODY_LIMIT },
+    http: { host: e.HOST, port: e.PORT, bodyLimit: e.HTTP_BODY_LIMIT, importBodyLimit: e.IMPORT_BODY_LIMIT },
     log: { level: e.LOG_LEVEL },
     database: {
       url: e.DATABASE_URL ?? null,
@@ -223,6 +239,8 @@ export function loadConfig(
       coalesceMs: e.EVENT_COALESCE_MS,
       toolTimeoutMs: e.TOOL_TIMEOUT_MS,
       maxSteps: e.RUN_MAX_STEPS,
+      retentionSweepMs: e.RETENTION_SWEEP_INTERVAL_MS,
+      retentionSweepBatch: e.RETENTION_SWEEP_BATCH,
     },
   };
 }

@@ -120,7 +120,7 @@ export const clientToolSchema = z
   })
   .strict();
 
-const metadataSchema = z
+export const metadataSchema = z
   .record(z.string().min(1).max(100), z.union([z.string().max(1_000), z.number(), z.boolean(), z.null()]))
   .refine((m) => Object.keys(m).length <= LIMITS.metadataKeys, {
     message: `at most ${LIMITS.metadataKeys} keys`,
@@ -153,6 +153,8 @@ export const updateSessionSchema = z
     opts: jsonObject.optional(),
     tools: z.array(clientToolSchema).max(LIMITS.tools).optional(),
     metadata: metadataSchema.optional(),
+    /** Exempt from the tenant's retention policy (unless it keeps nothing). */
+    pinned: z.boolean().optional(),
   })
   .strict()
   .refine((p) => Object.keys(p).length > 0, { message: 'nothing to change' });
@@ -220,13 +222,6 @@ export const createKeySchema = z.object({ name: z.string().trim().min(1).max(200
 export const createTokenSchema = z
   .object({ userId: z.string().min(1).max(200), ttlSeconds: z.number().int().min(10).optional() })
   .strict();
-
-export const listSessionsQuerySchema = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(20),
-  cursor: z.string().max(500).optional(),
-  userId: z.string().min(1).max(200).optional(),
-  live: z.enum(['true', 'false']).optional(),
-});
 
 export const eventsQuerySchema = z.object({
   mode: z.enum(['controller', 'observer']).optional(),

@@ -57,7 +57,11 @@ export function describeTimersContract(
         fired.push({ timer, at: Date.now() });
         return Promise.resolve();
       };
-      fixture.timers.process({ 'session-idle': record, 'decision-expiry': record });
+      fixture.timers.process({
+        'session-idle': record,
+        'decision-expiry': record,
+        'retention-sweep': record,
+      });
       return { ...fixture, fired };
     }
 
@@ -153,6 +157,7 @@ export function describeTimersContract(
           seen.push(t);
           return Promise.resolve();
         },
+        'retention-sweep': () => Promise.resolve(),
       });
       try {
         const failing = idle();
@@ -164,6 +169,23 @@ export function describeTimersContract(
         expect(seen[0]).toEqual(failing);
       } finally {
         await fixture.cleanup();
+      }
+    });
+
+    it('repeats a repeating timer at its interval, once however often it is asked for, until closed', async () => {
+      const { timers, cleanup, fired } = await recording();
+      try {
+        // Asked twice (two processes starting, or one restarting): still one timer.
+        await timers.repeat({ kind: 'retention-sweep' }, 150);
+        await timers.repeat({ kind: 'retention-sweep' }, 150);
+        const start = Date.now();
+        await until(() => fired.length >= 3);
+        const sweeps = fired.filter((f) => f.timer.kind === 'retention-sweep');
+        expect(sweeps.length).toBe(fired.length);
+        // Three firings at 150 ms apart take at least ~300 ms: no doubled schedule.
+        expect(sweeps[2]!.at - start).toBeGreaterThanOrEqual(250);
+      } finally {
+        await cleanup();
       }
     });
   });

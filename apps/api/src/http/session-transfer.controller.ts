@@ -1,0 +1,138 @@
+// Conversations in and out: fork a session from any node, export one (canopy, openai, anthropic, markdown),
+// import one (canopy, openai, anthropic, chatgpt), and in bulk: every session of the tenant (or user) as NDJSON
+// canopy documents, and NDJSON lines imported each on its own with a report per line.
+
+import { Body, Controller, Get, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiConsumes, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { CanopyException, CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
+import type { Scope } from '@canopy/core';
+import { CurrentScope } from '@canopy/auth';
+import { SessionCatalogService, SessionTransferService } from '@canopy/session';
+import { BulkExportQueryDto, BulkImportQueryDto, ExportQueryDto, ForkDto, ImportDto } from './dto';
+import { NDJSON, bytesOf, ndjsonLines, writeLine } from './ndjson';
+import { filterFromQuery } from './session-filter.query';
+
+@ApiTags('sessions')
+@ApiBearerAuth()
+@Controller('v1')
+export class SessionTransferController {
+  constructor(
+    private readonly catalog: SessionCatalogService,
+    private readonly transfer: SessionTransferService,
+    @Inject(CANOPY_CONFIG) private readonly config: CanopyConfig,
+  ) {}
+
+  @Post('sessions/:id/fork')
+  @ApiOperation({
+    summary:
+      'A new session whose tree is the path from the root to nodeId (default: the active tip), ids from 1, usage kept; metadata.forkedFrom names the origin. Works while the source is busy.',
+  })
+  fork(@CurrentScope() scope: Scope, @Param('id') id: string, @Body() body: ForkDto) {
+    return this.catalog.fork(scope, id, body);
+  }
+
+  @Get('sessions/:id/export')
+  @ApiProduces('application/json', 'text/markdown')
+  @ApiOperation({
+    summary:
+      'Export a session: canopy (the whole tree, round-trips through import), openai / anthropic (the active path as those APIs’ messages), markdown',
+  })
+  async export(
+    @CurrentScope() scope: Scope,
+    @Param('id') id: string,
+    @Query() query: ExportQueryDto,
+    @Res() res: Response,
+  ): Promise<void> {
+    const { contentType, body } = await this.transfer.export(scope, id, query.format);
+    res.status(200).type(contentType);
+    if (typeof body === 'string') res.send(body);
+    else res.send(JSON.stringify(body));
+  }
+
+  @Post('sessions/import')
+  @ApiOperation({
+    summary:
+      'Import a conversation as a new session: canopy (exact tree, its id kept), openai / anthropic messages (a linear path), chatgpt (one conversations.json entry, branches kept). All or nothing; bad input names the field.',
+  })
+  import(@CurrentScope() scope: Scope, @Body() body: ImportDto) {
+    return this.transfer.import(scope, body);
+  }
+
+  @Get('export')
+  @ApiProduces(NDJSON)
+  @ApiOperation({
+    summary:
+      'Every session of the tenant (a user token: of its user) matching the list filters, as NDJSON canopy documents, oldest created first; resume with cursor = base64url({"createdAt","id"}) of the last line',
+  })
+  async exportAll(
+    @CurrentScope() scope: Scope,
+    @Query() query: BulkExportQueryDto,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const documents = this.transfer.exportAll(scope, filterFromQuery(query, req), query.cursor ?? null);
+    // The first page is read before the answer starts, so a bad cursor or an unreachable database is an error
+    // answer, not a broken stream.
+    const first = await documents.next();
+    res.status(200).type(NDJSON);
+    res.flushHeaders();
+    let closed = false;
+    res.on('close', () => (closed = true));
+    try {
+      if (!first.done) await writeLine(res, first.value);
+      for await (const doc of documents) {
+        if (closed) break;
+        await writeLine(res, doc);
+      }
+      res.end();
+    } catch {
+      // Mid-stream there is no status left to answer with: the connection is cut, and the client resumes from the
+      // last complete line's cursor.
+      res.destroy();
+    }
+  }
+
+  @Post('import')
+  @ApiConsumes(NDJSON)
+  @ApiProduces(NDJSON)
+  @ApiBody({ schema: { type: 'string', description: 'one JSON document of `format` per line' } })
+  @ApiOperation({
+    summary:
+      'Import NDJSON, one conversation per line (format: canopy by default), each all or nothing; answers NDJSON, one report per line: {line, ok: true, id, nodes} or {line, ok: false, error: {code, message, field?}}',
+  })
+  async importAll(
+    @CurrentScope() scope: Scope,
+    @Query() query: BulkImportQueryDto,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const type = req.headers['content-type'] ?? '';
+    if (
+      (req as { _body?: boolean })._body ||
+      !/^(application\/(x-)?ndjson|application\/jsonl|text\/plain)\b/i.test(type)
+    ) {
+      throw new CanopyException('unsupported_media_type', `send NDJSON (content-type ${NDJSON})`);
+    }
+    const reports = this.transfer.importLines(
+      scope,
+      ndjsonLines(req, bytesOf(this.config.http.importBodyLimit)),
+      {
+        format: query.format,
+        ...(query.userId !== undefined ? { userId: query.userId } : {}),
+        ...(query.model !== undefined ? { model: query.model } : {}),
+      },
+    );
+    res.status(200).type(NDJSON);
+    try {
+      for await (const report of reports) await writeLine(res, report);
+    } catch (err) {
+      // A failure that is no bad line (the database went away): said on a last line; lines reported ok before it
+      // are imported, the rest are not.
+      const unavailable =
+        err instanceof CanopyException ? err : CanopyException.unavailable('import interrupted');
+      await writeLine(res, { ok: false, error: { code: unavailable.code, message: unavailable.message } });
+    }
+    res.end();
+  }
+}

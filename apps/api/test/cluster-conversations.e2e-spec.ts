@@ -1,0 +1,102 @@
+// Finding, forking, moving and expiring on the distributed runtime, with real processes (1 api + 1 worker over the
+// machine's Postgres and Redis): search and fork of sessions whose runs the worker executed, a fork while the
+// source's run is in flight on the worker, a bulk cancel from the api reaching the worker, NDJSON export / import,
+// and the retention sweep as a BullMQ repeatable job run by the worker, announced on the api's activity feed (via
+// Redis) and counted in the api's /metrics.
+
+import { toCanopyDocument } from '@canopy/core';
+import { Cluster, eventually } from '@canopy/testing';
+import { Api, newTenant, SseReader } from './support/api-client';
+
+let cluster: Cluster;
+let api: Api;
+let admin: Api;
+let key: string;
+let tenantId: string;
+
+beforeAll(async () => {
+  cluster = await new Cluster({ apis: 1, workers: 1, env: { RETENTION_SWEEP_INTERVAL_MS: '500' } }).start();
+  ({ api, key, tenantId } = await newTenant({ url: cluster.api(1) } as never, 'distributed conversations'));
+  admin = new Api(cluster.api(1), cluster.adminKey);
+}, 90_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+}, 60_000);
+
+it('searches and forks sessions whose runs the worker executed, and forks one while its run is in flight', async () => {
+  const created = (await api.post('/v1/sessions', { model: 'mock:echo', opts: { delayMs: 30 } })).body;
+  const answered = await api.post(`/v1/sessions/${created.id}/prompt`, {
+    content: 'distributed lantern',
+    wait: true,
+  });
+  expect(answered.body.finalResponse).toBe('Echo: distributed lantern');
+  const found = await api.get<{ data: Array<{ session: { id: string } }> }>('/v1/sessions/search?q=lantern');
+  expect(found.body.data.map((h) => h.session.id)).toEqual([created.id]);
+
+  await api.post(`/v1/sessions/${created.id}/prompt`, {
+    content: 'one two three four five six seven eight nine ten',
+  });
+  await eventually(async () =>
+    expect((await api.get(`/v1/sessions/${created.id}`)).body.status).toBe('busy'),
+  );
+  const fork = await api.post(`/v1/sessions/${created.id}/fork`, {});
+  expect(fork.status).toBe(201);
+  expect((await api.get(`/v1/sessions/${fork.body.id}/tree`)).body.path).toEqual([1, 2]);
+
+  const cancelled = await api.post('/v1/sessions/cancel', { filter: { status: ['busy'] } });
+  expect(cancelled.body).toMatchObject({ cancelled: 1 });
+  await eventually(async () =>
+    expect((await api.get(`/v1/sessions/${created.id}`)).body.status).toBe('idle'),
+  );
+
+  const exported = (await api.get('/v1/export')).body as string;
+  const target = (await newTenant({ url: cluster.api(1) } as never, 'copy')).api;
+  const report = await target.request('POST', '/v1/import', exported, {
+    'content-type': 'application/x-ndjson',
+  });
+  expect(
+    (report.body as string)
+      .split('\n')
+      .filter(Boolean)
+      .every((l) => JSON.parse(l).ok === true),
+  ).toBe(true);
+  expect((await target.get('/v1/sessions/search?q=lantern')).body.data).toHaveLength(2);
+});
+
+it('expires old sessions from the worker’s repeatable sweep, announced through Redis and counted by the api', async () => {
+  const old = new Date(Date.now() - 5 * 86_400_000).toISOString();
+  const doc = toCanopyDocument(
+    {
+      id: 'old-one',
+      title: 'old',
+      model: 'mock:echo',
+      system: null,
+      opts: {},
+      tools: [],
+      metadata: {},
+      userId: null,
+      status: 'idle',
+      pinned: false,
+      createdAt: old,
+      updatedAt: old,
+    },
+    { nodes: [], path: [], cursors: {}, nextId: 1 },
+  );
+  expect((await api.post('/v1/sessions/import', { format: 'canopy', data: doc })).status).toBe(201);
+  const feed = await SseReader.open(`${cluster.api(1)}/v1/activity`, { authorization: `Bearer ${key}` });
+  try {
+    expect(
+      (await admin.patch(`/v1/admin/tenants/${tenantId}`, { retention: { deleteAfterDays: 1 } })).status,
+    ).toBe(200);
+    await feed.waitFor(
+      (e) => e.event === 'closed' && e.data.id === 'old-one' && e.data.reason === 'expired',
+      15_000,
+    );
+    expect((await api.get('/v1/sessions/old-one')).status).toBe(404);
+    const metrics = await (await fetch(`${cluster.api(1)}/metrics`)).text();
+    expect(metrics).toMatch(/^canopy_sessions_expired_total [1-9]/m);
+  } finally {
+    feed.close();
+  }
+});

@@ -1,0 +1,264 @@
+// Finding and forking conversations on the machine's Postgres (a database of its own, row-level security on):
+//   search  full-text search over one tenant's 100,000 sessions / 1,000,000 messages, among three other tenants
+//           (300,000 messages more), through the service's own query (SessionCatalogStore.search): p50 / p99 / max
+//           at 1 and 10 concurrent queries, for words of every frequency, a phrase, `or`, and with a user filter;
+//           and the plan, which must go through the GIN index on (tenant, words).
+//   fork    a fork in one statement from trees of 1,000 and 10,000 nodes (branchy: the active path is a few
+//           hundred nodes) and from a 10,000-deep linear tree: time against path length.
+// Message words come from a skewed vocabulary (w0 most frequent ... w4999 rare), 12 per message.
+
+import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import { tenantScope, type Scope } from '../libs/core/src';
+import { Database, SessionCatalogStore, declareSearch } from '../libs/store/src';
+import { createTestDatabase, prepareTemplate, type TestDatabase } from '../libs/testing/src';
+import { formatTime, printTable } from './report';
+
+const SESSIONS = Number(process.env.CANOPY_BENCH_SEARCH_SESSIONS ?? 100_000);
+const PER_SESSION = 10;
+const OTHER_TENANTS = 3;
+const OTHER_SESSIONS = SESSIONS / 10;
+const POOL = 10;
+
+interface Row {
+  name: string;
+  concurrency: number;
+  queries: number;
+  hits: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+export interface SearchBenchResult {
+  seedSeconds: number;
+  messages: number;
+  rows: Row[];
+  plan: string;
+  forks: Array<{ tree: string; nodes: number; path: number; p50: number; p99: number; max: number }>;
+}
+
+export async function runSearchBench(): Promise<SearchBenchResult> {
+  await prepareTemplate();
+  const testDb = await createTestDatabase();
+  const db = new Database({ url: testDb.url, poolMax: POOL, txMaxWaitMs: 30_000, txTimeoutMs: 120_000 });
+  const catalog = new SessionCatalogStore(db);
+  try {
+    const started = performance.now();
+    const target = await seedTenant(testDb, SESSIONS);
+    for (let i = 0; i < OTHER_TENANTS; i++) await seedTenant(testDb, OTHER_SESSIONS);
+    await raw(testDb, (c) => c.query('ANALYZE'));
+    const seedSeconds = (performance.now() - started) / 1000;
+
+    const plan = await db.withTenantSql(target, async (tx) => {
+      await declareSearch(tx, 'w2000');
+      const rows = await tx.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN SELECT node_id FROM node_search WHERE tenant_id = $1::uuid AND search @@ canopy_search_query()`,
+        [target.tenantId],
+      );
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    });
+    if (!plan.includes('node_search_idx')) throw new Error(`the search does not use its index:\n${plan}`);
+
+    const cases: Array<{ name: string; q: string; filter?: Record<string, unknown> }> = [
+      { name: 'rare word (w4990)', q: 'w4990' },
+      { name: 'uncommon word (w1500)', q: 'w1500' },
+      { name: 'common word (w200)', q: 'w200' },
+      { name: 'frequent word (w20)', q: 'w20' },
+      { name: 'phrase "deploy the api"', q: '"deploy the api"' },
+      { name: 'w3000 or w3001 -w1', q: 'w3000 or w3001 -w1' },
+      { name: 'w200, one user', q: 'w200', filter: { userId: 'user-7' } },
+      { name: 'w200, metadata team', q: 'w200', filter: { metadata: { team: 't3' } } },
+    ];
+    const rows: Row[] = [];
+    for (const c of cases) {
+      for (const concurrency of [1, 10]) {
+        rows.push(await measure(catalog, target, c, concurrency));
+      }
+    }
+    const forks = await benchForks(db, catalog, testDb);
+    return { seedSeconds, messages: SESSIONS * PER_SESSION, rows, plan, forks };
+  } finally {
+    await db.disconnect();
+    await testDb.drop();
+  }
+}
+
+async function measure(
+  catalog: SessionCatalogStore,
+  scope: Scope,
+  c: { name: string; q: string; filter?: Record<string, unknown> },
+  concurrency: number,
+): Promise<Row> {
+  const perWorker = concurrency === 1 ? 40 : 8;
+  // Warm-up: the index and heap pages of this word.
+  await catalog.search(scope, { q: c.q, filter: c.filter ?? {}, limit: 20, cursor: null });
+  const times: number[] = [];
+  let hits = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let i = 0; i < perWorker; i++) {
+        const t0 = performance.now();
+        const page = await catalog.search(scope, { q: c.q, filter: c.filter ?? {}, limit: 20, cursor: null });
+        times.push(performance.now() - t0);
+        hits = page.data.length;
+      }
+    }),
+  );
+  times.sort((a, b) => a - b);
+  const at = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))]!;
+  return {
+    name: c.name,
+    concurrency,
+    queries: times.length,
+    hits,
+    p50: at(0.5),
+    p99: at(0.99),
+    max: times.at(-1)!,
+  };
+}
+
+/** A tenant with `sessions` sessions of PER_SESSION messages each, written in large statements as the test role. */
+async function seedTenant(testDb: TestDatabase, sessions: number): Promise<Scope> {
+  const tenantId = randomUUID();
+  await raw(testDb, async (c) => {
+    await c.query(`SELECT set_config('canopy.tenant_id', $1, false)`, [tenantId]);
+    await c.query(`INSERT INTO tenants (id, name) VALUES ($1::uuid, 'bench')`, [tenantId]);
+    await c.query(
+      `INSERT INTO sessions (tenant_id, id, user_id, model, metadata, path, head, next_node_id, updated_at)
+       SELECT $1::uuid, 's' || g, 'user-' || (g % 100), 'mock:echo', jsonb_build_object('team', 't' || (g % 10)),
+              ARRAY(SELECT generate_series(1, ${PER_SESSION})), ${PER_SESSION}, ${PER_SESSION + 1},
+              now() - g * interval '1 second'
+         FROM generate_series(0, $2::int - 1) g`,
+      [tenantId, sessions],
+    );
+    const chunk = 50_000;
+    for (let from = 0; from < sessions * PER_SESSION; from += chunk) {
+      await c.query(
+        `INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message)
+         SELECT $1::uuid, 's' || (g / ${PER_SESSION}), g % ${PER_SESSION} + 1, NULLIF(g % ${PER_SESSION}, 0),
+                (CASE WHEN g % 2 = 0 THEN 'user' ELSE 'assistant' END)::message_role,
+                jsonb_build_object('role', CASE WHEN g % 2 = 0 THEN 'user' ELSE 'assistant' END, 'timestamp', 0,
+                  'content', jsonb_build_array(jsonb_build_object('type', 'text', 'text',
+                    (SELECT string_agg('w' || floor(power(random(), 3) * 5000)::int, ' ')
+                       FROM generate_series(1, 12 + 0 * g))
+                    || CASE WHEN g % 997 = 0 THEN ' deploy the api' ELSE '' END)))
+           FROM generate_series($2::int, $3::int - 1) g`,
+        [tenantId, from, Math.min(from + chunk, sessions * PER_SESSION)],
+      );
+    }
+  });
+  return tenantScope(tenantId);
+}
+
+async function benchForks(db: Database, catalog: SessionCatalogStore, testDb: TestDatabase) {
+  const scope = tenantScope(randomUUID());
+  await raw(testDb, async (c) => {
+    await c.query(`SELECT set_config('canopy.tenant_id', $1, false)`, [scope.tenantId]);
+    await c.query(`INSERT INTO tenants (id, name) VALUES ($1::uuid, 'forks')`, [scope.tenantId]);
+  });
+  const trees: Array<{ tree: string; nodes: number; branchEvery: number }> = [
+    { tree: 'branchy', nodes: 1_000, branchEvery: 40 },
+    { tree: 'branchy', nodes: 10_000, branchEvery: 40 },
+    { tree: 'linear', nodes: 1_000, branchEvery: 0 },
+    { tree: 'linear', nodes: 10_000, branchEvery: 0 },
+  ];
+  const out = [];
+  for (const spec of trees) {
+    const id = `${spec.tree}-${spec.nodes}`;
+    // Branchy: every node's parent is one of the last `branchEvery` nodes (many regenerations and edits); the
+    // active path follows parent pointers up from the newest node.
+    await raw(testDb, async (c) => {
+      await c.query(`SELECT set_config('canopy.tenant_id', $1, false)`, [scope.tenantId]);
+      await c.query(`INSERT INTO sessions (tenant_id, id, model) VALUES ($1::uuid, $2, 'mock:echo')`, [
+        scope.tenantId,
+        id,
+      ]);
+      await c.query(
+        `INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage)
+         SELECT $1::uuid, $2, g, CASE WHEN g = 1 THEN NULL WHEN $4::int = 0 THEN g - 1
+                                      ELSE greatest(1, g - 1 - (hashint4(g) & 2147483647) % $4::int) END,
+                (CASE WHEN g % 2 = 1 THEN 'user' ELSE 'assistant' END)::message_role,
+                jsonb_build_object('role', CASE WHEN g % 2 = 1 THEN 'user' ELSE 'assistant' END, 'timestamp', 0,
+                  'content', jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'message number ' || g))),
+                jsonb_build_object('inputTokens', g, 'outputTokens', 1)
+           FROM generate_series(1, $3::int) g`,
+        [scope.tenantId, id, spec.nodes, spec.branchEvery],
+      );
+      await c.query(
+        `WITH RECURSIVE up AS (SELECT id, parent_id FROM nodes WHERE tenant_id = $1 AND session_id = $2 AND id = $3
+                               UNION ALL
+                               SELECT n.id, n.parent_id FROM up JOIN nodes n
+                                 ON n.tenant_id = $1 AND n.session_id = $2 AND n.id = up.parent_id)
+         UPDATE sessions SET path = (SELECT array_agg(id ORDER BY id) FROM up), head = $3, next_node_id = $3 + 1
+          WHERE tenant_id = $1 AND id = $2`,
+        [scope.tenantId, id, spec.nodes],
+      );
+    });
+    await raw(testDb, (c) => c.query('ANALYZE nodes'));
+    const times: number[] = [];
+    let path = 0;
+    for (let i = 0; i < 25; i++) {
+      const t0 = performance.now();
+      const forked = await catalog.fork(scope, { sessionId: id });
+      times.push(performance.now() - t0);
+      if (!forked.ok) throw new Error(`fork of ${id}: ${forked.reason}`);
+      path = forked.copied;
+    }
+    times.sort((a, b) => a - b);
+    out.push({
+      tree: spec.tree,
+      nodes: spec.nodes,
+      path,
+      p50: times[Math.floor(times.length / 2)]!,
+      p99: times.at(-1)!,
+      max: times.at(-1)!,
+    });
+  }
+  void db;
+  return out;
+}
+
+async function raw<T>(testDb: TestDatabase, fn: (c: Client) => Promise<T>): Promise<T> {
+  const c = new Client({ connectionString: testDb.url });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+export function printSearchReport(title: string, r: SearchBenchResult): void {
+  console.log(
+    `\n${title}\n${SESSIONS.toLocaleString('en')} sessions / ${r.messages.toLocaleString('en')} messages in the searched tenant, ` +
+      `${OTHER_TENANTS} other tenants with ${(OTHER_SESSIONS * PER_SESSION).toLocaleString('en')} messages each; ` +
+      `seeded in ${r.seedSeconds.toFixed(0)} s. Plan of the words:\n${r.plan}`,
+  );
+  printTable(
+    'search (first page of 20, ranked, with snippets)',
+    ['query', 'concurrent', 'queries', 'hits', 'p50', 'p99', 'max'],
+    r.rows.map((row) => [
+      row.name,
+      String(row.concurrency),
+      String(row.queries),
+      String(row.hits),
+      formatTime(row.p50),
+      formatTime(row.p99),
+      formatTime(row.max),
+    ]),
+    new Set([1, 2, 3, 4, 5, 6]),
+  );
+  printTable(
+    'fork (one statement; 25 forks of the active tip each)',
+    ['tree', 'nodes', 'path copied', 'p50', 'max'],
+    r.forks.map((f) => [
+      f.tree,
+      f.nodes.toLocaleString('en'),
+      String(f.path),
+      formatTime(f.p50),
+      formatTime(f.max),
+    ]),
+    new Set([1, 2, 3, 4]),
+  );
+}

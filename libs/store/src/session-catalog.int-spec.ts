@@ -1,0 +1,438 @@
+// The population-level store against the machine's Postgres (a database of its own, RLS enforced): full-text
+// search (syntax, filters, ranking, snippets, pages, users, the GIN index in the plan), counting, fork in one
+// statement, whole-tree import, and the retention sweep's batches.
+
+import { randomUUID } from 'node:crypto';
+import { CanopyException } from '@canopy/common';
+import { createTestDatabase, type TestDatabase } from '@canopy/testing';
+import {
+  assistantMessage,
+  makeUsage,
+  sumUsage,
+  tenantScope,
+  userMessage,
+  type Scope,
+  type TreeNode,
+} from '@canopy/core';
+import { Database, type SqlTx } from './database';
+import { PrismaSessionStore } from './prisma-session.store';
+import { RetentionRepository } from './retention.repository';
+import { SessionCatalogStore, type ImportSessionInput } from './session-catalog.store';
+import { declareSearch, searchStatement } from './session-search';
+
+const userScope = (tenantId: string, userId: string) => tenantScope(tenantId, { userId });
+
+let testDb: TestDatabase;
+let db: StatementCountingDatabase;
+let catalog: SessionCatalogStore;
+let store: PrismaSessionStore;
+let retention: RetentionRepository;
+
+/** Counts the statements sent inside tenant transactions (BEGIN, settings and COMMIT excluded). */
+class StatementCountingDatabase extends Database {
+  statements = 0;
+  override withTenantSql<T>(scope: Pick<Scope, 'tenantId'>, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
+    return super.withTenantSql(scope, (tx) =>
+      fn({
+        query: <R>(text: string, params?: unknown[]) => {
+          this.statements++;
+          return tx.query<R>(text, params);
+        },
+      }),
+    );
+  }
+}
+
+beforeAll(async () => {
+  testDb = await createTestDatabase();
+  db = new StatementCountingDatabase({
+    url: testDb.url,
+    poolMax: 4,
+    txMaxWaitMs: 5_000,
+    txTimeoutMs: 20_000,
+  });
+  catalog = new SessionCatalogStore(db);
+  store = new PrismaSessionStore(db);
+  retention = new RetentionRepository(db);
+});
+
+afterAll(async () => {
+  await db?.disconnect();
+  await testDb?.drop();
+});
+
+async function newTenant(): Promise<Scope> {
+  const id = randomUUID();
+  await db.withTenantSql({ tenantId: id }, (tx) =>
+    tx.query(`INSERT INTO tenants (id, name) VALUES ($1::uuid, 'acme')`, [id]),
+  );
+  return tenantScope(id);
+}
+
+/** A linear session of these messages (user, assistant, user ...), via the import road. */
+function linear(texts: string[], extra: Partial<ImportSessionInput> = {}): ImportSessionInput {
+  const nodes: TreeNode[] = texts.map((text, i) => ({
+    id: i + 1,
+    parentId: i === 0 ? null : i,
+    message: i % 2 === 0 ? userMessage(text, 1_000 + i) : assistantMessage(text, 1_000 + i),
+    usage: i % 2 === 1 ? makeUsage({ inputTokens: i, outputTokens: 2 * i, inputCost: 0.1 * i }) : null,
+  }));
+  const cursors: Record<string, number> = {};
+  for (let i = 2; i <= nodes.length; i++) cursors[String(i - 1)] = i;
+  return {
+    title: null,
+    model: 'mock:echo',
+    system: null,
+    opts: {},
+    tools: [],
+    metadata: {},
+    userId: null,
+    pinned: false,
+    nodes,
+    position: { path: nodes.map((n) => n.id), cursors, head: nodes.length ? nodes.length : null },
+    nextNodeId: nodes.length + 1,
+    ...extra,
+  };
+}
+
+describe('search', () => {
+  let scope: Scope;
+  let ids: Record<string, string>;
+
+  beforeAll(async () => {
+    scope = await newTenant();
+    const other = await newTenant();
+    const make = async (name: string, texts: string[], extra: Partial<ImportSessionInput> = {}) =>
+      (await catalog.importSession(scope, linear(texts, extra))).id;
+    ids = {
+      deploy: await make('deploy', ['How do I deploy the api to production?', 'Use the deploy script.'], {
+        metadata: { team: 'ops', tier: 'gold' },
+        userId: 'alice',
+      }),
+      kubernetes: await make(
+        'kubernetes',
+        ['kubernetes rollout of the worker', 'Run kubectl rollout restart.'],
+        {
+          metadata: { team: 'ops', tier: 'silver' },
+          userId: 'bob',
+          model: 'mock:script',
+        },
+      ),
+      cooking: await make(
+        'cooking',
+        ['A recipe for pancakes', 'Flour, eggs and milk; deploy butter generously.'],
+        {
+          metadata: { team: 'kitchen' },
+          userId: 'alice',
+        },
+      ),
+      many: await make(
+        'many',
+        ['deploy deploy deploy, deploy again', 'deploy', 'and deploy one more time', 'deploy!'],
+        { userId: 'carol' },
+      ),
+    };
+    // Another tenant's identical words never show.
+    await catalog.importSession(other, linear(['How do I deploy the api to production?']));
+  });
+
+  const search = (q: string, filter = {}, s = scope, limit = 20, cursor: string | null = null) =>
+    catalog.search(s, { q, filter, limit, cursor });
+  const found = async (q: string, filter = {}, s = scope) =>
+    (await search(q, filter, s)).data.map((h) => h.session.id);
+
+  it('finds words, quoted phrases, or and exclusions (websearch syntax), in this tenant only', async () => {
+    expect((await found('deploy')).sort()).toEqual([ids.deploy, ids.cooking, ids.many].sort());
+    expect(await found('"deploy the api"')).toEqual([ids.deploy]);
+    expect((await found('pancakes or kubectl')).sort()).toEqual([ids.cooking, ids.kubernetes].sort());
+    expect((await found('deploy -butter')).sort()).toEqual([ids.deploy, ids.many].sort());
+    expect(await found('nothing-like-this-anywhere')).toEqual([]);
+  });
+
+  it('ranks the session whose best message matches best first, with its matching nodes and a marked snippet', async () => {
+    const { data } = await search('deploy');
+    expect(data[0]!.session.id).toBe(ids.many);
+    expect(data.map((h) => h.rank)).toEqual([...data.map((h) => h.rank)].sort((a, b) => b - a));
+    const many = data[0]!;
+    expect(many.matches).toBe(4);
+    expect(many.nodeIds).toHaveLength(4);
+    expect(many.nodeIds[0]).toBe(1);
+    const deploy = data.find((h) => h.session.id === ids.deploy)!;
+    expect(deploy.nodeIds.sort()).toEqual([1, 2]);
+    const { text, highlights } = deploy.snippet;
+    expect(highlights.length).toBeGreaterThan(0);
+    for (const [start, end] of highlights) expect(text.slice(start, end).toLowerCase()).toBe('deploy');
+  });
+
+  it('combines with the list filters: user, metadata (AND, and any-of), model, status, dates, ids', async () => {
+    expect(await found('deploy', { userId: 'alice' })).toEqual(
+      expect.arrayContaining([ids.deploy, ids.cooking]),
+    );
+    expect(await found('deploy', { userId: 'alice', metadata: { team: 'ops' } })).toEqual([ids.deploy]);
+    expect(await found('deploy or kubernetes', { metadata: { team: 'ops', tier: 'gold' } })).toEqual([
+      ids.deploy,
+    ]);
+    expect(
+      (await found('deploy or kubernetes', { metadataAny: { tier: ['gold', 'silver'] } })).sort(),
+    ).toEqual([ids.deploy, ids.kubernetes].sort());
+    expect(await found('deploy or kubernetes', { model: 'mock:script' })).toEqual([ids.kubernetes]);
+    expect(await found('deploy', { status: ['busy'] })).toEqual([]);
+    expect((await found('deploy', { createdBefore: new Date(Date.now() + 60_000) })).length).toBe(3);
+    expect(await found('deploy', { updatedAfter: new Date(Date.now() + 60_000) })).toEqual([]);
+    expect(await found('deploy', { ids: [ids.cooking] })).toEqual([ids.cooking]);
+    expect((await found('deploy', { excludeIds: [ids.cooking] })).sort()).toEqual(
+      [ids.deploy, ids.many].sort(),
+    );
+  });
+
+  it("a user scope searches only its user's sessions", async () => {
+    const alice = userScope(scope.tenantId, 'alice');
+    expect((await found('deploy or kubernetes', {}, alice)).sort()).toEqual([ids.deploy, ids.cooking].sort());
+  });
+
+  it('pages by cursor without gaps or repeats, and refuses a forged cursor', async () => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await search('deploy or kubernetes or pancakes', {}, scope, 1, cursor);
+      expect(page.data.length).toBeLessThanOrEqual(1);
+      seen.push(...page.data.map((h) => h.session.id));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(seen.sort()).toEqual(Object.values(ids).sort());
+    await expect(search('deploy', {}, scope, 1, 'bm90IGEgY3Vyc29y')).rejects.toMatchObject({
+      code: 'bad_request',
+    });
+  });
+
+  it('refuses a query with no word to look for', async () => {
+    for (const q of ['-deploy', '!!!', '""']) {
+      await expect(search(q)).rejects.toBeInstanceOf(CanopyException);
+    }
+  });
+
+  it('counts with the same filters, with or without words', async () => {
+    expect(await catalog.count(scope, { q: 'deploy', filter: {} })).toBe(3);
+    expect(await catalog.count(scope, { q: 'deploy', filter: { userId: 'alice' } })).toBe(2);
+    expect(await catalog.count(scope, { filter: { metadata: { team: 'ops' } } })).toBe(2);
+    expect(await catalog.count(userScope(scope.tenantId, 'bob'), { filter: {} })).toBe(1);
+  });
+
+  it('never answers a deleted session (its words go with it)', async () => {
+    const gone = (await catalog.importSession(scope, linear(['ephemeral zebra words']))).id;
+    expect(await found('zebra')).toEqual([gone]);
+    expect(await store.delete(scope, gone)).toBe(true);
+    expect(await found('zebra')).toEqual([]);
+    expect(await catalog.count(scope, { q: 'zebra', filter: {} })).toBe(0);
+  });
+
+  it('shows nothing of node_search to a transaction that declared no search', async () => {
+    const rows = await db.withTenantSql(scope, (tx) => tx.query('SELECT * FROM node_search'));
+    expect(rows).toEqual([]);
+  });
+
+  it('plans the words through the GIN index on (tenant, words), under row-level security', async () => {
+    // Enough rows (in this and another tenant) that a sequential scan would not be the cheap plan anyway.
+    for (const s of [scope, await newTenant()]) {
+      await db.withTenantSql(s, async (tx) => {
+        await tx.query(
+          `INSERT INTO sessions (tenant_id, id, model) SELECT $1::uuid, 'bulk-' || g, 'mock:echo' FROM generate_series(1, 400) g`,
+          [s.tenantId],
+        );
+        await tx.query(
+          `INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message)
+           SELECT $1::uuid, 'bulk-' || (g % 400 + 1), g / 400 + 1, NULLIF(g / 400, 0), 'user',
+                  jsonb_build_object('role', 'user', 'timestamp', 0, 'content',
+                    jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'filler word' || (g % 5000) || ' text ' || md5(g::text))))
+             FROM generate_series(0, 19999) g`,
+          [s.tenantId],
+        );
+      });
+    }
+    await db.withAdminSql('test: fresh statistics', (tx) => tx.query('ANALYZE node_search, nodes, sessions'));
+    const plan = await db.withTenantSql(scope, async (tx) => {
+      await declareSearch(tx, 'word17 or "deploy the api"');
+      const [row] = await tx.query<{ 'QUERY PLAN': unknown }>(
+        `EXPLAIN (FORMAT JSON) SELECT node_search.session_id FROM node_search
+          WHERE node_search.tenant_id = $1::uuid AND node_search.search @@ canopy_search_query()`,
+        [scope.tenantId],
+      );
+      return JSON.stringify(row!['QUERY PLAN']);
+    });
+    expect(plan).toContain('"Index Name":"node_search_idx"');
+    expect(plan).not.toContain('Seq Scan');
+    // The search itself: the same index, and the tenant among its conditions.
+    const searchPlan = await db.withTenantSql(scope, async (tx) => {
+      await declareSearch(tx, 'word17');
+      const rows = await tx.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN SELECT count(*) FROM node_search WHERE node_search.search @@ canopy_search_query()`,
+      );
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    });
+    expect(searchPlan).toMatch(/Bitmap Index Scan on node_search_idx[\s\S]*Index Cond: \(\(tenant_id = /);
+    // And the service's own statement (ranked page with snippets) for the same words.
+    const pagePlan = await db.withTenantSql(scope, async (tx) => {
+      await declareSearch(tx, 'word17');
+      const statement = searchStatement(scope, {}, 20, null);
+      const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${statement.text}`, statement.values);
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    });
+    expect(pagePlan).toContain('Bitmap Index Scan on node_search_idx');
+    expect((await search('word17')).data.map((h) => h.session.id).sort()).toEqual(['bulk-18', 'bulk-218']);
+  });
+});
+
+describe('fork', () => {
+  let scope: Scope;
+  beforeAll(async () => {
+    scope = await newTenant();
+  });
+
+  it('copies the path root..node in one statement, ids from 1, usage per node, the source untouched', async () => {
+    // Tree: 1 -> 2 -> 3 -> 4 (path), and a branch 2 -> 5.
+    const base = linear(['q1', 'a1', 'q2', 'a2']);
+    base.nodes.push({ id: 5, parentId: 2, message: userMessage('q2 edited', 2_000), usage: null });
+    base.nextNodeId = 6;
+    const source = await catalog.importSession(scope, {
+      ...base,
+      title: 'source',
+      metadata: { team: 'ops' },
+    });
+    const before = await store.loadTree(scope, source.id);
+
+    db.statements = 0;
+    const forked = await catalog.fork(scope, { sessionId: source.id, nodeId: 5 });
+    expect(db.statements).toBe(1);
+    if (!forked.ok) throw new Error(forked.reason);
+    expect(forked.copied).toBe(3);
+    const tree = (await store.loadTree(scope, forked.session.id))!;
+    expect(tree.nodes.map((n) => [n.id, n.parentId])).toEqual([
+      [1, null],
+      [2, 1],
+      [3, 2],
+    ]);
+    expect(tree.nodes.map((n) => n.message)).toEqual(
+      [1, 2, 5].map((id) => before!.nodes.find((n) => n.id === id)!.message),
+    );
+    expect(tree.nodes[1]!.usage).toEqual(before!.nodes[1]!.usage);
+    expect(tree.session).toMatchObject({
+      path: [1, 2, 3],
+      head: 3,
+      cursors: { '1': 2, '2': 3 },
+      nextNodeId: 4,
+      title: 'source',
+      status: 'idle',
+      metadata: { team: 'ops', forkedFrom: { sessionId: source.id, nodeId: 5 } },
+    });
+    expect(tree.session.usage).toEqual(sumUsage(tree.nodes.map((n) => n.usage)));
+    expect(await store.loadTree(scope, source.id)).toEqual(before);
+
+    // Default: the active path's tip; title and metadata given.
+    const tip = await catalog.fork(scope, { sessionId: source.id, title: 'mine', metadata: { x: 1 } });
+    if (!tip.ok) throw new Error(tip.reason);
+    expect(tip.session).toMatchObject({
+      path: [1, 2, 3, 4],
+      title: 'mine',
+      metadata: { x: 1, forkedFrom: { nodeId: 4 } },
+    });
+  });
+
+  it('works while the source is busy, reading only its committed nodes', async () => {
+    const source = await catalog.importSession(scope, linear(['q1', 'a1']));
+    const started = await store.startRun(scope, {
+      sessionId: source.id,
+      kind: 'prompt',
+      input: {},
+      status: 'running',
+    });
+    expect(started.ok).toBe(true);
+    const forked = await catalog.fork(scope, { sessionId: source.id });
+    expect(forked.ok && forked.session.path).toEqual([1, 2]);
+    expect((await store.get(scope, source.id))!.status).toBe('busy');
+  });
+
+  it('answers not_found for an unknown session or another user, node_not_found for an unknown node', async () => {
+    const source = await catalog.importSession(scope, linear(['q1']));
+    expect(await catalog.fork(scope, { sessionId: 'nope' })).toEqual({ ok: false, reason: 'not_found' });
+    expect(await catalog.fork(userScope(scope.tenantId, 'mallory'), { sessionId: source.id })).toEqual({
+      ok: false,
+      reason: 'not_found',
+    });
+    expect(await catalog.fork(scope, { sessionId: source.id, nodeId: 99 })).toEqual({
+      ok: false,
+      reason: 'node_not_found',
+    });
+  });
+
+  it('of an empty session is an empty session', async () => {
+    const source = await catalog.importSession(scope, linear([]));
+    const forked = await catalog.fork(scope, { sessionId: source.id });
+    expect(forked.ok && forked.session).toMatchObject({ path: [], head: null, nextNodeId: 1 });
+  });
+});
+
+describe('import', () => {
+  it('stores the tree exactly, or nothing at all (a bad node rolls the session back)', async () => {
+    const scope = await newTenant();
+    const input = linear(['a', 'b', 'c'], {
+      id: 'imported-1',
+      createdAt: new Date('2020-01-02T03:04:05.678Z'),
+      updatedAt: new Date('2021-01-01T00:00:00.000Z'),
+    });
+    const session = await catalog.importSession(scope, input);
+    expect(session).toMatchObject({ id: 'imported-1', nextNodeId: 4, head: 3 });
+    expect(session.createdAt.toISOString()).toBe('2020-01-02T03:04:05.678Z');
+    expect(session.updatedAt.toISOString()).toBe('2021-01-01T00:00:00.000Z');
+    expect((await store.loadTree(scope, 'imported-1'))!.nodes).toEqual(input.nodes);
+    await expect(catalog.importSession(scope, input)).rejects.toMatchObject({ code: 'already_exists' });
+
+    const broken = linear(['x', 'y'], { id: 'broken' });
+    broken.nodes[1] = { ...broken.nodes[1]!, parentId: 7 };
+    await expect(catalog.importSession(scope, broken)).rejects.toThrow();
+    expect(await store.get(scope, 'broken')).toBeNull();
+  });
+});
+
+describe('retention', () => {
+  it('deletes idle sessions older than the policy in batches, keeping pinned ones when asked, never busy or paused', async () => {
+    const scope = await newTenant();
+    const other = await newTenant();
+    const old = new Date(Date.now() - 40 * 86_400_000);
+    const make = async (s: Scope, extra: Partial<ImportSessionInput> = {}) =>
+      (await catalog.importSession(s, linear(['q', 'a'], { updatedAt: old, ...extra }))).id;
+    const stale = [await make(scope), await make(scope), await make(scope)];
+    const pinned = await make(scope, { pinned: true });
+    const fresh = await make(scope, { updatedAt: new Date() });
+    const busy = await make(scope);
+    await db.withTenantSql(scope, (tx) =>
+      tx.query(`UPDATE sessions SET status = 'busy', updated_at = $2 WHERE id = $1`, [busy, old]),
+    );
+    const paused = await make(scope);
+    await db.withTenantSql(scope, (tx) =>
+      tx.query(`UPDATE sessions SET status = 'paused', updated_at = $2 WHERE id = $1`, [paused, old]),
+    );
+    const othersOld = await make(other);
+
+    expect(await retention.tenant(scope.tenantId)).toMatchObject({
+      retention: { deleteAfterDays: null, keep: 'pinned' },
+    });
+    const policy = (await retention.setPolicy(scope.tenantId, { deleteAfterDays: 30, keep: 'pinned' }))
+      .retention;
+    expect((await retention.tenantsToSweep()).map((t) => t.tenantId)).toContain(scope.tenantId);
+    expect((await retention.tenantsToSweep()).map((t) => t.tenantId)).not.toContain(other.tenantId);
+
+    const first = await retention.expireBatch(scope.tenantId, policy, 2);
+    const second = await retention.expireBatch(scope.tenantId, policy, 2);
+    const third = await retention.expireBatch(scope.tenantId, policy, 2);
+    expect(first).toHaveLength(2);
+    expect([...first, ...second].sort()).toEqual([...stale].sort());
+    expect(third).toEqual([]);
+    for (const id of [pinned, fresh, busy, paused]) expect(await store.exists(scope, id)).toBe(true);
+    expect(await store.exists(other, othersOld)).toBe(true);
+
+    expect(await retention.expireBatch(scope.tenantId, { deleteAfterDays: 30, keep: 'none' }, 10)).toEqual([
+      pinned,
+    ]);
+    await expect(retention.setPolicy(randomUUID(), policy)).rejects.toMatchObject({ code: 'not_found' });
+  });
+});
