@@ -25,9 +25,7 @@ const GENERATORS: Record<SecretName, () => string> = {
   jwtSecret: () => randomBytes(48).toString('base64url'),
 };
 
-export function resolveSecrets(
-  config: Pick<CanopyConfig, 'adminKey' | 'auth' | 'database'>,
-): ServiceSecrets {
+export function resolveSecrets(config: Pick<CanopyConfig, 'adminKey' | 'auth' | 'database'>): ServiceSecrets {
   const configured: Record<SecretName, string | null> = {
     adminKey: config.adminKey,
     jwtSecret: config.auth.jwtSecret,

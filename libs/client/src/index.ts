@@ -35,4 +35,10 @@ export {
   type SessionStatus,
   type Usage,
   type ClientTool,
+  type ModelInfo,
+  type TenantInfo,
+  type LiveSample,
+  type RecentRun,
+  type MinuteStats,
+  type TenantUsage,
 } from '@canopy/core';

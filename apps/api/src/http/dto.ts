@@ -10,6 +10,7 @@ import {
   createTokenSchema,
   eventsQuerySchema,
   listSessionsQuerySchema,
+  listTenantsQuerySchema,
   navigateSchema,
   promptSchema,
   resumeSchema,
@@ -29,3 +30,4 @@ export class NavigateDto extends createZodDto(navigateSchema) {}
 export class ResumeDto extends createZodDto(resumeSchema) {}
 export class EventsQueryDto extends createZodDto(eventsQuerySchema) {}
 export class StatsQueryDto extends createZodDto(statsQuerySchema) {}
+export class ListTenantsQueryDto extends createZodDto(listTenantsQuerySchema) {}

@@ -222,6 +222,10 @@ export const statsQuerySchema = z
   .object({ minutes: z.coerce.number().int().min(1).max(1_440).default(60) })
   .strict();
 
+export const listTenantsQuerySchema = z
+  .object({ limit: z.coerce.number().int().min(1).max(1_000).default(100) })
+  .strict();
+
 export type CreateSessionRequest = z.infer<typeof createSessionSchema>;
 export type UpdateSessionRequest = z.infer<typeof updateSessionSchema>;
 export type PromptRequest = z.infer<typeof promptSchema>;
