@@ -8,6 +8,7 @@ import {
   LiveState,
   liveStateInit,
   newTurn,
+  type InFlight,
   type Message,
   type SessionEventBody,
   type SessionInfo,
@@ -25,16 +26,47 @@ export interface LiveTurnsView {
   progress: Record<string, unknown[]>;
   /** The last run error seen since the view started (cleared when a new run starts). */
   error: { code: string; message: string } | null;
+  /**
+   * The latest run that was cancelled or failed, with what it had produced (kept until the next run starts):
+   * nothing of it is in `turns` (it committed nothing), so a UI can still show the prompt and the partial reply.
+   */
+  interrupted: InterruptedRun | null;
   /** The seq of the last event applied. */
   seq: number;
 }
 
-/** Keeps a LiveTurnsView from a snapshot and the events after it. Pure: the caller feeds it. */
+export interface InterruptedRun {
+  runId: string;
+  status: 'cancelled' | 'error';
+  error: { code: string; message: string } | null;
+  /**
+   * The run's turn as it stood: a prompt's own turn (id null), or — for a regeneration or a resumed run — the
+   * turn it continued, with the partial reply in place of the committed one.
+   */
+  turns: Turn[];
+}
+
+/** A run's messages that are no longer in flight and not yet in the committed tree. */
+interface Settling {
+  runId: string | null;
+  messages: Message[];
+}
+
+/**
+ * Keeps a LiveTurnsView from a snapshot and the events after it. Pure: the caller feeds it.
+ *
+ * Every view it answers is consistent: a run's commit arrives as `status` idle, `turn`, then `tree`, and in
+ * between the run's messages are neither in flight nor in the tree; they stay in the view (`settling`) until
+ * the tree has them, so no subscriber ever sees a finished turn vanish for one notification.
+ */
 export class TurnsProjection {
   private state: LiveState | null = null;
   private error: LiveTurnsView['error'] = null;
   private progress: Record<string, unknown[]> = {};
   private progressRun: string | null = null;
+  private settling: Settling | null = null;
+  private interrupted: InterruptedRun | null = null;
+  private lastRunId: string | null = null;
   /** The committed tree's turns and path messages; only a snapshot or a `tree` event changes them (not deltas). */
   private committed: { turns: Turn[]; messages: Message[] } | null = null;
 
@@ -43,9 +75,14 @@ export class TurnsProjection {
     if (event.type === 'snapshot') {
       this.state = new LiveState(liveStateInit(event.data));
       this.committed = null;
+      this.settling = null;
+      this.interrupted = null;
+      this.lastRunId = event.data.inFlight?.runId ?? null;
       return true;
     }
     if (!this.state || event.seq <= this.state.seq) return false;
+    const run = this.state.runInFlight;
+    const inFlight = run ? inFlightMessages(run) : [];
     if (event.type === 'error') this.error = { code: event.data.code, message: event.data.message };
     if (event.type === 'status' && event.data.status === 'busy') this.error = null;
     if (event.type === 'status' && event.data.runId !== null && event.data.runId !== this.progressRun) {
@@ -56,9 +93,50 @@ export class TurnsProjection {
       const { toolUseId, payload } = event.data;
       this.progress = { ...this.progress, [toolUseId]: [...(this.progress[toolUseId] ?? []), payload] };
     }
+    this.trackRunEnd(event, run?.runId ?? null, inFlight);
     this.state.apply(event);
     if (event.type === 'tree') this.committed = null;
     return true;
+  }
+
+  /** Where a run's messages are while it ends: settling until the tree has them, or interrupted. */
+  private trackRunEnd(event: SessionEventBody, runId: string | null, inFlight: Message[]): void {
+    switch (event.type) {
+      case 'status':
+        if (event.data.status === 'idle') {
+          if (inFlight.length > 0) this.settling = { runId, messages: inFlight };
+        } else if (event.data.runId !== null && event.data.runId !== this.lastRunId) {
+          // A new run: whatever an earlier one left behind is history now.
+          this.lastRunId = event.data.runId;
+          this.settling = null;
+          this.interrupted = null;
+        }
+        break;
+      case 'turn':
+        // Committed: exactly these messages join the tree with the `tree` event that follows.
+        this.settling = { runId: event.data.runId, messages: event.data.messages };
+        break;
+      case 'tree':
+        this.settling = null;
+        break;
+      case 'cancelled':
+      case 'error': {
+        const messages =
+          event.type === 'cancelled' && event.data.partial.length > 0
+            ? event.data.partial
+            : (this.settling?.messages ?? inFlight);
+        const id = event.data.runId ?? this.settling?.runId ?? runId;
+        if (id && messages.length > 0) {
+          const error =
+            event.type === 'error' ? { code: event.data.code, message: event.data.message } : null;
+          this.interrupted = this.interruptedRun(id, event.type, error, messages);
+        }
+        this.settling = null;
+        break;
+      }
+      default:
+        break;
+    }
   }
 
   get ready(): boolean {
@@ -68,12 +146,12 @@ export class TurnsProjection {
   view(): LiveTurnsView | null {
     const state = this.state;
     if (!state) return null;
-    this.committed ??= { turns: allTurns(state.committedTree), messages: state.committedTree.messages() };
-    const turns = [...this.committed.turns];
+    const committed = this.committedView();
+    const turns = [...committed.turns];
     const run = state.runInFlight;
-    if (run) {
-      const messages: Message[] = [...run.pending, ...(run.partial ? [run.partial] : [])];
-      appendInFlight(turns, messages, this.committed.messages);
+    const messages = [...(this.settling?.messages ?? []), ...(run ? inFlightMessages(run) : [])];
+    if (messages.length > 0 || run) {
+      appendInFlight(turns, messages, committed.messages, run !== null && state.status !== 'idle');
     }
     return {
       turns,
@@ -81,16 +159,61 @@ export class TurnsProjection {
       awaiting: run?.awaiting ?? [],
       progress: this.progress,
       error: this.error,
+      interrupted: this.interrupted,
       seq: state.seq,
     };
   }
+
+  /**
+   * Freezes an interrupted run's turn as it stood, against the committed tree of that moment (before a
+   * branch's rollback restores the earlier path).
+   */
+  private interruptedRun(
+    runId: string,
+    status: InterruptedRun['status'],
+    error: InterruptedRun['error'],
+    messages: Message[],
+  ): InterruptedRun {
+    const committed = this.committedView();
+    const continues = !isTurnBoundary(messages[0]!);
+    // A continuation (regeneration, resumed run) shows the turn it continued; a prompt shows its own turn.
+    const base = continues ? committed.turns[committed.turns.length - 1] : undefined;
+    const turns = base ? [base] : [];
+    appendInFlight(turns, messages, base ? committed.messages : [], false);
+    return {
+      runId,
+      status,
+      error,
+      turns: turns.map((t) => ({
+        ...t,
+        status: status === 'error' ? 'error' : 'complete',
+        error: status === 'error' ? (error?.message ?? 'the run failed') : 'cancelled',
+      })),
+    };
+  }
+
+  private committedView(): { turns: Turn[]; messages: Message[] } {
+    const tree = this.state!.committedTree;
+    this.committed ??= { turns: allTurns(tree), messages: tree.messages() };
+    return this.committed;
+  }
+}
+
+function inFlightMessages(run: InFlight): Message[] {
+  return [...run.pending, ...(run.partial ? [run.partial] : [])];
 }
 
 /**
  * Folds a run's uncommitted messages into the turns: a prompt starts a turn of its own; a regeneration or a
- * resumed run continues the last committed turn.
+ * resumed run continues the last committed turn. `streaming` marks the turn the run is writing: the last one,
+ * when the run has written to it or it still waits for its reply (a regeneration before its first word).
  */
-function appendInFlight(turns: Turn[], messages: Message[], committedPath: Message[]): void {
+function appendInFlight(
+  turns: Turn[],
+  messages: Message[],
+  committedPath: Message[],
+  streaming: boolean,
+): void {
   let rest = messages;
   const last = turns[turns.length - 1];
   if (rest.length > 0 && !isTurnBoundary(rest[0]!) && last) {
@@ -109,7 +232,10 @@ function appendInFlight(turns: Turn[], messages: Message[], committedPath: Messa
     rest = next === -1 ? [] : rest.slice(next + 1);
   }
   const current = turns[turns.length - 1];
-  if (current) turns[turns.length - 1] = { ...current, status: 'streaming' };
+  const waitsForReply = current !== undefined && current.content.length === 0;
+  if (streaming && current && (messages.length > 0 || waitsForReply)) {
+    turns[turns.length - 1] = { ...current, status: 'streaming' };
+  }
 }
 
 function lastBoundary(messages: Message[]): number {
