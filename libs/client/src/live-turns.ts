@@ -1,4 +1,4 @@
-// A live list of UI turns (seed 000) for one session: the committed turns of its active path, plus the turn in
+// A live list of UI turns (each prompt with its reply and its versions) for one session: the committed turns of its active path, plus the turn in
 // flight, kept current by applying the session's events to the same projection the service keeps (LiveState)
 // and cutting it into turns with the core's turn functions. What a chat UI renders.
 

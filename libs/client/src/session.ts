@@ -108,7 +108,7 @@ export class Session {
     return this.http.request('POST', this.path('/prompt'), { body: promptBody(content, options) });
   }
 
-  /** Prompts and waits for the run to stop, pause, fail or be cancelled: its TurnResult (seed 003). */
+  /** Prompts and waits for the run to stop, pause, fail or be cancelled: its TurnResult (the run's messages, tool calls and results, and its final response). */
   async run(content: MessageContent, options: PromptOptions = {}): Promise<TurnResult> {
     const data = await this.http.request<TurnResultData>('POST', this.path('/prompt'), {
       body: { ...promptBody(content, options), wait: true },
@@ -197,7 +197,7 @@ export class Session {
   }
 
   /**
-   * A live list of the session's UI turns (seed 000), the one in flight included, kept current from its events.
+   * A live list of the session's UI turns (each prompt with its reply, tool calls and branch versions), the one in flight included, kept current from its events.
    * Call `close()` when done.
    */
   turns(options: Omit<EventsOptions, 'after'> = {}): LiveTurns {

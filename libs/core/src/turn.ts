@@ -166,7 +166,7 @@ export function replaceContent(turn: Turn, block: AssistantBlock): Turn {
   return { ...turn, content };
 }
 
-/** The turn functions under the names of seed 000 (`Turns.new`, `Turns.all`, ...). */
+/** The turn functions under short names (`Turns.new`, `Turns.all`, ...). */
 export const Turns = {
   all: allTurns,
   get: getTurn,

@@ -220,7 +220,7 @@ export class SessionService {
     await this.deps.bus.forget(scope.tenantId, id);
   }
 
-  /** Opens a stored session live, reconciling start options with its persisted state (seed 004's table). */
+  /** Opens a stored session live, reconciling start options with its persisted state (which of them win over the stored ones). */
   async open(scope: Scope, id: string, start: StartOptions = {}): Promise<LiveSession> {
     const session = await this.get(scope, id);
     const resolved = reconcile(session, start, (m) => this.deps.gateway.check(m) === null);
@@ -389,7 +389,7 @@ export class SessionService {
     return live.waitForRun(runId);
   }
 
-  /** A run result as the API answers `wait: true` (seed 003's TurnResult). */
+  /** A run result as the API answers `wait: true` (a TurnResult: the run's messages, tool calls and results as one list). */
   toTurnResult(sessionId: string, result: RunResult): TurnResult {
     const error =
       result.status === 'error'
