@@ -89,6 +89,7 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /v1/activity': { kind: 'activity', queryToken: true },
   'GET /v1/stats': { kind: 'stats' },
   'GET /v1/models': { kind: 'models' },
+  'GET /v1/tools': { kind: 'models' },
   'GET /v1/ws': { kind: 'websocket' },
 };
 
@@ -184,12 +185,14 @@ function verdict(kind: Kind, who: Who, res: CallResult): string | null {
   }
 }
 
-/** Every credential lists the deployment's models (nothing in it belongs to a tenant). */
+/** Every credential lists the deployment's models and server tools (nothing in them belongs to a tenant). */
 function modelsVerdict(res: CallResult): string | null {
-  const data = (res.body as { data?: Array<{ id: string }> } | undefined)?.data;
-  return res.status === 200 && Array.isArray(data) && data.some((m) => m.id === 'mock:echo')
+  const data = (res.body as { data?: Array<{ id?: string; name?: string }> } | undefined)?.data;
+  return res.status === 200 &&
+    Array.isArray(data) &&
+    data.some((m) => m.id === 'mock:echo' || m.name === 'clock')
     ? null
-    : `expected 200 with mock:echo, got ${res.status} ${describeBody(res)}`;
+    : `expected 200 with mock:echo or the clock tool, got ${res.status} ${describeBody(res)}`;
 }
 
 interface Listing {

@@ -1,7 +1,7 @@
 // The Canopy client: admin, tokens, sessions, runs, the live registry and the activity feed of one deployment,
 // for a backend (Node 18+) or a browser (fetch).
 
-import type { ActivityEvent, ActivityEventType, ModelInfo, TenantInfo } from '@canopy/core';
+import type { ActivityEvent, ActivityEventType, ModelInfo, ServerToolInfo, TenantInfo } from '@canopy/core';
 
 import { Http, type HttpOptions } from './http';
 import { LiveSocket, type LiveSocketOptions } from './live-socket';
@@ -110,6 +110,11 @@ export class Canopy {
    */
   async models(): Promise<ModelInfo[]> {
     return (await this.http.request<{ data: ModelInfo[] }>('GET', '/v1/models')).data;
+  }
+
+  /** The server tools registered on the deployment (enable them per session in `opts.serverTools`). */
+  async serverTools(): Promise<ServerToolInfo[]> {
+    return (await this.http.request<{ data: ServerToolInfo[] }>('GET', '/v1/tools')).data;
   }
 
   /**

@@ -60,6 +60,26 @@ describe('GET /v1/models', () => {
   });
 });
 
+describe('GET /v1/tools', () => {
+  it('lists the registered server tools: the demo tools of the single-process runtime', async () => {
+    const tools = await admin.serverTools();
+    expect(tools.map((x) => [x.name, x.approval])).toEqual([
+      ['calculator', false],
+      ['clock', false],
+      ['deploy', true],
+    ]);
+    expect(tools[0]!.inputSchema).toMatchObject({ properties: { expression: { type: 'string' } } });
+    // What it lists, a session can enable.
+    const tenant = await admin.admin.createTenant('tools');
+    const canopy = new Canopy({ baseUrl: t.url, credential: tenant.apiKey });
+    const { info } = await canopy.sessions.create({
+      model: 'mock:script',
+      opts: { serverTools: tools.map((x) => x.name), script: [{ text: 'ok' }] },
+    });
+    expect(info.opts.serverTools).toEqual(['calculator', 'clock', 'deploy']);
+  });
+});
+
 describe('GET /v1/admin/tenants', () => {
   it('names every tenant for the admin, and is the admin’s only', async () => {
     const made = await admin.admin.createTenant('zeta tenant');

@@ -36,6 +36,7 @@ export {
   type Usage,
   type ClientTool,
   type ModelInfo,
+  type ServerToolInfo,
   type TenantInfo,
   type LiveSample,
   type RecentRun,

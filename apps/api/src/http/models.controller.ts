@@ -1,25 +1,28 @@
-// The models this deployment offers: what a model picker shows (the built-in mocks and each configured
-// provider's listed models, with whether they take tools).
+// What a session can use on this deployment: the models (the built-in mocks and each configured provider's
+// listed models, with whether they take tools) and the registered server tools. What a playground's pickers show.
 
 import { Controller, Get, Inject } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { ModelInfo } from '@canopy/core';
+import type { ModelInfo, ServerToolInfo } from '@canopy/core';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
 import { Access } from '@canopy/auth';
-import { listModels } from '@canopy/agent';
+import { listModels, ToolRegistry } from '@canopy/agent';
 
 @ApiTags('sessions')
 @ApiBearerAuth()
 @Access('any')
-@Controller('v1/models')
+@Controller('v1')
 export class ModelsController {
   private readonly models: ModelInfo[];
 
-  constructor(@Inject(CANOPY_CONFIG) config: CanopyConfig) {
+  constructor(
+    @Inject(CANOPY_CONFIG) config: CanopyConfig,
+    private readonly tools: ToolRegistry,
+  ) {
     this.models = listModels(config);
   }
 
-  @Get()
+  @Get('models')
   @ApiOperation({
     summary:
       'The models a session can use here: the built-in mocks and the models listed for each configured provider (ANTHROPIC_MODELS, OPENAI_MODELS, OPENAI_COMPATIBLE_MODELS), each with its provider and whether it takes tools',
@@ -36,5 +39,24 @@ export class ModelsController {
   })
   list(): { data: ModelInfo[] } {
     return { data: this.models };
+  }
+
+  @Get('tools')
+  @ApiOperation({
+    summary:
+      'The server tools registered on this deployment (sessions enable them by name in opts.serverTools), each with its description, input schema and whether it needs approval',
+  })
+  listTools(): { data: ServerToolInfo[] } {
+    return {
+      data: this.tools.names().map((name) => {
+        const spec = this.tools.spec(name);
+        return {
+          name,
+          description: spec.description,
+          approval: this.tools.get(name)!.approval === true,
+          inputSchema: spec.inputSchema,
+        };
+      }),
+    };
   }
 }

@@ -93,6 +93,16 @@ export interface ModelInfo {
   description: string | null;
 }
 
+/** A server tool registered on the deployment (GET /v1/tools): sessions enable it in `opts.serverTools`. */
+export interface ServerToolInfo {
+  name: string;
+  description: string;
+  /** Pauses the run for a decision before it runs. */
+  approval: boolean;
+  /** JSON Schema of its input. */
+  inputSchema: Record<string, unknown>;
+}
+
 /** A tenant as the admin lists them (GET /v1/admin/tenants). */
 export interface TenantInfo {
   id: string;
