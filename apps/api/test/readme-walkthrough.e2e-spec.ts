@@ -10,6 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { eventually, freePort } from '@canopy/testing';
+import { childEnv } from './support/child-env';
 
 const ROOT = resolve(__dirname, '../../..');
 const API_MAIN = join(ROOT, 'dist/apps/api/apps/api/src/main.js');
@@ -33,19 +34,17 @@ async function startService(env: Record<string, string> = {}, dir?: string): Pro
   const port = await freePort();
   const proc = spawn(process.execPath, [API_MAIN], {
     cwd: dir,
-    env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: dir,
+    env: childEnv(dir, {
       PORT: String(port),
       HOST: '127.0.0.1',
       CANOPY_MIGRATIONS_DIR: join(ROOT, 'prisma/migrations'),
       ...env,
-    },
+    }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];
-  proc.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
+  proc.stdout.on('data', (d: Buffer) => output.push(d.toString()));
+  proc.stderr.on('data', (d: Buffer) => output.push(d.toString()));
   const service = { url: `http://127.0.0.1:${port}`, dir, output, proc };
   started.push(service);
   await eventually(
@@ -96,7 +95,7 @@ function runBlock(
   return new Promise((resolvePromise, reject) => {
     const bash = spawn('bash', ['-c', script], {
       cwd: service.dir,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: service.dir, ...env },
+      env: childEnv(service.dir, env),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -18,7 +18,7 @@ export function CopyButton({ text, label, testId }: { text: string; label: strin
       data-testid={testId}
       data-copied={copied ?? ''}
       onClick={() =>
-        navigator.clipboard.writeText(text).then(
+        void navigator.clipboard.writeText(text).then(
           () => setCopied('yes'),
           () => setCopied('failed'),
         )

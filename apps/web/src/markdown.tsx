@@ -19,7 +19,8 @@ function textOf(node: Element | ElementContent): string {
 const components: Components = {
   pre({ node, children }) {
     const code = node?.children.find((c): c is Element => c.type === 'element' && c.tagName === 'code');
-    const classes = (code?.properties.className as string[] | undefined) ?? [];
+    const className = code?.properties.className;
+    const classes = Array.isArray(className) ? className.map(String) : [];
     const language = classes.find((c) => c.startsWith('language-'))?.slice('language-'.length);
     const text = node ? textOf(node).replace(/\n$/, '') : '';
     return (

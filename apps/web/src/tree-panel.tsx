@@ -82,7 +82,6 @@ export function TreePanel({
       disabled={!idle}
       onClick={() => onNavigate(node.id)}
       aria-current={node.id === tree.head ? 'true' : undefined}
-      aria-label={`Message ${node.id} (${node.message.role === 'user' ? 'you' : 'reply'}): ${label(node)}`}
       data-testid="tree-node"
       data-node-id={node.id}
       data-parent-id={node.parentId ?? ''}

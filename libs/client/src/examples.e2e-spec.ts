@@ -4,6 +4,7 @@
 
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
+import { childEnv } from '../../../apps/api/test/support/child-env';
 import { startTestApp, TEST_ADMIN_KEY, type TestApp } from '../../../apps/api/test/support/test-app';
 import { Canopy } from './index';
 
@@ -33,7 +34,7 @@ function runExample(
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join('examples', file), ...args], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', CANOPY_URL: t.url, CANOPY_KEY: key },
+      env: childEnv(ROOT, { CANOPY_URL: t.url, CANOPY_KEY: key }),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -166,7 +166,8 @@ function snapshotAt(events: SessionEventBody[], k: number): SessionEventBody {
   const state = new LiveState(liveStateInit(first.data));
   for (const e of events.slice(1, k + 1)) state.apply(e);
   const data: SessionSnapshot = state.snapshot();
-  return { seq: data.seq, sessionId: first.sessionId, type: 'snapshot', data } as SessionEventBody;
+  const snapshot: SessionEventBody = { seq: data.seq, sessionId: first.sessionId, type: 'snapshot', data };
+  return snapshot;
 }
 
 function extendsPath(before: number[], after: number[]): boolean {

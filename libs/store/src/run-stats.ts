@@ -145,7 +145,7 @@ async function readStats(tx: SqlTx, since: Date) {
       totalTokens: Number(r.total_tokens ?? 0),
       error:
         r.error && typeof r.error.code === 'string'
-          ? { code: r.error.code, message: String(r.error.message ?? '') }
+          ? { code: r.error.code, message: typeof r.error.message === 'string' ? r.error.message : '' }
           : null,
     })),
   };

@@ -54,7 +54,7 @@ export class LiveHistory implements OnModuleInit, OnApplicationShutdown {
       if (!counts.has(key)) counts.set(key, { live: 0, busy: 0, paused: 0 });
     for (const [key, c] of counts) {
       let byMinute = this.minutes.get(key);
-      if (!byMinute) this.minutes.set(key, (byMinute = new Map()));
+      if (!byMinute) this.minutes.set(key, (byMinute = new Map<number, Counts>()));
       const seen = byMinute.get(minute);
       byMinute.set(
         minute,
