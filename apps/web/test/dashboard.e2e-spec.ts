@@ -150,7 +150,7 @@ describe('web UI journey: the dashboard', () => {
     await expectText(liveRow(busy.id).getByTestId('live-status'), 'busy');
     await expectText(liveRow(paused.id).getByTestId('live-status'), 'paused');
     const order = async () =>
-      await byTestId('live-row').evaluateAll<string[]>((rows) =>
+      await byTestId('live-row').evaluateAll<string[], unknown>((rows) =>
         rows.map((r) => (r as unknown as { dataset: { status: string } }).dataset.status),
       );
     await eventually(async () => {
