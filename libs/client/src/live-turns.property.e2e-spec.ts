@@ -181,13 +181,17 @@ function play(delivery: SessionEventBody[]): LiveTurnsView {
   let path: number[] = [];
   for (const event of delivery) {
     const before = p.view();
+    const repeated = before !== null && event.type !== 'snapshot' && event.seq <= before.seq;
     const changed = p.apply(event);
     const view = p.view()!;
-    if (!changed) {
+    if (repeated) {
       // A repeated (or stale) event changes nothing.
+      expect(changed).toBe(false);
       expect(view).toEqual(before);
       continue;
     }
+    // Only what subscribers are told counts (the steps of a commit before its tree tell nothing).
+    if (!changed) continue;
     const turns = view.turns.map(shown);
     const streaming = view.turns.flatMap((turn, i) => (turn.status === 'streaming' ? [i] : []));
     expect(streaming.length).toBeLessThanOrEqual(1);
@@ -196,6 +200,8 @@ function play(delivery: SessionEventBody[]): LiveTurnsView {
 
     let exempt = event.type === 'snapshot';
     if (event.type === 'snapshot') path = event.data.tree.path;
+    // A finished turn is told as saved: never idle with a turn that has no id yet.
+    if (view.session.status === 'idle') expect(view.turns.every((x) => x.id !== null)).toBe(true);
     if (event.type === 'tree') {
       // Navigation, an edit or a regeneration moving the path elsewhere, a rollback: a new view, not a glitch.
       exempt = !extendsPath(path, event.data.path);

@@ -70,7 +70,10 @@ export class TurnsProjection {
   /** The committed tree's turns and path messages; only a snapshot or a `tree` event changes them (not deltas). */
   private committed: { turns: Turn[]; messages: Message[] } | null = null;
 
-  /** Applies an event (a snapshot starts over); answers whether the view changed. */
+  /**
+   * Applies an event (a snapshot starts over); answers whether subscribers should see the new view (false for
+   * events already applied, and for the steps of a commit before its `tree`).
+   */
   apply(event: SessionEventBody): boolean {
     if (event.type === 'snapshot') {
       this.state = new LiveState(liveStateInit(event.data));
@@ -93,10 +96,18 @@ export class TurnsProjection {
       const { toolUseId, payload } = event.data;
       this.progress = { ...this.progress, [toolUseId]: [...(this.progress[toolUseId] ?? []), payload] };
     }
+    const settlingBefore = this.settling !== null;
     this.trackRunEnd(event, run?.runId ?? null, inFlight);
     this.state.apply(event);
     if (event.type === 'tree') this.committed = null;
-    return true;
+    // A commit is one change to a reader: from the run streaming to its turn saved. `status` idle and `turn`
+    // before the `tree` that saves the messages change nothing anyone should see on its own (the turn would
+    // show idle but unsaved), so they are applied without a notification; the `tree` (or a cancel or error)
+    // then shows the whole change at once.
+    const midCommit =
+      this.settling !== null &&
+      ((event.type === 'status' && event.data.status === 'idle' && !settlingBefore) || event.type === 'turn');
+    return !midCommit;
   }
 
   /** Where a run's messages are while it ends: settling until the tree has them, or interrupted. */
