@@ -15,6 +15,11 @@ import { childEnv } from './support/child-env';
 const ROOT = resolve(__dirname, '../../..');
 const API_MAIN = join(ROOT, 'dist/apps/api/apps/api/src/main.js');
 const CONFIGURED_ADMIN_KEY = 'readme-admin-key-0123456789abcdefghij';
+/**
+ * Each test starts the real api on a fresh embedded database (Postgres in WebAssembly applying every migration),
+ * as `npm start` does: seconds on an idle machine, up to a minute on a busy one.
+ */
+const BOOTING_TEST_MS = 240_000;
 
 interface Service {
   url: string;
@@ -52,7 +57,7 @@ async function startService(env: Record<string, string> = {}, dir?: string): Pro
       if (proc.exitCode !== null) throw new Error(`the api exited:\n${output.join('')}`);
       expect((await fetch(`${service.url}/readyz`)).status).toBe(200);
     },
-    { timeoutMs: 90_000, intervalMs: 200 },
+    { timeoutMs: 180_000, intervalMs: 200 },
   );
   return service;
 }
@@ -141,57 +146,66 @@ function checkOutput(stdout: string): void {
 }
 
 describe('the README walkthrough', () => {
-  let first: Service;
+  let first: Service | undefined;
 
-  it('pastes and runs as one block against a fresh `npm start` (admin key generated into .canopy)', async () => {
-    first = await startService();
-    const { code, stdout, stderr } = await runBlock(first);
-    // curl's exit code 28: the live stream was cut by --max-time, as intended; nothing else failed.
-    expect({ code, stderr }).toEqual({ code: 28, stderr: '' });
-    checkOutput(stdout);
+  it(
+    'pastes and runs as one block against a fresh `npm start` (admin key generated into .canopy)',
+    async () => {
+      first = await startService();
+      const { code, stdout, stderr } = await runBlock(first);
+      // curl's exit code 28: the live stream was cut by --max-time, as intended; nothing else failed.
+      expect({ code, stderr }).toEqual({ code: 28, stderr: '' });
+      checkOutput(stdout);
 
-    // The start-up log named the file the block read the admin key from, and never the key.
-    const secrets = JSON.parse(readFileSync(join(first.dir, '.canopy/secrets.json'), 'utf8')) as {
-      adminKey: string;
-    };
-    const log = first.output.join('');
-    expect(log).toContain(`admin key: generated, kept in ${join(first.dir, '.canopy/secrets.json')}`);
-    expect(log).not.toContain(secrets.adminKey);
+      // The start-up log named the file the block read the admin key from, and never the key.
+      const secrets = JSON.parse(readFileSync(join(first.dir, '.canopy/secrets.json'), 'utf8')) as {
+        adminKey: string;
+      };
+      const log = first.output.join('');
+      expect(log).toContain(`admin key: generated, kept in ${join(first.dir, '.canopy/secrets.json')}`);
+      expect(log).not.toContain(secrets.adminKey);
 
-    // Forgetting the content-type header: the answer says what was expected.
-    const res = await fetch(`${first.url}/v1/admin/tenants`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${secrets.adminKey}`,
-        'content-type': 'application/x-www-form-urlencoded',
-      },
-      body: '{"name":"acme"}',
-    });
-    expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: { message: string } }).error.message).toContain(
-      '"content-type: application/json"',
-    );
-  });
+      // Forgetting the content-type header: the answer says what was expected.
+      const res = await fetch(`${first.url}/v1/admin/tenants`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${secrets.adminKey}`,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        body: '{"name":"acme"}',
+      });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toContain(
+        '"content-type: application/json"',
+      );
+    },
+    BOOTING_TEST_MS,
+  );
 
-  it('runs the same after a restart with CANOPY_ADMIN_KEY set: the secrets file no longer holds an admin key', async () => {
-    await stop(first);
-    const generated = (
-      JSON.parse(readFileSync(join(first.dir, '.canopy/secrets.json'), 'utf8')) as { adminKey: string }
-    ).adminKey;
-    const service = await startService({ CANOPY_ADMIN_KEY: CONFIGURED_ADMIN_KEY }, first.dir);
-    // The generated key is not in effect any more, so the file (which the block would read) no longer has it.
-    const stored = JSON.parse(readFileSync(join(service.dir, '.canopy/secrets.json'), 'utf8')) as object;
-    expect(Object.keys(stored)).toEqual(['jwtSecret']);
-    const log = service.output.join('');
-    expect(log).toContain('admin key: configured (CANOPY_ADMIN_KEY)');
-    expect(log).not.toContain(CONFIGURED_ADMIN_KEY);
-    const old = await fetch(`${service.url}/v1/admin/tenants`, {
-      headers: { authorization: `Bearer ${generated}` },
-    });
-    expect(old.status).toBe(401);
+  it(
+    'runs the same after a restart with CANOPY_ADMIN_KEY set: the secrets file no longer holds an admin key',
+    async () => {
+      if (!first) throw new Error('the first start failed: nothing to restart');
+      await stop(first);
+      const generated = (
+        JSON.parse(readFileSync(join(first.dir, '.canopy/secrets.json'), 'utf8')) as { adminKey: string }
+      ).adminKey;
+      const service = await startService({ CANOPY_ADMIN_KEY: CONFIGURED_ADMIN_KEY }, first.dir);
+      // The generated key is not in effect any more, so the file (which the block would read) no longer has it.
+      const stored = JSON.parse(readFileSync(join(service.dir, '.canopy/secrets.json'), 'utf8')) as object;
+      expect(Object.keys(stored)).toEqual(['jwtSecret']);
+      const log = service.output.join('');
+      expect(log).toContain('admin key: configured (CANOPY_ADMIN_KEY)');
+      expect(log).not.toContain(CONFIGURED_ADMIN_KEY);
+      const old = await fetch(`${service.url}/v1/admin/tenants`, {
+        headers: { authorization: `Bearer ${generated}` },
+      });
+      expect(old.status).toBe(401);
 
-    const { code, stdout, stderr } = await runBlock(service, { CANOPY_ADMIN_KEY: CONFIGURED_ADMIN_KEY });
-    expect({ code, stderr }).toEqual({ code: 28, stderr: '' });
-    checkOutput(stdout);
-  });
+      const { code, stdout, stderr } = await runBlock(service, { CANOPY_ADMIN_KEY: CONFIGURED_ADMIN_KEY });
+      expect({ code, stderr }).toEqual({ code: 28, stderr: '' });
+      checkOutput(stdout);
+    },
+    BOOTING_TEST_MS,
+  );
 });
