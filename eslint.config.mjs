@@ -61,6 +61,7 @@ export default tseslint.config(
       'scripts/**',
       'prisma.config.ts',
       'bench/**',
+      'examples/**',
     ],
     rules: { 'no-restricted-properties': 'off' },
   },

@@ -41,6 +41,8 @@ await main(async () => {
   // The web UI compiles for browsers (DOM, JSX) and its Vite config for Node: each with its own settings.
   run(tsc, ['--noEmit', '-p', 'apps/web/tsconfig.app.json']);
   run(tsc, ['--noEmit', '-p', 'apps/web/tsconfig.node.json']);
+  // The examples are ES modules run with tsx against the SDK's sources (libs/client/src/examples.e2e-spec.ts).
+  run(tsc, ['--noEmit', '-p', 'examples/tsconfig.json']);
   // The cluster tests start the built api and worker as real processes.
   ensureBuilt('api');
   ensureBuilt('worker');

@@ -18,6 +18,7 @@ import { DatabaseModule } from '@canopy/store';
 import { AdminController } from './http/admin.controller';
 import { CommandsController } from './http/commands.controller';
 import { LiveController, WebSocketDocController } from './http/live.controller';
+import { ModelsController } from './http/models.controller';
 import { LiveGateway } from './http/live.gateway';
 import { StatsController } from './http/stats.controller';
 import { RunsController } from './http/runs.controller';
@@ -29,6 +30,7 @@ import { SseRegistry } from './http/sse';
 import { StorableTextPipe } from './http/storable-text.pipe';
 import { TokensController } from './http/tokens.controller';
 import { TreeController } from './http/tree.controller';
+import { LiveHistory } from './ops/live-history.service';
 import { MetricsService } from './ops/metrics.service';
 import { OpsController } from './ops/ops.controller';
 import { RateLimitGuard, rateLimitOptions } from './ops/rate-limit.guard';
@@ -63,6 +65,7 @@ export class ApiModule {
         CommandsController,
         RunsController,
         StatsController,
+        ModelsController,
         LiveController,
         WebSocketDocController,
       ],
@@ -78,6 +81,7 @@ export class ApiModule {
         LiveGateway,
         MetricsService,
         ShutdownService,
+        LiveHistory,
       ],
     };
   }

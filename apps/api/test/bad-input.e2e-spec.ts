@@ -488,6 +488,8 @@ describe('broken bodies on every POST/PATCH route', () => {
       code: string;
       /** Only where the route reads a body (close and cancel ignore a well-formed one). */
       bodyRoutesOnly?: boolean;
+      /** What the error message must say (where the route reads a body). */
+      message?: RegExp;
     }
     const raw: RawCase[] = [
       { label: 'malformed JSON', body: '{"content": ', headers: json, status: 400, code: 'bad_request' },
@@ -557,6 +559,7 @@ describe('broken bodies on every POST/PATCH route', () => {
         status: 400,
         code: 'bad_request',
         bodyRoutesOnly: true,
+        message: /"content-type: application\/json"/,
       },
       {
         label: 'a form',
@@ -565,6 +568,7 @@ describe('broken bodies on every POST/PATCH route', () => {
         status: 400,
         code: 'bad_request',
         bodyRoutesOnly: true,
+        message: /"content-type: application\/json"/,
       },
       {
         label: 'an empty body',
@@ -583,7 +587,13 @@ describe('broken bodies on every POST/PATCH route', () => {
         if (c.bodyRoutesOnly && op.body === null) continue;
         if (emptyIsValid && c.label === 'an empty body') continue;
         count++;
-        const problem = errorMismatch(await send(op, { body: c.body, headers: c.headers }), c.status, c.code);
+        const res = await send(op, { body: c.body, headers: c.headers });
+        const message = errorOf(res)?.message;
+        const problem =
+          errorMismatch(res, c.status, c.code) ??
+          (c.message && op.body !== null && !c.message.test(String(message))
+            ? `message "${String(message)}" does not match ${c.message}`
+            : null);
         if (problem) failures.push(`${op.key} ${c.label}: ${problem}`);
       }
     }

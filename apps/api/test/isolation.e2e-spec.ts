@@ -39,6 +39,7 @@ type Kind =
   | 'liveList'
   | 'activity'
   | 'stats'
+  | 'models'
   | 'tokens'
   | 'admin'
   | 'websocket'
@@ -67,6 +68,7 @@ const A_WORDS = 'q=first%20words';
 /** Every /v1 route of the OpenAPI document must be here (and nothing else). */
 const ROUTES: Record<string, RouteSpec> = {
   'POST /v1/admin/tenants': { kind: 'admin', body: () => ({ name: 'intruder' }) },
+  'GET /v1/admin/tenants': { kind: 'admin' },
   'POST /v1/admin/tenants/{tenantId}/keys': { kind: 'admin', body: () => ({ name: 'intruder' }) },
   'DELETE /v1/admin/keys/{keyId}': { kind: 'admin' },
   'POST /v1/tokens': { kind: 'tokens', body: () => ({ userId: 'alice' }) },
@@ -124,6 +126,8 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /v1/sessions/{id}/events': { kind: 'session', queryToken: true },
   'GET /v1/activity': { kind: 'activity', queryToken: true },
   'GET /v1/stats': { kind: 'stats' },
+  'GET /v1/models': { kind: 'models' },
+  'GET /v1/tools': { kind: 'models' },
   'GET /v1/ws': { kind: 'websocket' },
 };
 
@@ -168,6 +172,7 @@ function verdict(kind: Kind, who: Who, res: CallResult): string | null {
     // The operator's views of every tenant (the admin's by design).
     if (kind === 'stats' || kind === 'liveList')
       return res.status === 200 ? null : `expected 200, got ${res.status}`;
+    if (kind === 'models') return modelsVerdict(res);
     return errorMismatch(res, 403, 'forbidden');
   }
   switch (kind) {
@@ -220,11 +225,24 @@ function verdict(kind: Kind, who: Who, res: CallResult): string | null {
       return res.status === 200 && res.stream ? null : `expected 200 stream, got ${res.status}`;
     case 'stats': {
       if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
-      const usage = (res.body as { usageByTenant?: Array<{ tenantId: string }> } | undefined)?.usageByTenant;
-      if (res.status !== 200 || !Array.isArray(usage))
-        return `expected 200 {usageByTenant}, got ${res.status}`;
-      return usage.every((u) => u.tenantId === b.tenantId) ? null : `sees ${JSON.stringify(usage)}`;
+      const stats = res.body as
+        | {
+            usageByTenant?: Array<{ tenantId: string }>;
+            recentRuns?: Array<{ tenantId: string; sessionId: string }>;
+          }
+        | undefined;
+      const usage = stats?.usageByTenant;
+      const recent = stats?.recentRuns;
+      if (res.status !== 200 || !Array.isArray(usage) || !Array.isArray(recent))
+        return `expected 200 {usageByTenant, recentRuns}, got ${res.status}`;
+      const foreign = [
+        ...usage.filter((u) => u.tenantId !== b.tenantId),
+        ...recent.filter((r) => r.tenantId !== b.tenantId || idsOfA.has(r.sessionId)),
+      ];
+      return foreign.length === 0 ? null : `sees ${JSON.stringify(foreign)}`;
     }
+    case 'models':
+      return modelsVerdict(res);
     case 'tokens': {
       if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
       if (res.status !== 201 || typeof body?.token !== 'string') return `expected 201, got ${res.status}`;
@@ -243,6 +261,16 @@ function ndjsonOf<T>(res: CallResult): T[] {
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as T);
+}
+
+/** Every credential lists the deployment's models and server tools (nothing in them belongs to a tenant). */
+function modelsVerdict(res: CallResult): string | null {
+  const data = (res.body as { data?: Array<{ id?: string; name?: string }> } | undefined)?.data;
+  return res.status === 200 &&
+    Array.isArray(data) &&
+    data.some((m) => m.id === 'mock:echo' || m.name === 'clock')
+    ? null
+    : `expected 200 with mock:echo or the clock tool, got ${res.status} ${describeBody(res)}`;
 }
 
 interface Listing {
@@ -414,7 +442,7 @@ describe('every route, generated from the OpenAPI document', () => {
       }
     }
     expect(failures).toEqual([]);
-    expect(adminRoutes).toHaveLength(5);
+    expect(adminRoutes).toHaveLength(6);
     // The key the DELETE named is still valid.
     expect((await new Api(t.url, secondKeyOfA).get('/v1/sessions')).status).toBe(200);
   });

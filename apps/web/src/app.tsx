@@ -1,6 +1,6 @@
 // The shell: sign-in, the header (pages, who is signed in, sign out) and the page of the current route.
 
-import { useMemo, useState } from 'react';
+import { lazy, Suspense, useMemo, useState } from 'react';
 import { connect } from './connect';
 import {
   clearCredential,
@@ -10,10 +10,12 @@ import {
   loadCredential,
   saveCredential,
 } from './credential';
-import { Dashboard } from './dashboard';
 import { Playground } from './playground';
 import { useRoute } from './route';
 import { SignIn } from './sign-in';
+
+// The dashboard (and its charting library) loads only when it is opened.
+const Dashboard = lazy(() => import('./dashboard').then((m) => ({ default: m.Dashboard })));
 
 export function App() {
   const [credential, setCredential] = useState<string | null>(loadCredential);
@@ -39,7 +41,7 @@ export function App() {
     <div className="app">
       <header className="topbar">
         <span className="brand">Canopy</span>
-        <nav>
+        <nav aria-label="Pages">
           {!admin && (
             <a
               href="#/"
@@ -76,11 +78,14 @@ export function App() {
         </button>
       </header>
       {(route.page === 'dashboard' && operator) || admin ? (
-        <Dashboard canopy={canopy} allTenants={admin} />
+        <Suspense fallback={<p className="muted">Loading the dashboard…</p>}>
+          <Dashboard canopy={canopy} allTenants={admin} />
+        </Suspense>
       ) : (
         <Playground
           canopy={canopy}
           sessionId={route.page === 'playground' ? route.sessionId : null}
+          observe={route.page === 'playground' && route.observe}
           followActivity={operator}
         />
       )}

@@ -1,22 +1,51 @@
 // One session in the playground: its live turns with their branch pickers and actions, decisions on paused tool
-// calls, the prompt box, and the tree of every message beside them.
+// calls, a cancelled or failed run kept on screen (Retry / Edit), the composer, and the tree beside them.
+// Keyboard: Enter sends, Shift+Enter adds a line, Escape stops a run. Watching (`observe`) is read-only: an
+// observer's stream, no composer, no actions. An unknown session says so and stops there.
 
 import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
-import type { Decision, NodeId, Session } from '@canopy/client';
+import { turnText, type Decision, type NodeId, type Session, type Turn } from '@canopy/client';
 import { errorText } from './format';
 import { useSessionLive } from './session-live';
 import { TreePanel } from './tree-panel';
 import { TurnView } from './turn-view';
 
-export function ChatPanel({ session }: { session: Session }) {
-  const { view, tree, progress, failure } = useSessionLive(session);
+export type Panel = 'sessions' | 'tree' | null;
+
+export function ChatPanel({
+  session,
+  observe,
+  panel,
+  onPanel,
+  onTitle,
+}: {
+  session: Session;
+  observe: boolean;
+  panel: Panel;
+  onPanel: (panel: Panel) => void;
+  onTitle: (title: string | null) => void;
+}) {
+  const { view, tree, progress, failure, notFound } = useSessionLive(
+    session,
+    observe ? 'observer' : 'controller',
+  );
   const [draft, setDraft] = useState('');
   const [sending, setSending] = useState(false);
   const [commandError, setCommandError] = useState<string | null>(null);
+  const [editRequest, setEditRequest] = useState<{ id: NodeId; n: number } | null>(null);
+  const [dismissed, setDismissed] = useState<string | null>(null);
   const bottom = useRef<HTMLDivElement>(null);
+  const composer = useRef<HTMLTextAreaElement>(null);
 
   const status = view?.session.status ?? 'idle';
-  const idle = view !== null && status === 'idle' && !sending;
+  const readOnly = observe || notFound;
+  const idle = view !== null && status === 'idle' && !sending && !readOnly;
+  const title = view?.session.title ?? null;
+
+  useEffect(() => {
+    if (view) onTitle(title);
+    // Only when the title itself changes.
+  }, [title]);
 
   /** Sends a command; its effects arrive as events, so only a refusal needs showing here. */
   const command = async (send: () => Promise<unknown>): Promise<boolean> => {
@@ -32,6 +61,17 @@ export function ChatPanel({ session }: { session: Session }) {
       setSending(false);
     }
   };
+  const stop = () => void command(() => session.cancel());
+
+  // Escape stops a run in flight (an open edit box takes Escape for itself).
+  useEffect(() => {
+    if (readOnly || status !== 'busy') return;
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === 'Escape' && !e.defaultPrevented) stop();
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [readOnly, status, session]);
 
   const nodes = useMemo(() => new Map((tree?.nodes ?? []).map((n) => [n.id, n])), [tree]);
   /** Where an edit of the prompt `userNodeId` branches from: the assistant node before it, or null for a root. */
@@ -59,41 +99,109 @@ export function ChatPanel({ session }: { session: Session }) {
     e?.preventDefault();
     const text = draft.trim();
     if (!text || !idle) return;
+    // The draft stays in the box until the prompt is accepted: a refusal loses nothing.
     if (await command(() => session.prompt(text))) setDraft('');
   };
 
+  const interrupted = view?.interrupted && view.interrupted.runId !== dismissed ? view.interrupted : null;
+  const retry = (turn: Turn) =>
+    void command(() =>
+      turn.id === null ? session.prompt(turnText(turn, 'user')) : session.regenerate(turn.id),
+    );
+  const editInterrupted = (turn: Turn) => {
+    if (turn.id === null) {
+      setDraft(turnText(turn, 'user'));
+      composer.current?.focus();
+    } else setEditRequest({ id: turn.id, n: Date.now() });
+  };
+  const turns = view?.turns ?? [];
+
   return (
     <>
-      <section className="chat" data-testid="chat" data-session-id={session.id}>
+      <section className="chat" data-testid="chat" data-session-id={session.id} aria-label="Chat">
         <header className="chat-head">
-          <div>
-            <h2 data-testid="session-title">{view?.session.title ?? session.id}</h2>
-            <span className="muted">
-              {view?.session.model} · <code>{session.id}</code>
+          <button
+            type="button"
+            className="panel-toggle"
+            aria-expanded={panel === 'sessions'}
+            onClick={() => onPanel(panel === 'sessions' ? null : 'sessions')}
+            data-testid="toggle-sessions"
+          >
+            Sessions
+          </button>
+          <div className="chat-title">
+            <h2 data-testid="session-title">
+              {notFound ? 'Session not found' : (title ?? 'Untitled session')}
+            </h2>
+            <span className="chat-sub">
+              {view?.session.model ?? '…'} · <code>{session.id}</code>
             </span>
           </div>
-          <span className={`status status-${status}`} data-testid="session-status">
-            {view ? status : 'connecting'}
+          <span
+            className={`status status-${notFound ? 'missing' : status}`}
+            role="status"
+            data-testid="session-status"
+          >
+            {notFound ? 'not found' : view ? status : 'connecting'}
           </span>
-          {status === 'busy' && (
-            <button type="button" onClick={() => void command(() => session.cancel())} data-testid="cancel">
-              Cancel
+          {status === 'busy' && !readOnly && (
+            <button
+              type="button"
+              onClick={stop}
+              aria-keyshortcuts="Escape"
+              title="Stop (Esc)"
+              data-testid="cancel"
+            >
+              Stop
             </button>
           )}
+          <button
+            type="button"
+            className="panel-toggle"
+            aria-expanded={panel === 'tree'}
+            onClick={() => onPanel(panel === 'tree' ? null : 'tree')}
+            data-testid="toggle-tree"
+          >
+            Tree
+          </button>
         </header>
+        {observe && !notFound && (
+          <p className="banner" data-testid="observer-banner">
+            Watching as an observer: read-only.{' '}
+            <a href={`#/sessions/${encodeURIComponent(session.id)}`}>Open it to chat</a>
+          </p>
+        )}
         {failure && (
-          <p className="error" data-testid="stream-error">
+          <p className="error banner" data-testid="stream-error">
             {failure}
           </p>
         )}
         <div className="turns" data-testid="turns">
-          {view?.turns.length === 0 && <p className="muted">No messages yet: say something.</p>}
-          {view?.turns.map((turn, i) => (
+          {notFound ? (
+            <div className="empty" data-testid="not-found">
+              <p>
+                There is no session <code>{session.id}</code> here: it was deleted, or it belongs to someone
+                else. Pick one in <strong>Sessions</strong> or start a new one.
+              </p>
+            </div>
+          ) : (
+            view &&
+            turns.length === 0 &&
+            !interrupted && (
+              <p className="muted" data-testid="no-turns">
+                {readOnly ? 'No messages yet.' : 'No messages yet: write below and press Enter.'}
+              </p>
+            )
+          )}
+          {turns.map((turn, i) => (
             <TurnView
               key={turn.id ?? `in-flight-${i}`}
               turn={turn}
               idle={idle}
+              readOnly={readOnly}
+              laterTurns={turns.length - 1 - i}
               editTarget={editTarget(turn.id)}
+              editRequest={editRequest && editRequest.id === turn.id ? editRequest.n : null}
               progress={progress}
               awaiting={awaiting}
               clientTools={clientTools}
@@ -103,7 +211,49 @@ export function ChatPanel({ session }: { session: Session }) {
               onDecide={decide}
             />
           ))}
-          {view?.error && (
+          {interrupted?.turns.map((turn, i) => (
+            <div className="interrupted" key={`${interrupted.runId}-${i}`} data-testid="interrupted">
+              <span className="label" data-testid="interrupted-label">
+                {interrupted.status === 'cancelled'
+                  ? 'Cancelled: this reply was stopped and not saved'
+                  : `Failed: ${interrupted.error?.message ?? 'the run failed'} (nothing was saved)`}
+              </span>
+              <TurnView
+                turn={turn}
+                idle={false}
+                readOnly
+                laterTurns={0}
+                editTarget={undefined}
+                editRequest={null}
+                progress={progress}
+                awaiting={awaiting}
+                clientTools={clientTools}
+                onNavigate={() => undefined}
+                onRegenerate={() => undefined}
+                onEdit={() => Promise.resolve(false)}
+                onDecide={() => undefined}
+              />
+              {!readOnly && (
+                <div className="turn-actions">
+                  <button type="button" disabled={!idle} onClick={() => retry(turn)} data-testid="retry">
+                    Retry
+                  </button>
+                  <button
+                    type="button"
+                    disabled={!idle}
+                    onClick={() => editInterrupted(turn)}
+                    data-testid="edit-interrupted"
+                  >
+                    Edit
+                  </button>
+                  <button type="button" className="link" onClick={() => setDismissed(interrupted.runId)}>
+                    Dismiss
+                  </button>
+                </div>
+              )}
+            </div>
+          ))}
+          {view?.error && !interrupted && view.error.code !== 'cancelled' && (
             <p className="error" data-testid="run-error">
               Run failed: {view.error.code}: {view.error.message}
             </p>
@@ -111,36 +261,54 @@ export function ChatPanel({ session }: { session: Session }) {
           <div ref={bottom} />
         </div>
         {commandError && (
-          <p className="error" data-testid="command-error">
+          <p className="error banner" data-testid="command-error">
             {commandError}
           </p>
         )}
-        <form className="composer" onSubmit={(e) => void send(e)}>
-          <textarea
-            rows={2}
-            value={draft}
-            placeholder={
-              status === 'paused' ? 'Waiting for a decision on a tool call…' : 'Message (Enter to send)'
-            }
-            onChange={(e) => setDraft(e.target.value)}
-            onKeyDown={(e) => {
-              if (e.key === 'Enter' && !e.shiftKey) {
-                e.preventDefault();
-                void send();
-              }
-            }}
-            data-testid="prompt-input"
-          />
-          <button type="submit" disabled={!idle || !draft.trim()} data-testid="send">
-            Send
-          </button>
-        </form>
+        {!observe && (
+          <div className="composer-wrap">
+            <form className="composer" onSubmit={(e) => void send(e)}>
+              <textarea
+                ref={composer}
+                rows={2}
+                value={draft}
+                disabled={notFound}
+                aria-label="Message"
+                placeholder={
+                  notFound
+                    ? 'This session does not exist.'
+                    : status === 'paused'
+                      ? 'Waiting for a decision on a tool call…'
+                      : 'Message (Enter to send, Shift+Enter for a new line)'
+                }
+                onChange={(e) => setDraft(e.target.value)}
+                onKeyDown={(e) => {
+                  if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
+                    e.preventDefault();
+                    void send();
+                  }
+                }}
+                data-testid="prompt-input"
+              />
+              <button type="submit" disabled={!idle || !draft.trim()} data-testid="send">
+                Send
+              </button>
+            </form>
+            <p className="hint">
+              <kbd>Enter</kbd> sends · <kbd>Shift</kbd>+<kbd>Enter</kbd> new line · <kbd>Esc</kbd> stops a run
+              · <kbd>Ctrl</kbd>+<kbd>Shift</kbd>+<kbd>O</kbd> new chat
+            </p>
+          </div>
+        )}
       </section>
       <TreePanel
         tree={tree}
+        turns={turns}
+        notFound={notFound}
         idle={idle}
         running={status !== 'idle'}
         onNavigate={(id) => void command(() => session.navigate(id))}
+        onClose={() => onPanel(null)}
       />
     </>
   );

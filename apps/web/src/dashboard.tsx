@@ -1,16 +1,17 @@
-// The dashboard: the live sessions of the deployment (refreshed on every activity event), the activity feed as
-// it streams, and the deployment's run statistics over the last hour (runs started, finished and failed per
-// minute, usage per tenant: GET /v1/stats, the tenant's own with an API key, every tenant's with the admin key),
-// refreshed when runs start or finish.
+// The dashboard: charts of the last half hour's runs, tokens, latency and live sessions, the live sessions of the
+// deployment (busy and paused first, filtered; a row opens the session as an observer), the activity feed in
+// words (starting from the latest stored runs), and usage per tenant. With an API key it shows its tenant; with the
+// admin key every tenant, each by name.
 
-import { useCallback, useEffect, useRef, useState } from 'react';
-import type { ActivityEvent, Canopy, LiveEntry, RunStats } from '@canopy/client';
-import { errorText, shortJson, time } from './format';
-import { sessionHref } from './route';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import type { ActivityEvent, Canopy, LiveEntry, RunStats, TenantInfo } from '@canopy/client';
+import { ActivityFeed, itemOfEvent, itemsOfRuns, type FeedItem } from './activity-feed';
+import { Charts } from './charts';
+import { errorText, time } from './format';
+import { LiveTable } from './live-table';
 
 const FEED_LENGTH = 200;
 const STATS_MINUTES = 60;
-const MINUTES_SHOWN = 10;
 
 /**
  * A loader that runs one request at a time: a call while one is in flight asks for one more afterwards, so a
@@ -39,11 +40,31 @@ function useSingleFlight(load: () => Promise<void>): () => void {
 export function Dashboard({ canopy, allTenants = false }: { canopy: Canopy; allTenants?: boolean }) {
   const [live, setLive] = useState<LiveEntry[] | null>(null);
   const [liveError, setLiveError] = useState<string | null>(null);
-  const [feed, setFeed] = useState<ActivityEvent[]>([]);
+  const [events, setEvents] = useState<ActivityEvent[]>([]);
   const [feedError, setFeedError] = useState<string | null>(null);
   const [stats, setStats] = useState<RunStats | null>(null);
   const [statsError, setStatsError] = useState<string | null>(null);
-  const [, setNow] = useState(() => Date.now());
+  const [tenants, setTenants] = useState<Map<string, string>>(new Map());
+  /** Session titles by tenant and id, from every source that knows one. */
+  const [titles, setTitles] = useState<Map<string, string | null>>(new Map());
+  const asked = useRef(new Set<string>());
+  // An API key sees one tenant: its sessions are known by id alone (its live entries carry no tenant).
+  const key = useCallback(
+    (tenantId: string, sessionId: string) => (allTenants ? `${tenantId}:${sessionId}` : sessionId),
+    [allTenants],
+  );
+
+  const learnTitles = useCallback(
+    (found: Array<[string, string, string | null]>) => {
+      if (found.length === 0) return;
+      setTitles((map) => {
+        const next = new Map(map);
+        for (const [tenantId, id, title] of found) next.set(key(tenantId, id), title);
+        return next;
+      });
+    },
+    [key],
+  );
 
   const refreshLive = useSingleFlight(
     useCallback(
@@ -65,21 +86,37 @@ export function Dashboard({ canopy, allTenants = false }: { canopy: Canopy; allT
           (s) => {
             setStats(s);
             setStatsError(null);
+            learnTitles(s.recentRuns.map((r) => [r.tenantId, r.sessionId, r.sessionTitle]));
           },
           (err: unknown) => setStatsError(errorText(err)),
         ),
-      [canopy],
+      [canopy, learnTitles],
     ),
+  );
+  const refreshTenants = useSingleFlight(
+    useCallback(async () => {
+      if (!allTenants) return;
+      try {
+        const list: TenantInfo[] = await canopy.admin.listTenants(1_000);
+        setTenants(new Map(list.map((t) => [t.id, t.name])));
+      } catch {
+        // Names fall back to ids.
+      }
+    }, [canopy, allTenants]),
   );
 
   useEffect(() => {
     refreshLive();
     refreshStats();
+    refreshTenants();
     const controller = new AbortController();
     void (async () => {
       try {
         for await (const event of canopy.activity({ signal: controller.signal })) {
-          setFeed((f) => [event, ...f].slice(0, FEED_LENGTH));
+          setEvents((f) => [event, ...f].slice(0, FEED_LENGTH));
+          if (event.type === 'title' || event.type === 'opened') {
+            learnTitles([[event.tenantId, event.data.id, event.data.title]]);
+          }
           refreshLive();
           if (event.type === 'run_started' || event.type === 'run_finished') refreshStats();
         }
@@ -87,9 +124,8 @@ export function Dashboard({ canopy, allTenants = false }: { canopy: Canopy; allT
         if (!controller.signal.aborted) setFeedError(errorText(err));
       }
     })();
-    // The feed says when something changes; the timer keeps the clock, the idle times and the window honest.
+    // The feed says when something changes; the timer keeps the charts' window and the live samples moving.
     const timer = setInterval(() => {
-      setNow(Date.now());
       refreshLive();
       refreshStats();
     }, 10_000);
@@ -97,146 +133,105 @@ export function Dashboard({ canopy, allTenants = false }: { canopy: Canopy; allT
       controller.abort();
       clearInterval(timer);
     };
-  }, [canopy, refreshLive, refreshStats]);
+  }, [canopy, refreshLive, refreshStats, refreshTenants, learnTitles]);
 
-  const minutes = [...(stats?.perMinute ?? [])].reverse().slice(0, MINUTES_SHOWN);
+  useEffect(() => {
+    learnTitles((live ?? []).map((e) => [e.tenantId ?? '', e.id, e.title]));
+  }, [live, learnTitles]);
+
+  const items = useMemo(() => {
+    const byKey = new Map<string, FeedItem>();
+    for (const item of [...events.map(itemOfEvent), ...itemsOfRuns(stats?.recentRuns ?? [])]) {
+      if (!byKey.has(item.key)) byKey.set(item.key, item);
+    }
+    return [...byKey.values()].sort((a, b) => b.at - a.at).slice(0, FEED_LENGTH);
+  }, [events, stats]);
+
+  // A tenant key can look up a session the feed names but no list had (the admin has no tenant to ask in).
+  useEffect(() => {
+    if (allTenants) return;
+    for (const item of items) {
+      const k = key(item.tenantId, item.sessionId);
+      if (titles.has(k) || asked.current.has(k)) continue;
+      asked.current.add(k);
+      canopy
+        .session(item.sessionId)
+        .get()
+        .then(
+          (s) => learnTitles([[item.tenantId, s.id, s.title]]),
+          () => undefined,
+        );
+    }
+  }, [items, titles, canopy, allTenants, learnTitles, key]);
+
+  const tenantName = allTenants
+    ? (id: string) => tenants.get(id) ?? stats?.usageByTenant.find((u) => u.tenantId === id)?.tenantName ?? id
+    : null;
+  const titleOf = (tenantId: string, sessionId: string) => titles.get(key(tenantId, sessionId)) ?? null;
 
   return (
     <main className="dashboard" data-testid="dashboard">
-      <section className="panel">
-        <h2>
+      <section className="panel wide" aria-labelledby="charts-title">
+        <h2 id="charts-title">Last 30 minutes</h2>
+        {statsError && <p className="error">{statsError}</p>}
+        {stats ? <Charts stats={stats} /> : <p className="muted">Loading…</p>}
+        {stats && (
+          <p className="hint">
+            From the runs the deployment stored, as of {time(Date.parse(stats.until))}; live sessions as this
+            server sampled them.
+          </p>
+        )}
+      </section>
+
+      <section className="panel" aria-labelledby="live-title">
+        <h2 id="live-title">
           Live sessions{' '}
           <span className="count" data-testid="live-count">
             {live?.length ?? '…'}
           </span>
         </h2>
         {liveError && <p className="error">{liveError}</p>}
-        <table className="live">
-          <thead>
-            <tr>
-              {allTenants && <th>Tenant</th>}
-              <th>Session</th>
-              <th>Status</th>
-              <th>Controllers</th>
-              <th>Observers</th>
-              <th>User</th>
-              <th>Live since</th>
-              <th>Where</th>
-            </tr>
-          </thead>
-          <tbody>
-            {live?.map((entry) => (
-              <tr
-                key={`${entry.tenantId ?? ''}:${entry.id}`}
-                // The admin key has no tenant: it watches sessions, it does not open them.
-                onClick={allTenants ? undefined : () => (location.hash = sessionHref(entry.id))}
-                data-testid="live-row"
-                data-session-id={entry.id}
-              >
-                {allTenants && (
-                  <td data-testid="live-tenant">
-                    <code>{entry.tenantId?.slice(0, 8)}</code>
-                  </td>
-                )}
-                <td>
-                  {allTenants ? (
-                    (entry.title ?? entry.id)
-                  ) : (
-                    <a href={sessionHref(entry.id)}>{entry.title ?? entry.id}</a>
-                  )}
-                </td>
-                <td>
-                  <span className={`status status-${entry.status}`} data-testid="live-status">
-                    {entry.status}
-                  </span>
-                </td>
-                <td data-testid="live-controllers">{entry.controllers}</td>
-                <td data-testid="live-observers">{entry.observers}</td>
-                <td>{entry.userId ?? '—'}</td>
-                <td>{time(entry.since)}</td>
-                <td className="muted">
-                  {entry.where.api.join(', ')}
-                  {entry.where.worker ? ` · worker ${entry.where.worker}` : ''}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-        {live?.length === 0 && <p className="muted">No session is live right now.</p>}
+        <LiveTable entries={live} tenantName={tenantName} />
       </section>
 
-      <section className="panel stats">
-        <h2>Runs, last {STATS_MINUTES} minutes</h2>
-        <p className="muted">
-          From the runs the deployment stored{stats ? ` (as of ${time(Date.parse(stats.until))})` : ''}.
-        </p>
-        {statsError && <p className="error">{statsError}</p>}
-        <h3>Runs per minute</h3>
-        <table data-testid="runs-per-minute">
-          <thead>
-            <tr>
-              <th>Minute</th>
-              <th>Started</th>
-              <th>Finished</th>
-              <th>Failed</th>
-            </tr>
-          </thead>
-          <tbody>
-            {minutes.map((m) => (
-              <tr key={m.minute} data-testid="minute-row">
-                <td>{new Date(m.minute).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })}</td>
-                <td data-testid="minute-started">{m.started}</td>
-                <td data-testid="minute-finished">{m.finished}</td>
-                <td data-testid="minute-failed">{m.failed}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-        {stats?.perMinute.length === 0 && <p className="muted">No run in this window.</p>}
-        <h3>Usage per tenant (finished runs)</h3>
-        <table data-testid="usage-per-tenant">
-          <thead>
-            <tr>
-              <th>Tenant</th>
-              <th>Runs</th>
-              <th>Input tokens</th>
-              <th>Output tokens</th>
-              <th>Cost (USD)</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(stats?.usageByTenant ?? []).map((u) => (
-              <tr key={u.tenantId} data-testid="usage-row" data-tenant-id={u.tenantId}>
-                <td title={u.tenantId}>{u.tenantName}</td>
-                <td data-testid="usage-runs">{u.runs}</td>
-                <td data-testid="usage-input">{u.inputTokens}</td>
-                <td data-testid="usage-output">{u.outputTokens}</td>
-                <td>{u.totalCost.toFixed(4)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </section>
-
-      <section className="panel feed">
-        <h2>Activity</h2>
+      <section className="panel" aria-labelledby="activity-title">
+        <h2 id="activity-title">Activity</h2>
         {feedError && <p className="error">{feedError}</p>}
-        {feed.length === 0 && <p className="muted">Waiting for activity…</p>}
-        <ol className="activity" data-testid="activity">
-          {feed.map((e, i) => (
-            <li key={`${e.at}-${feed.length - i}`} data-testid="activity-item" data-type={e.type}>
-              <span className="muted">{time(e.at)}</span> <strong>{e.type}</strong>{' '}
-              {allTenants ? <code>{e.data.id}</code> : <a href={sessionHref(e.data.id)}>{e.data.id}</a>}{' '}
-              <span className="muted">{shortJson(withoutId(e.data))}</span>
-            </li>
-          ))}
-        </ol>
+        {stats ? (
+          <ActivityFeed items={items} titleOf={titleOf} tenantName={tenantName} openable={!allTenants} />
+        ) : (
+          <p className="muted">Loading…</p>
+        )}
+      </section>
+
+      <section className="panel wide" aria-labelledby="usage-title">
+        <h2 id="usage-title">Usage per tenant, last {STATS_MINUTES} minutes (finished runs)</h2>
+        <div className="table-wrap">
+          <table data-testid="usage-per-tenant">
+            <thead>
+              <tr>
+                <th>Tenant</th>
+                <th>Runs</th>
+                <th>Input tokens</th>
+                <th>Output tokens</th>
+                <th className="optional">Cost (USD)</th>
+              </tr>
+            </thead>
+            <tbody>
+              {(stats?.usageByTenant ?? []).map((u) => (
+                <tr key={u.tenantId} data-testid="usage-row" data-tenant-id={u.tenantId}>
+                  <td data-testid="usage-tenant">{u.tenantName}</td>
+                  <td data-testid="usage-runs">{u.runs}</td>
+                  <td data-testid="usage-input">{u.inputTokens}</td>
+                  <td data-testid="usage-output">{u.outputTokens}</td>
+                  <td className="optional">{u.totalCost.toFixed(4)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+        {stats?.usageByTenant.length === 0 && <p className="muted">No run finished in this window.</p>}
       </section>
     </main>
   );
-}
-
-function withoutId(data: ActivityEvent['data']): Record<string, unknown> {
-  const { id: _id, ...rest } = data;
-  return rest;
 }

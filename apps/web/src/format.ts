@@ -1,6 +1,6 @@
 // Small display helpers shared by the pages.
 
-import { isCanopyError } from '@canopy/client';
+import { isCanopyError, type Usage } from '@canopy/client';
 
 export function errorText(err: unknown): string {
   if (isCanopyError(err)) return `${err.code}: ${err.message}`;
@@ -18,4 +18,17 @@ export function shortJson(value: unknown, max = 120): string {
 
 export function time(at: number | string): string {
   return new Date(at).toLocaleTimeString();
+}
+
+/** Date and time, for a message's hover details. */
+export function dateTime(at: number | string): string {
+  return new Date(at).toLocaleString([], { dateStyle: 'medium', timeStyle: 'medium' });
+}
+
+export function tokens(usage: Usage): string {
+  return `${usage.inputTokens} in · ${usage.outputTokens} out tokens`;
+}
+
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
 }

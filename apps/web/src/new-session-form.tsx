@@ -1,14 +1,67 @@
-// Creating a session: a model (`mock:echo` by default), an optional title, and optional JSON for the model's
-// options (e.g. a `mock:script` script) and the client tools the session declares.
+// Creating a session: a model from the deployment's list (GET /v1/models, grouped by provider, saying which take
+// tools), a title, a system prompt, and the model's options and the client tools as JSON, pre-filled with a
+// working example for the chosen model (edit or empty them; an example is replaced when the model changes only
+// if it was not edited).
 
-import { useState, type FormEvent } from 'react';
-import type { Canopy, ClientTool, SessionInfo } from '@canopy/client';
+import { useEffect, useMemo, useState, type FormEvent } from 'react';
+import type { Canopy, ClientTool, ModelInfo, ServerToolInfo, SessionInfo } from '@canopy/client';
 import { errorText } from './format';
 
-const OPTS_EXAMPLE =
-  '{"script": [{"toolCalls": [{"name": "lookup", "input": {"q": "x"}}]}, {"text": "Done."}]}';
-const TOOLS_EXAMPLE =
-  '[{"name": "lookup", "description": "Looks it up", "inputSchema": {"type": "object"}, "approval": true}]';
+const DEFAULT_MODEL = 'mock:echo';
+
+/** The options and client tools a model gets pre-filled with: real values that work as they are. */
+function examples(
+  model: ModelInfo | undefined,
+  serverTools: ServerToolInfo[],
+): { opts: string; tools: string } {
+  const names = serverTools.map((t) => t.name);
+  const has = (name: string) => names.includes(name);
+  if (!model || model.id === 'mock:echo') {
+    return { opts: pretty({ delayMs: 30, numbered: true }), tools: '[]' };
+  }
+  if (model.id === 'mock:script') {
+    // A scripted demo: server tools that run at once, a client tool to answer, one that needs approval.
+    const script: unknown[] = [];
+    if (has('clock') && has('calculator')) {
+      script.push({
+        text: 'Let me check the time and do the sum.',
+        toolCalls: [
+          { name: 'clock', input: { timeZone: 'UTC' } },
+          { name: 'calculator', input: { expression: '(2 + 3) * 7' } },
+        ],
+      });
+    }
+    script.push({ text: 'Which city are you in?', toolCalls: [{ name: 'ask_city', input: {} }] });
+    if (has('deploy')) script.push({ toolCalls: [{ name: 'deploy', input: { target: 'staging' } }] });
+    script.push({
+      text: 'All done. Here is the code:\n\n```ts\nconst answer: number = (2 + 3) * 7; // 35\n```',
+      delayMs: 20,
+    });
+    return {
+      opts: pretty({
+        serverTools: ['clock', 'calculator', 'deploy'].filter(has),
+        script,
+      }),
+      tools: pretty([
+        {
+          name: 'ask_city',
+          description: 'Asks the person at the keyboard which city they are in',
+          inputSchema: { type: 'object', properties: {} },
+        },
+      ]),
+    };
+  }
+  return {
+    opts: pretty(
+      model.tools && names.length ? { temperature: 0.7, serverTools: names } : { temperature: 0.7 },
+    ),
+    tools: '[]',
+  };
+}
+
+function pretty(value: unknown): string {
+  return JSON.stringify(value, null, 2);
+}
 
 function parseJson<T>(text: string, what: string, check: (v: unknown) => boolean): T | undefined {
   if (!text.trim()) return undefined;
@@ -29,12 +82,37 @@ export function NewSessionForm({
   canopy: Canopy;
   onCreated: (info: SessionInfo) => void;
 }) {
-  const [model, setModel] = useState('mock:echo');
+  const [models, setModels] = useState<ModelInfo[] | null>(null);
+  const [serverTools, setServerTools] = useState<ServerToolInfo[]>([]);
+  const [model, setModel] = useState(DEFAULT_MODEL);
   const [title, setTitle] = useState('');
-  const [opts, setOpts] = useState('');
-  const [tools, setTools] = useState('');
+  const [system, setSystem] = useState('');
+  const [opts, setOpts] = useState<string | null>(null);
+  const [tools, setTools] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+
+  useEffect(() => {
+    let gone = false;
+    Promise.all([canopy.models(), canopy.serverTools()]).then(
+      ([m, t]) => {
+        if (gone) return;
+        setModels(m);
+        setServerTools(t);
+      },
+      (err: unknown) => !gone && setError(errorText(err)),
+    );
+    return () => {
+      gone = true;
+    };
+  }, [canopy]);
+
+  const info = models?.find((m) => m.id === model);
+  const example = useMemo(() => examples(info, serverTools), [info, serverTools]);
+  // null: not edited, the example stands (and follows the model).
+  const optsText = opts ?? example.opts;
+  const toolsText = tools ?? example.tools;
+  const providers = useMemo(() => [...new Set((models ?? []).map((m) => m.provider))], [models]);
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
@@ -43,25 +121,26 @@ export function NewSessionForm({
     let parsedTools: ClientTool[] | undefined;
     try {
       parsedOpts = parseJson(
-        opts,
+        optsText,
         'Options',
         (v) => typeof v === 'object' && v !== null && !Array.isArray(v),
       );
-      parsedTools = parseJson(tools, 'Client tools', Array.isArray);
+      parsedTools = parseJson(toolsText, 'Client tools', Array.isArray);
     } catch (err) {
       setError((err as Error).message);
       return;
     }
     setBusy(true);
     try {
-      const { info } = await canopy.sessions.create({
-        model: model.trim(),
+      const { info: created } = await canopy.sessions.create({
+        model,
         ...(title.trim() ? { title: title.trim() } : {}),
+        ...(system.trim() ? { system: system.trim() } : {}),
         ...(parsedOpts ? { opts: parsedOpts } : {}),
-        ...(parsedTools ? { tools: parsedTools } : {}),
+        ...(parsedTools?.length ? { tools: parsedTools } : {}),
       });
       setTitle('');
-      onCreated(info);
+      onCreated(created);
     } catch (err) {
       setError(errorText(err));
     } finally {
@@ -70,42 +149,98 @@ export function NewSessionForm({
   };
 
   return (
-    <form className="new-session" onSubmit={(e) => void submit(e)} data-testid="new-session-form">
+    <form
+      id="new-session-form"
+      className="new-session"
+      onSubmit={(e) => void submit(e)}
+      data-testid="new-session-form"
+    >
       <h2>New session</h2>
       <label>
         Model
-        <input value={model} onChange={(e) => setModel(e.target.value)} data-testid="new-model" />
+        <select
+          value={model}
+          onChange={(e) => setModel(e.target.value)}
+          disabled={models === null}
+          data-testid="new-model"
+        >
+          {models === null && <option value={model}>{model}</option>}
+          {providers.map((provider) => (
+            <optgroup key={provider} label={provider === 'mock' ? 'Built in' : provider}>
+              {models!
+                .filter((m) => m.provider === provider)
+                .map((m) => (
+                  <option key={m.id} value={m.id}>
+                    {m.id}
+                    {m.tools ? ' · tools' : ''}
+                  </option>
+                ))}
+            </optgroup>
+          ))}
+        </select>
       </label>
+      {info?.description && (
+        <p className="model-note" data-testid="model-description">
+          {info.description}
+        </p>
+      )}
       <label>
-        Title <span className="muted">(optional)</span>
+        <span>
+          Title <span className="muted">(optional)</span>
+        </span>
         <input value={title} onChange={(e) => setTitle(e.target.value)} data-testid="new-title" />
       </label>
       <label>
-        Options JSON <span className="muted">(optional)</span>
+        <span>
+          System prompt <span className="muted">(optional)</span>
+        </span>
         <textarea
-          rows={3}
-          value={opts}
-          placeholder={OPTS_EXAMPLE}
+          rows={2}
+          value={system}
+          placeholder="e.g. You are a concise assistant."
+          onChange={(e) => setSystem(e.target.value)}
+          data-testid="new-system"
+        />
+      </label>
+      <label>
+        Options (JSON)
+        <textarea
+          rows={4}
+          value={optsText}
+          spellCheck={false}
           onChange={(e) => setOpts(e.target.value)}
           data-testid="new-opts"
         />
       </label>
       <label>
-        Client tools JSON <span className="muted">(optional)</span>
+        Client tools (JSON)
         <textarea
           rows={3}
-          value={tools}
-          placeholder={TOOLS_EXAMPLE}
+          value={toolsText}
+          spellCheck={false}
           onChange={(e) => setTools(e.target.value)}
           data-testid="new-tools"
         />
       </label>
+      {(opts !== null || tools !== null) && (
+        <button
+          type="button"
+          className="link"
+          onClick={() => {
+            setOpts(null);
+            setTools(null);
+          }}
+          data-testid="reset-examples"
+        >
+          Back to the example for {model}
+        </button>
+      )}
       {error && (
         <p className="error" data-testid="new-session-error">
           {error}
         </p>
       )}
-      <button type="submit" disabled={busy || !model.trim()} data-testid="create-session">
+      <button type="submit" disabled={busy || models === null} data-testid="create-session">
         Create
       </button>
     </form>

@@ -8,25 +8,28 @@ export function Picker({
   disabled,
   onPick,
   testId,
+  what,
 }: {
   ids: NodeId[];
   current: NodeId | null;
   disabled: boolean;
   onPick: (id: NodeId) => void;
   testId: string;
+  /** What the versions are of, for screen readers ("prompt", "reply"). */
+  what: string;
 }) {
   if (ids.length < 2 || current === null) return null;
   const i = ids.indexOf(current);
   const prev = ids[i - 1];
   const next = ids[i + 1];
   return (
-    <span className="picker" data-testid={testId}>
+    <span className="picker" data-testid={testId} role="group" aria-label={`Versions of this ${what}`}>
       <button
         type="button"
         disabled={disabled || prev === undefined}
         onClick={() => prev !== undefined && onPick(prev)}
         data-testid={`${testId}-prev`}
-        aria-label="previous version"
+        aria-label={`previous version of this ${what}`}
       >
         ‹
       </button>
@@ -38,7 +41,7 @@ export function Picker({
         disabled={disabled || next === undefined}
         onClick={() => next !== undefined && onPick(next)}
         data-testid={`${testId}-next`}
-        aria-label="next version"
+        aria-label={`next version of this ${what}`}
       >
         ›
       </button>

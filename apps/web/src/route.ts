@@ -1,19 +1,24 @@
 // Hash routes, so the api only ever serves one page: `#/` (playground), `#/sessions/<id>` (one session in the
-// playground) and `#/dashboard`.
+// playground), `#/sessions/<id>/watch` (the same, read-only, as an observer) and `#/dashboard`.
 
 import { useEffect, useState } from 'react';
 
-export type Route = { page: 'playground'; sessionId: string | null } | { page: 'dashboard' };
+export type Route =
+  { page: 'playground'; sessionId: string | null; observe: boolean } | { page: 'dashboard' };
 
 export function parseRoute(hash: string): Route {
   const path = hash.replace(/^#/, '');
   if (path === '/dashboard') return { page: 'dashboard' };
-  const match = /^\/sessions\/([^/]+)$/.exec(path);
-  return { page: 'playground', sessionId: match ? decodeURIComponent(match[1]!) : null };
+  const match = /^\/sessions\/([^/]+)(\/watch)?$/.exec(path);
+  return {
+    page: 'playground',
+    sessionId: match ? decodeURIComponent(match[1]!) : null,
+    observe: match?.[2] !== undefined,
+  };
 }
 
-export function sessionHref(id: string): string {
-  return `#/sessions/${encodeURIComponent(id)}`;
+export function sessionHref(id: string, observe = false): string {
+  return `#/sessions/${encodeURIComponent(id)}${observe ? '/watch' : ''}`;
 }
 
 export function useRoute(): Route {

@@ -52,7 +52,7 @@ export function ToolCall({
       {progress.length > 0 && (
         <ol className="tool-progress" data-testid="tool-progress">
           {progress.map((p, i) => (
-            <li key={i}>{typeof p === 'string' ? p : shortJson(p)}</li>
+            <li key={i}>{progressText(p)}</li>
           ))}
         </ol>
       )}
@@ -64,6 +64,7 @@ export function ToolCall({
       {awaiting && (
         <div className="decision" data-testid="tool-decision">
           <input
+            aria-label={clientTool ? `Result of ${block.name}` : `Reason for ${block.name}`}
             value={text}
             placeholder={clientTool ? 'Result to send back (or a reason to reject)' : 'Reason (optional)'}
             onChange={(e) => setText(e.target.value)}
@@ -93,4 +94,15 @@ export function ToolCall({
       )}
     </div>
   );
+}
+
+/** A progress payload in words: a `step` (with its `percent`) as such, anything else as compact JSON. */
+function progressText(p: unknown): string {
+  if (typeof p === 'string') return p;
+  const { step, percent } = (typeof p === 'object' && p !== null ? p : {}) as {
+    step?: unknown;
+    percent?: unknown;
+  };
+  if (typeof step === 'string') return typeof percent === 'number' ? `${step} (${percent}%)` : step;
+  return shortJson(p);
 }

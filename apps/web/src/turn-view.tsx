@@ -1,9 +1,13 @@
-// One turn of the conversation: the prompt (with its versions and an edit box) and the reply (its text, thinking
-// and tool calls, its versions and a regenerate button).
+// One turn of the conversation: the prompt (its versions, an edit box, copy) and the reply (Markdown text,
+// thinking and tool calls; its versions, regenerate, copy), with each message's time — and the reply's tokens —
+// shown on hover or focus. Regenerating or editing an earlier turn first says what happens to the later ones.
 
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { Decision, NodeId, Turn } from '@canopy/client';
 import { turnText } from '@canopy/client';
+import { CopyButton } from './copy-button';
+import { dateTime, plural, tokens } from './format';
+import { Markdown } from './markdown';
 import { Picker } from './picker';
 import { ToolCall } from './tool-call';
 
@@ -11,8 +15,14 @@ export interface TurnViewProps {
   turn: Turn;
   /** Commands may be sent (the session is idle and none is in flight). */
   idle: boolean;
+  /** No actions at all (an observer, or a turn kept after its run was cancelled). */
+  readOnly: boolean;
+  /** How many turns follow this one on the active path. */
+  laterTurns: number;
   /** The node an edit of this prompt branches from (null: a new root); undefined when it cannot be edited. */
   editTarget: NodeId | null | undefined;
+  /** Changes when the page asks this turn to open its edit box. */
+  editRequest: number | null;
   progress: Record<string, unknown[]>;
   awaiting: Set<string>;
   clientTools: Set<string>;
@@ -23,120 +33,201 @@ export interface TurnViewProps {
 }
 
 export function TurnView(props: TurnViewProps) {
-  const { turn, idle, editTarget } = props;
+  const { turn, idle, readOnly, editTarget, laterTurns } = props;
   const [editing, setEditing] = useState<string | null>(null);
+  const [confirmRegenerate, setConfirmRegenerate] = useState(false);
   const streaming = turn.status === 'streaming';
   const prompt = turnText(turn, 'user');
+  const reply = turnText(turn, 'assistant');
+  const later =
+    laterTurns === 1
+      ? 'the later turn stays in the tree but leaves this conversation (‹ › brings it back)'
+      : `the ${plural(laterTurns, 'later turn')} stay in the tree but leave this conversation (‹ › brings them back)`;
+
+  const promptRef = useRef(prompt);
+  promptRef.current = prompt;
+  useEffect(() => {
+    // Only when asked (a new request number), with the prompt as it is then.
+    if (props.editRequest !== null) setEditing(promptRef.current);
+  }, [props.editRequest]);
+
+  const save = () => {
+    if (editing === null || editTarget === undefined || !editing.trim() || !idle) return;
+    void props.onEdit(editTarget, editing.trim()).then((ok) => ok && setEditing(null));
+  };
+  const regenerate = () => {
+    setConfirmRegenerate(false);
+    if (turn.id !== null) props.onRegenerate(turn.id);
+  };
 
   return (
     <article className={`turn turn-${turn.status}`} data-testid="turn" data-turn-id={turn.id ?? ''}>
       <div className="prompt">
         {editing === null ? (
-          <div className="bubble user" data-testid="turn-prompt">
-            {prompt}
+          <div className="message">
+            <div className="bubble user" data-testid="turn-prompt">
+              {prompt}
+            </div>
+            <div className="message-meta">
+              {turn.userTimestamp !== null && (
+                <span className="details" data-testid="prompt-meta">
+                  {dateTime(turn.userTimestamp)}
+                </span>
+              )}
+              <CopyButton text={prompt} label="Copy prompt" testId="copy-prompt" />
+              <Picker
+                ids={turn.edits}
+                current={turn.id}
+                disabled={!idle}
+                onPick={props.onNavigate}
+                testId="prompt-picker"
+                what="prompt"
+              />
+              {!readOnly && editTarget !== undefined && !streaming && (
+                <button
+                  type="button"
+                  className="link"
+                  disabled={!idle}
+                  onClick={() => setEditing(prompt)}
+                  data-testid="edit-prompt"
+                >
+                  Edit
+                </button>
+              )}
+            </div>
           </div>
         ) : (
           <form
             className="edit"
             onSubmit={(e) => {
               e.preventDefault();
-              if (editTarget === undefined || !editing.trim()) return;
-              void props.onEdit(editTarget, editing.trim()).then((ok) => ok && setEditing(null));
+              save();
             }}
           >
             <textarea
-              rows={2}
+              rows={3}
               value={editing}
+              aria-label="Edit the prompt"
               onChange={(e) => setEditing(e.target.value)}
+              onKeyDown={(e) => {
+                if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
+                  e.preventDefault();
+                  save();
+                } else if (e.key === 'Escape') {
+                  // Cancels the edit, and nothing else (not a run's stop).
+                  e.preventDefault();
+                  e.stopPropagation();
+                  setEditing(null);
+                }
+              }}
               data-testid="edit-input"
               autoFocus
             />
-            <button type="submit" disabled={!idle || !editing.trim()} data-testid="edit-save">
-              Save &amp; send
-            </button>
-            <button type="button" onClick={() => setEditing(null)} data-testid="edit-cancel">
-              Cancel
-            </button>
+            {laterTurns > 0 && (
+              <p className="hint" data-testid="edit-hint">
+                Saving starts a new version of this prompt: {later}.
+              </p>
+            )}
+            <div className="buttons">
+              <button type="button" onClick={() => setEditing(null)} data-testid="edit-cancel">
+                Cancel
+              </button>
+              <button type="submit" disabled={!idle || !editing.trim()} data-testid="edit-save">
+                Save &amp; send
+              </button>
+            </div>
           </form>
         )}
-        <div className="turn-actions">
-          <Picker
-            ids={turn.edits}
-            current={turn.id}
-            disabled={!idle}
-            onPick={props.onNavigate}
-            testId="prompt-picker"
-          />
-          {editing === null && editTarget !== undefined && !streaming && (
-            <button
-              type="button"
-              className="link"
-              disabled={!idle}
-              onClick={() => setEditing(prompt)}
-              data-testid="edit-prompt"
-            >
-              Edit
-            </button>
+      </div>
+      <div className="reply" data-testid="turn-reply" data-res-id={turn.resId ?? ''}>
+        <div className="message">
+          {turn.content.map((block, i) => {
+            if (block.type === 'text') {
+              return (
+                <div key={i} className="bubble assistant" data-testid="reply-text">
+                  <Markdown text={block.text} />
+                </div>
+              );
+            }
+            if (block.type === 'thinking') {
+              return (
+                <details key={i} className="thinking">
+                  <summary>Thinking</summary>
+                  {block.text}
+                </details>
+              );
+            }
+            return (
+              <ToolCall
+                key={block.id}
+                block={block}
+                result={turn.toolResults[block.id] ?? null}
+                progress={props.progress[block.id] ?? []}
+                awaiting={props.awaiting.has(block.id) && !readOnly}
+                clientTool={props.clientTools.has(block.name)}
+                running={streaming}
+                onDecide={(decision) => props.onDecide(block.id, decision)}
+              />
+            );
+          })}
+          {streaming && turn.content.length === 0 && (
+            <div className="bubble assistant muted" data-testid="turn-streaming">
+              …
+            </div>
+          )}
+          {turn.error && turn.error !== 'cancelled' && <p className="error">{turn.error}</p>}
+          {turn.content.length > 0 && (
+            <div className="message-meta">
+              {turn.timestamp !== null && (
+                <span className="details" data-testid="reply-meta">
+                  {dateTime(turn.timestamp)} · {tokens(turn.usage)}
+                </span>
+              )}
+              {reply && <CopyButton text={reply} label="Copy reply" testId="copy-reply" />}
+              {turn.id !== null && !streaming && (
+                <>
+                  <Picker
+                    ids={turn.regens}
+                    current={turn.resId}
+                    disabled={!idle}
+                    onPick={props.onNavigate}
+                    testId="reply-picker"
+                    what="reply"
+                  />
+                  {!readOnly && (
+                    <button
+                      type="button"
+                      className="link"
+                      disabled={!idle}
+                      onClick={() => (laterTurns > 0 ? setConfirmRegenerate(true) : regenerate())}
+                      data-testid="regenerate"
+                    >
+                      Regenerate
+                    </button>
+                  )}
+                </>
+              )}
+            </div>
+          )}
+          {confirmRegenerate && (
+            <div className="callout" role="alert" data-testid="regenerate-hint">
+              <span>Regenerating this reply starts a new version of it: {later}.</span>
+              <button
+                type="button"
+                className="primary"
+                disabled={!idle}
+                onClick={regenerate}
+                data-testid="regenerate-confirm"
+              >
+                Regenerate
+              </button>
+              <button type="button" onClick={() => setConfirmRegenerate(false)}>
+                Cancel
+              </button>
+            </div>
           )}
         </div>
       </div>
-      <div className="reply" data-testid="turn-reply" data-res-id={turn.resId ?? ''}>
-        {turn.content.map((block, i) => {
-          if (block.type === 'text') {
-            return (
-              <div key={i} className="bubble assistant" data-testid="reply-text">
-                {block.text}
-              </div>
-            );
-          }
-          if (block.type === 'thinking') {
-            return (
-              <details key={i} className="thinking">
-                <summary>Thinking</summary>
-                {block.text}
-              </details>
-            );
-          }
-          return (
-            <ToolCall
-              key={block.id}
-              block={block}
-              result={turn.toolResults[block.id] ?? null}
-              progress={props.progress[block.id] ?? []}
-              awaiting={props.awaiting.has(block.id)}
-              clientTool={props.clientTools.has(block.name)}
-              running={streaming}
-              onDecide={(decision) => props.onDecide(block.id, decision)}
-            />
-          );
-        })}
-        {streaming && turn.content.length === 0 && (
-          <div className="bubble assistant muted" data-testid="turn-streaming">
-            …
-          </div>
-        )}
-        {turn.error && <p className="error">{turn.error}</p>}
-      </div>
-      {turn.id !== null && !streaming && (
-        <div className="turn-actions">
-          <Picker
-            ids={turn.regens}
-            current={turn.resId}
-            disabled={!idle}
-            onPick={props.onNavigate}
-            testId="reply-picker"
-          />
-          <button
-            type="button"
-            className="link"
-            disabled={!idle}
-            onClick={() => turn.id !== null && props.onRegenerate(turn.id)}
-            data-testid="regenerate"
-          >
-            Regenerate
-          </button>
-        </div>
-      )}
     </article>
   );
 }

@@ -10,3 +10,5 @@ export * from './run/retry';
 export * from './run/run-state';
 export * from './run/tool-executor';
 export * from './run/turn-runner';
+export * from './tools/demo-tools';
+export * from './tools/arithmetic';

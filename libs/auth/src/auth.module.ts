@@ -4,7 +4,7 @@ import { Global, Logger, Module } from '@nestjs/common';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
 import { AuthGuard } from './auth.guard';
 import { AuthService } from './auth.service';
-import { resolveSecrets } from './secrets';
+import { describeSecretSources, resolveSecrets } from './secrets';
 import { TenantsRepository } from './tenants.repository';
 import { UserTokens } from './tokens';
 
@@ -17,11 +17,8 @@ import { UserTokens } from './tokens';
       inject: [CANOPY_CONFIG, TenantsRepository],
       useFactory: (config: CanopyConfig, tenants: TenantsRepository) => {
         const secrets = resolveSecrets(config);
-        if (secrets.file && !config.adminKey) {
-          new Logger('Auth').log(
-            `admin key and token secret kept in ${secrets.file} (set CANOPY_ADMIN_KEY to choose)`,
-          );
-        }
+        // Where the admin key comes from, never the key itself.
+        new Logger('Auth').log(describeSecretSources(secrets));
         const tokens = new UserTokens(secrets.jwtSecret, {
           defaultSeconds: config.auth.tokenDefaultTtlSeconds,
           maxSeconds: config.auth.tokenMaxTtlSeconds,

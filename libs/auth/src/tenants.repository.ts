@@ -1,5 +1,5 @@
 // Tenants and their API keys. Creating a tenant acts as that (new) tenant, so row-level security needs no
-// exception; revoking a key by id is the one admin operation that spans tenants.
+// exception; revoking a key by id and listing the tenants are the admin operations that span tenants.
 
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
@@ -51,6 +51,17 @@ export class TenantsRepository {
       });
       return { id: created.id, apiKey: key.key };
     });
+  }
+
+  /** Every tenant, by name (the admin's dashboard shows tenants by name); at most `limit`. */
+  async listTenants(limit: number): Promise<TenantRecord[]> {
+    return this.db.withAdmin('list tenants by name (admin route)', async (tx) =>
+      tx.tenant.findMany({
+        select: { id: true, name: true, createdAt: true },
+        orderBy: [{ name: 'asc' }, { id: 'asc' }],
+        take: limit,
+      }),
+    );
   }
 
   /** Revokes a key (idempotent); false when no such key exists. */

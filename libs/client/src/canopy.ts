@@ -1,10 +1,10 @@
 // The Canopy client: admin, tokens, sessions, runs, the live registry and the activity feed of one deployment,
 // for a backend (Node 18+) or a browser (fetch).
 
-import type { ActivityEvent, ActivityEventType } from '@canopy/core';
+import type { ActivityEvent, ActivityEventType, ModelInfo, ServerToolInfo, TenantInfo } from '@canopy/core';
 
 import { Catalog, filterQuery } from './catalog';
-import type { RetentionPolicy, TenantInfo } from './catalog-types';
+import type { RetentionPolicy, TenantDetail } from './catalog-types';
 import { Http, type HttpOptions } from './http';
 import { LiveSocket, type LiveSocketOptions } from './live-socket';
 import { Session } from './session';
@@ -41,6 +41,10 @@ export class Canopy {
   readonly admin = {
     createTenant: (name: string): Promise<Tenant> =>
       this.http.request('POST', '/v1/admin/tenants', { body: { name } }),
+    /** Every tenant by name (at most `limit`, default 100, up to 1000). */
+    listTenants: async (limit?: number): Promise<TenantInfo[]> =>
+      (await this.http.request<{ data: TenantInfo[] }>('GET', '/v1/admin/tenants', { query: { limit } }))
+        .data,
     createKey: (tenantId: string, name?: string): Promise<ApiKey> =>
       this.http.request('POST', `/v1/admin/tenants/${encodeURIComponent(tenantId)}/keys`, {
         body: name !== undefined ? { name } : {},
@@ -48,10 +52,10 @@ export class Canopy {
     deleteKey: (keyId: string): Promise<void> =>
       this.http.request('DELETE', `/v1/admin/keys/${encodeURIComponent(keyId)}`),
     /** A tenant with its retention policy. */
-    getTenant: (tenantId: string): Promise<TenantInfo> =>
+    getTenant: (tenantId: string): Promise<TenantDetail> =>
       this.http.request('GET', `/v1/admin/tenants/${encodeURIComponent(tenantId)}`),
     /** Sets a tenant's retention policy: sessions not updated for `deleteAfterDays` are deleted by the sweeper. */
-    setRetention: (tenantId: string, retention: RetentionPolicy): Promise<TenantInfo> =>
+    setRetention: (tenantId: string, retention: RetentionPolicy): Promise<TenantDetail> =>
       this.http.request('PATCH', `/v1/admin/tenants/${encodeURIComponent(tenantId)}`, {
         body: { retention },
         idempotent: true,
@@ -143,8 +147,23 @@ export class Canopy {
   }
 
   /**
-   * Runs started, finished and failed per minute and usage per tenant over the last `minutes` (default 60, at
-   * most 1440): the tenant's own with an API key, every tenant's with the admin key.
+   * The models sessions can use on this deployment: the built-in mocks and each configured provider's listed
+   * models, with their provider and whether they take tools (what a model picker offers).
+   */
+  async models(): Promise<ModelInfo[]> {
+    return (await this.http.request<{ data: ModelInfo[] }>('GET', '/v1/models')).data;
+  }
+
+  /** The server tools registered on the deployment (enable them per session in `opts.serverTools`). */
+  async serverTools(): Promise<ServerToolInfo[]> {
+    return (await this.http.request<{ data: ServerToolInfo[] }>('GET', '/v1/tools')).data;
+  }
+
+  /**
+   * Over the last `minutes` (default 60, at most 1440): runs started, finished and failed, tokens and latency
+   * p50/p95 per minute, usage per tenant, the latest runs with their sessions' titles, and live sessions per
+   * minute as the answering api instance sampled them. The tenant's own with an API key, every tenant's with the
+   * admin key.
    */
   stats(minutes?: number): Promise<RunStats> {
     return this.http.request('GET', '/v1/stats', { query: { minutes } });

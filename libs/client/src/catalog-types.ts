@@ -91,7 +91,8 @@ export interface RetentionPolicy {
   keep?: 'none' | 'pinned';
 }
 
-export interface TenantInfo {
+/** A tenant with its retention policy (GET /v1/admin/tenants/:id). */
+export interface TenantDetail {
   id: string;
   name: string;
   createdAt: string;

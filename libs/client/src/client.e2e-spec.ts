@@ -352,7 +352,9 @@ describe('live', () => {
 
       await session.regenerate(1);
       // While it streams, the new reply belongs to the turn of node 1 (no second turn).
-      const regenerating = await live.until((v) => v.session.status === 'busy' && textOf(v) !== '');
+      const regenerating = await live.until(
+        (v) => v.session.status === 'busy' && v.turns[0]?.status === 'streaming' && textOf(v) !== '',
+      );
       expect(regenerating.turns).toHaveLength(1);
       expect(regenerating.turns[0]).toMatchObject({ id: 1, status: 'streaming' });
       const regenerated = await live.until(

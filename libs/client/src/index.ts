@@ -40,4 +40,11 @@ export {
   type CanopyDocument,
   type OpenAiExport,
   type AnthropicExport,
+  type ModelInfo,
+  type ServerToolInfo,
+  type TenantInfo,
+  type LiveSample,
+  type RecentRun,
+  type MinuteStats,
+  type TenantUsage,
 } from '@canopy/core';

@@ -179,13 +179,20 @@ describe('TurnsProjection', () => {
       { type: 'error', data: { runId: 'r3', code: 'provider_error', message: 'boom' } },
     ]);
     view = p.view()!;
-    // Seed 000: the failed run's turn stays, with status error and the error, until the next run starts.
-    expect(view.turns).toHaveLength(2);
-    expect(view.turns[1]).toMatchObject({ status: 'error', error: 'boom', timestamp: 3, content: [toolUse] });
+    // The failed run committed nothing: its turn is kept as interrupted, with status error and the error, until
+    // the next run starts.
+    expect(view.turns).toHaveLength(1);
+    expect(view.interrupted).toMatchObject({ runId: 'r3', status: 'error' });
+    expect(view.interrupted!.turns.at(-1)).toMatchObject({
+      status: 'error',
+      error: 'boom',
+      content: [toolUse],
+    });
     expect(view.awaiting).toEqual([]);
     expect(view.error).toEqual({ code: 'provider_error', message: 'boom' });
     seq = feed(p, seq, [{ type: 'status', data: { status: 'busy', runId: 'r4' } }]);
     expect(p.view()!.turns).toHaveLength(1);
+    expect(p.view()!.interrupted).toBeNull();
     expect(seq).toBe(24);
   });
 
@@ -202,7 +209,7 @@ describe('TurnsProjection', () => {
     expect(p.view()!.turns[0]).toMatchObject({ status: 'complete', timestamp: 2 });
   });
 
-  it('marks the turn a failed regeneration was answering, after its rollback', () => {
+  it('keeps the turn a failed regeneration was answering as interrupted, after its rollback', () => {
     const p = new TurnsProjection();
     p.apply(snapshot(committed, [1, 2]));
     feed(p, 11, [
@@ -213,8 +220,10 @@ describe('TurnsProjection', () => {
       { type: 'error', data: { runId: 'r5', code: 'provider_error', message: 'overloaded' } },
       { type: 'tree', data: { newNodes: [], nodes: [], path: [1, 2], cursors: { '1': 2 }, head: 2 } },
     ]);
-    expect(p.view()!.turns).toEqual([
-      expect.objectContaining({ id: 1, resId: 2, status: 'error', error: 'overloaded' }),
+    // The committed turn is back as it was; the failed regeneration of it is kept as interrupted, marked.
+    expect(p.view()!.turns).toEqual([expect.objectContaining({ id: 1, resId: 2, status: 'complete' })]);
+    expect(p.view()!.interrupted!.turns).toEqual([
+      expect.objectContaining({ id: 1, status: 'error', error: 'overloaded' }),
     ]);
   });
 });

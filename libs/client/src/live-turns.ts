@@ -1,7 +1,6 @@
-// A live list of UI turns (seed 000) for one session: the committed turns of its active path, plus the turn in
-// flight (status `streaming`, no timestamp yet), kept current by applying the session's events to the same
-// projection the service keeps (LiveState) and cutting it into turns with the core's turn functions. A run that
-// fails leaves its turn with status `error` and the error until the next run starts. What a chat UI renders.
+// A live list of UI turns (each prompt with its reply and its versions) for one session: the committed turns of its active path, plus the turn in
+// flight, kept current by applying the session's events to the same projection the service keeps (LiveState)
+// and cutting it into turns with the core's turn functions. What a chat UI renders.
 
 import {
   allTurns,
@@ -9,6 +8,7 @@ import {
   LiveState,
   liveStateInit,
   newTurn,
+  type InFlight,
   type Message,
   type SessionEventBody,
   type SessionInfo,
@@ -17,7 +17,7 @@ import {
 } from '@canopy/core';
 
 export interface LiveTurnsView {
-  /** Every turn of the active path, the one being streamed last (status `streaming`). */
+  /** Every turn of the active path, the one being streamed last (status `streaming`, timestamp null). */
   turns: Turn[];
   session: SessionInfo;
   /** Tool uses waiting for a decision while the session is paused. */
@@ -26,55 +26,68 @@ export interface LiveTurnsView {
   progress: Record<string, unknown[]>;
   /** The last run error seen since the view started (cleared when a new run starts). */
   error: { code: string; message: string } | null;
+  /**
+   * The latest run that was cancelled or failed, with what it had produced (kept until the next run starts):
+   * nothing of it is in `turns` (it committed nothing), so a UI can still show the prompt and the partial reply.
+   */
+  interrupted: InterruptedRun | null;
   /** The seq of the last event applied. */
   seq: number;
 }
 
-/** A run that failed: what it had streamed, and which turn it was (seed 000: that turn's status is `error`). */
-interface FailedRun {
-  error: string;
-  /** The run's uncommitted messages: a failed prompt's turn stays visible with them. */
-  messages: Message[];
-  /** The user node a failed regeneration was answering (its turn shows the error), else null. */
-  regenerated: number | null;
+export interface InterruptedRun {
+  runId: string;
+  status: 'cancelled' | 'error';
+  error: { code: string; message: string } | null;
+  /**
+   * The run's turn as it stood: a prompt's own turn (id null), or — for a regeneration or a resumed run — the
+   * turn it continued, with the partial reply in place of the committed one.
+   */
+  turns: Turn[];
 }
 
-/** Keeps a LiveTurnsView from a snapshot and the events after it. Pure: the caller feeds it. */
+/** A run's messages that are no longer in flight and not yet in the committed tree. */
+interface Settling {
+  runId: string | null;
+  messages: Message[];
+}
+
+/**
+ * Keeps a LiveTurnsView from a snapshot and the events after it. Pure: the caller feeds it.
+ *
+ * Every view it answers is consistent: a run's commit arrives as `status` idle, `turn`, then `tree`, and in
+ * between the run's messages are neither in flight nor in the tree; they stay in the view (`settling`) until
+ * the tree has them, so no subscriber ever sees a finished turn vanish for one notification.
+ */
 export class TurnsProjection {
   private state: LiveState | null = null;
   private error: LiveTurnsView['error'] = null;
-  private failed: FailedRun | null = null;
-  /** The run that the last `status: idle` ended, as it stood: the `error` that follows may be its. */
-  private ended: { runId: string; failed: (error: string) => FailedRun } | null = null;
   private progress: Record<string, unknown[]> = {};
   private progressRun: string | null = null;
+  private settling: Settling | null = null;
+  private interrupted: InterruptedRun | null = null;
+  private lastRunId: string | null = null;
   /** The committed tree's turns and path messages; only a snapshot or a `tree` event changes them (not deltas). */
   private committed: { turns: Turn[]; messages: Message[] } | null = null;
 
-  /** Applies an event (a snapshot starts over); answers whether the view changed. */
+  /**
+   * Applies an event (a snapshot starts over); answers whether subscribers should see the new view (false for
+   * events already applied, and for the steps of a commit before its `tree`).
+   */
   apply(event: SessionEventBody): boolean {
     if (event.type === 'snapshot') {
       this.state = new LiveState(liveStateInit(event.data));
       this.committed = null;
-      this.failed = null;
+      this.settling = null;
+      this.interrupted = null;
+      this.lastRunId = event.data.inFlight?.runId ?? null;
       return true;
     }
     if (!this.state || event.seq <= this.state.seq) return false;
-    if (event.type === 'error') {
-      this.error = { code: event.data.code, message: event.data.message };
-      const ended = this.ended;
-      if (ended && (event.data.runId === null || event.data.runId === ended.runId)) {
-        this.failed = ended.failed(event.data.message);
-      }
-    }
-    if (event.type === 'status') {
-      // `status` comes before the event that caused it: remember the run it ends, for an `error` to come.
-      this.ended = event.data.status === 'idle' ? endingRun(this.state) : null;
-      if (event.data.status === 'busy') {
-        this.error = null;
-        this.failed = null;
-      }
-    }
+    const run = this.state.runInFlight;
+    const inFlight = run ? inFlightMessages(run) : [];
+    if (event.type === 'error') this.error = { code: event.data.code, message: event.data.message };
+    if (event.type === 'status' && event.data.status === 'busy') this.error = null;
     if (event.type === 'status' && event.data.runId !== null && event.data.runId !== this.progressRun) {
       this.progressRun = event.data.runId;
       this.progress = {};
@@ -83,9 +96,58 @@ export class TurnsProjection {
       const { toolUseId, payload } = event.data;
       this.progress = { ...this.progress, [toolUseId]: [...(this.progress[toolUseId] ?? []), payload] };
     }
+    const settlingBefore = this.settling !== null;
+    this.trackRunEnd(event, run?.runId ?? null, inFlight);
     this.state.apply(event);
     if (event.type === 'tree') this.committed = null;
-    return true;
+    // A commit is one change to a reader: from the run streaming to its turn saved. `status` idle and `turn`
+    // before the `tree` that saves the messages change nothing anyone should see on its own (the turn would
+    // show idle but unsaved), so they are applied without a notification; the `tree` (or a cancel or error)
+    // then shows the whole change at once.
+    const midCommit =
+      this.settling !== null &&
+      ((event.type === 'status' && event.data.status === 'idle' && !settlingBefore) || event.type === 'turn');
+    return !midCommit;
+  }
+
+  /** Where a run's messages are while it ends: settling until the tree has them, or interrupted. */
+  private trackRunEnd(event: SessionEventBody, runId: string | null, inFlight: Message[]): void {
+    switch (event.type) {
+      case 'status':
+        if (event.data.status === 'idle') {
+          if (inFlight.length > 0) this.settling = { runId, messages: inFlight };
+        } else if (event.data.runId !== null && event.data.runId !== this.lastRunId) {
+          // A new run: whatever an earlier one left behind is history now.
+          this.lastRunId = event.data.runId;
+          this.settling = null;
+          this.interrupted = null;
+        }
+        break;
+      case 'turn':
+        // Committed: exactly these messages join the tree with the `tree` event that follows.
+        this.settling = { runId: event.data.runId, messages: event.data.messages };
+        break;
+      case 'tree':
+        this.settling = null;
+        break;
+      case 'cancelled':
+      case 'error': {
+        const messages =
+          event.type === 'cancelled' && event.data.partial.length > 0
+            ? event.data.partial
+            : (this.settling?.messages ?? inFlight);
+        const id = event.data.runId ?? this.settling?.runId ?? runId;
+        if (id && messages.length > 0) {
+          const error =
+            event.type === 'error' ? { code: event.data.code, message: event.data.message } : null;
+          this.interrupted = this.interruptedRun(id, event.type, error, messages);
+        }
+        this.settling = null;
+        break;
+      }
+      default:
+        break;
+    }
   }
 
   get ready(): boolean {
@@ -95,14 +157,12 @@ export class TurnsProjection {
   view(): LiveTurnsView | null {
     const state = this.state;
     if (!state) return null;
-    this.committed ??= { turns: allTurns(state.committedTree), messages: state.committedTree.messages() };
-    const turns = [...this.committed.turns];
+    const committed = this.committedView();
+    const turns = [...committed.turns];
     const run = state.runInFlight;
-    if (run) {
-      const messages: Message[] = [...run.pending, ...(run.partial ? [run.partial] : [])];
-      appendInFlight(turns, messages, this.committed.messages);
-    } else if (this.failed) {
-      markFailed(turns, this.failed, this.committed.messages);
+    const messages = [...(this.settling?.messages ?? []), ...(run ? inFlightMessages(run) : [])];
+    if (messages.length > 0 || run) {
+      appendInFlight(turns, messages, committed.messages, run !== null && state.status !== 'idle');
     }
     return {
       turns,
@@ -110,16 +170,61 @@ export class TurnsProjection {
       awaiting: run?.awaiting ?? [],
       progress: this.progress,
       error: this.error,
+      interrupted: this.interrupted,
       seq: state.seq,
     };
   }
+
+  /**
+   * Freezes an interrupted run's turn as it stood, against the committed tree of that moment (before a
+   * branch's rollback restores the earlier path).
+   */
+  private interruptedRun(
+    runId: string,
+    status: InterruptedRun['status'],
+    error: InterruptedRun['error'],
+    messages: Message[],
+  ): InterruptedRun {
+    const committed = this.committedView();
+    const continues = !isTurnBoundary(messages[0]!);
+    // A continuation (regeneration, resumed run) shows the turn it continued; a prompt shows its own turn.
+    const base = continues ? committed.turns[committed.turns.length - 1] : undefined;
+    const turns = base ? [base] : [];
+    appendInFlight(turns, messages, base ? committed.messages : [], false);
+    return {
+      runId,
+      status,
+      error,
+      turns: turns.map((t) => ({
+        ...t,
+        status: status === 'error' ? 'error' : 'complete',
+        error: status === 'error' ? (error?.message ?? 'the run failed') : 'cancelled',
+      })),
+    };
+  }
+
+  private committedView(): { turns: Turn[]; messages: Message[] } {
+    const tree = this.state!.committedTree;
+    this.committed ??= { turns: allTurns(tree), messages: tree.messages() };
+    return this.committed;
+  }
+}
+
+function inFlightMessages(run: InFlight): Message[] {
+  return [...run.pending, ...(run.partial ? [run.partial] : [])];
 }
 
 /**
  * Folds a run's uncommitted messages into the turns: a prompt starts a turn of its own; a regeneration or a
- * resumed run continues the last committed turn.
+ * resumed run continues the last committed turn. `streaming` marks the turn the run is writing: the last one,
+ * when the run has written to it or it still waits for its reply (a regeneration before its first word).
  */
-function appendInFlight(turns: Turn[], messages: Message[], committedPath: Message[]): void {
+function appendInFlight(
+  turns: Turn[],
+  messages: Message[],
+  committedPath: Message[],
+  streaming: boolean,
+): void {
   let rest = messages;
   const last = turns[turns.length - 1];
   if (rest.length > 0 && !isTurnBoundary(rest[0]!) && last) {
@@ -138,42 +243,11 @@ function appendInFlight(turns: Turn[], messages: Message[], committedPath: Messa
     rest = next === -1 ? [] : rest.slice(next + 1);
   }
   const current = turns[turns.length - 1];
-  // Seed 000: a streaming turn has no timestamp yet (it is the last assistant message's once finished).
-  if (current) turns[turns.length - 1] = { ...current, status: 'streaming', timestamp: null };
-}
-
-/** The run in flight as a failure would leave it: its uncommitted messages, or the turn it regenerated. */
-function endingRun(state: LiveState): { runId: string; failed: (error: string) => FailedRun } | null {
-  const run = state.runInFlight;
-  if (!run) return null;
-  const messages: Message[] = [...run.pending, ...(run.partial ? [run.partial] : [])];
-  const first = messages[0];
-  if (first && isTurnBoundary(first)) {
-    return { runId: run.runId, failed: (error) => ({ error, messages, regenerated: null }) };
+  const waitsForReply = current !== undefined && current.content.length === 0;
+  if (streaming && current && (messages.length > 0 || waitsForReply)) {
+    // A streaming turn has no timestamp yet (it is its last assistant message's once committed).
+    turns[turns.length - 1] = { ...current, status: 'streaming', timestamp: null };
   }
-  // A regeneration: the branch moved the path to end on the user node it answers.
-  const head = state.committedTree.head;
-  const node = head !== null ? state.committedTree.getNode(head) : undefined;
-  const regenerated = node && isTurnBoundary(node.message) ? node.id : null;
-  return { runId: run.runId, failed: (error) => ({ error, messages: [], regenerated }) };
-}
-
-/** Shows a failed run's turn with status `error` and the error (seed 000). */
-function markFailed(turns: Turn[], failed: FailedRun, committedPath: Message[]): void {
-  if (failed.messages.length > 0) {
-    appendInFlight(turns, failed.messages, committedPath);
-    const last = turns[turns.length - 1]!;
-    const assistants = failed.messages.filter((m) => m.role === 'assistant');
-    turns[turns.length - 1] = {
-      ...last,
-      status: 'error',
-      error: failed.error,
-      timestamp: assistants[assistants.length - 1]?.timestamp ?? null,
-    };
-    return;
-  }
-  const at = turns.findIndex((t) => t.id !== null && t.id === failed.regenerated);
-  if (at >= 0) turns[at] = { ...turns[at]!, status: 'error', error: failed.error };
 }
 
 function lastBoundary(messages: Message[]): number {

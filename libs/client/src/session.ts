@@ -61,7 +61,7 @@ export class Session {
   }
 
   /**
-   * Opens the session live with start options reconciled with its persisted state (seed 004's load): the
+   * Opens the session live with start options reconciled with its persisted state: the
    * persisted model wins while usable, `system` and `opts` given here win. `seq` is where to start `events()`.
    */
   open(options: OpenSessionInput = {}): Promise<OpenedSession> {
@@ -141,7 +141,7 @@ export class Session {
   }
 
   /**
-   * Prompts and waits for the run to stop, pause, fail or be cancelled: its TurnResult (seed 003), whose
+   * Prompts and waits for the run to stop, pause, fail or be cancelled: its TurnResult (the run's messages, tool calls and results, and its final response), whose
    * `runId` and `status` (completed, paused, cancelled, error, max_steps) say what happened, with the tool
    * calls `awaiting` a decision when it paused.
    */
@@ -233,7 +233,7 @@ export class Session {
   }
 
   /**
-   * A live list of the session's UI turns (seed 000), the one in flight included, kept current from its events.
+   * A live list of the session's UI turns (each prompt with its reply, tool calls and branch versions), the one in flight included, kept current from its events.
    * Call `close()` when done.
    */
   turns(options: Omit<EventsOptions, 'after'> = {}): LiveTurns {

@@ -194,7 +194,10 @@ export class LiveState {
   }
 
   private blocks(): AssistantBlock[] {
-    this.partialBlocks ??= [];
+    // Joined from a snapshot mid-message: its partial message is where the blocks being streamed start from.
+    this.partialBlocks ??= this.inFlight?.partial
+      ? [...(this.inFlight.partial.content as AssistantBlock[])]
+      : [];
     return this.partialBlocks;
   }
 

@@ -17,7 +17,7 @@ function node(id: number, parentId: number | null, message: Message = user(`m${i
   return { id, parentId, message, usage: null };
 }
 
-/** user, assistant, user, assistant: the linear tree of seed 002's example. */
+/** user, assistant, user, assistant: a linear tree of two turns. */
 function linearTree(): Tree {
   return new Tree().push(user('u1')).push(assistant('a2')).push(user('u3')).push(assistant('a4'));
 }
@@ -41,7 +41,7 @@ describe('Tree', () => {
     expect(tree.usage()).toEqual(emptyUsage());
   });
 
-  describe('seed 002 worked example', () => {
+  describe('a worked example: branch, edit, navigate', () => {
     it('pushes, branches, switches branches and extends to a leaf', () => {
       const u1 = user('u1');
       const a2 = assistant('a2');

@@ -1,4 +1,4 @@
-// The result of one agent run as a flat list of items (droid-sdk's TurnResult, seed 003): messages, tool calls
+// The result of one agent run as a flat list of items (droid-sdk's TurnResult): messages, tool calls
 // and tool results in order, calls and results correlated by `toolId` (the tool-use id). What `wait: true`
 // answers and what the SDK's `session.run()` returns; `toJsonResult()` is the snake_case `format: "json"` form.
 

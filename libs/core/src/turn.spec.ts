@@ -422,7 +422,7 @@ describe('streaming reducers', () => {
 });
 
 describe('Turns', () => {
-  it('exposes the turn functions under the names of seed 000', () => {
+  it('exposes the turn functions under their short names (Turns.new, Turns.all, …)', () => {
     expect(Turns.all).toBe(allTurns);
     expect(Turns.get).toBe(getTurn);
     expect(Turns.new).toBe(newTurn);

@@ -167,7 +167,7 @@ export function replaceContent(turn: Turn, block: AssistantBlock): Turn {
 }
 
 /**
- * Marks the turns whose last run failed (seed 000: `status: "error"` with the error). `failed` names them by
+ * Marks the turns whose last run failed (`status: "error"` with the error). `failed` names them by
  * their user node; a turn that is not named keeps its status.
  */
 export function withRunErrors(
@@ -181,7 +181,7 @@ export function withRunErrors(
   });
 }
 
-/** The turn functions under the names of seed 000 (`Turns.new`, `Turns.all`, ...). */
+/** The turn functions under short names (`Turns.new`, `Turns.all`, ...). */
 export const Turns = {
   all: allTurns,
   get: getTurn,

@@ -1,4 +1,4 @@
-// Who acts an execution of a run (seed 001: a turn carries the scope of the caller acting it). The caller who
+// Who acts an execution of a run (a turn carries the scope of the caller acting it). The caller who
 // started the run acts its first execution; the caller whose decision resumed a paused run acts the execution
 // that continues it (approved tools then run in their approver's scope, a steered turn in its sender's). An
 // execution after those — a takeover once a worker died, a hand-back at shutdown — is recovery: the system acts

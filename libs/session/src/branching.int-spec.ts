@@ -29,7 +29,7 @@ async function branch(scope: Scope, id: string, nodeId: number | null, content?:
   return engine.service.waitForRun(scope, id, runId);
 }
 
-describe("seed 004's branching, through the engine", () => {
+describe('branching (regenerate, edit, new root, navigate), through the engine', () => {
   let scope: Scope;
   let id: string;
 

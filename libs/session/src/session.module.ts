@@ -21,6 +21,7 @@ import {
   MODEL_GATEWAY,
   ToolRegistry,
   createModelGateway,
+  registerDemoTools,
   type ModelGateway,
 } from '@canopy/agent';
 import {
@@ -196,7 +197,13 @@ export class SessionModule {
           inject: [CANOPY_CONFIG],
           useFactory: (c: CanopyConfig) => createModelGateway(c),
         },
-        { provide: ToolRegistry, useFactory: () => new ToolRegistry() },
+        {
+          provide: ToolRegistry,
+          inject: [CANOPY_CONFIG],
+          // The demo tools (clock, calculator, deploy) let every tenant try server tools with no code.
+          useFactory: (c: CanopyConfig) =>
+            c.demoTools ? registerDemoTools(new ToolRegistry()) : new ToolRegistry(),
+        },
         {
           provide: HookRegistry,
           useFactory: () => new HookRegistry({ parallelTimeoutMs: 5_000, injectionBudgetTokens: 4_000 }),

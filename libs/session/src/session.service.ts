@@ -248,7 +248,7 @@ export class SessionService {
   }
 
   /**
-   * Opens a stored session live (seed 004's load). A controller's start options are reconciled with the persisted
+   * Opens a stored session live (reconciling start options with its persisted state). A controller's start options are reconciled with the persisted
    * state by the load table (the persisted model wins while usable; system and opts from the start options win)
    * and the result persisted through `update` (a `state` event reports it; idle-only when something is given);
    * an observer opens it as it is. `opened`: whether it was live anywhere in the deployment before.
@@ -456,7 +456,7 @@ export class SessionService {
     return live.waitForRun(runId);
   }
 
-  /** A run result as the API answers `wait: true` (seed 003's TurnResult, with the run's id and status). */
+  /** A run result as the API answers `wait: true` (a TurnResult: the run's messages, tool calls and results as one list, with the run's id and status). */
   toTurnResult(sessionId: string, result: RunResult): TurnResult {
     return TurnResult.fromMessages({
       sessionId,

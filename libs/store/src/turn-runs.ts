@@ -1,4 +1,4 @@
-// Which turns of a session ended their last run in an error (seed 000's `status: "error"`). A failed run commits
+// Which turns of a session ended their last run in an error (a turn's `status: "error"`). A failed run commits
 // nothing, so the tree cannot tell: the runs can. The only turns a failed run leaves in the tree are the ones it
 // regenerated (a branch run on a user node, rolled back when it failed); a turn whose latest regeneration failed
 // carries that error until a later regeneration of it ends otherwise.

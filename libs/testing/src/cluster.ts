@@ -179,7 +179,8 @@ export class Cluster {
   }
 }
 
-function freePort(): Promise<number> {
+/** A TCP port free on the loopback interface right now. */
+export function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const server = createServer();
     server.listen(0, '127.0.0.1', () => {

@@ -1,11 +1,11 @@
-// Admin routes (the admin key): tenants (with their retention policy) and their API keys.
+// Admin routes (the admin key): tenants (create, list, with their retention policy) and their API keys.
 
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CanopyException } from '@canopy/common';
 import { Access, AuthService, TenantsRepository } from '@canopy/auth';
 import { RetentionRepository, type TenantView } from '@canopy/store';
-import { CreateKeyDto, CreateTenantDto, UpdateTenantDto } from './dto';
+import { CreateKeyDto, CreateTenantDto, ListTenantsQueryDto, UpdateTenantDto } from './dto';
 
 @ApiTags('admin')
 @ApiBearerAuth()
@@ -23,6 +23,15 @@ export class AdminController {
   async createTenant(@Body() body: CreateTenantDto) {
     const { tenant, apiKey } = await this.tenants.createTenant(body.name);
     return { id: tenant.id, name: tenant.name, apiKey };
+  }
+
+  @Get('tenants')
+  @ApiOperation({ summary: 'List the tenants by name (`limit`, default 100, at most 1000)' })
+  async listTenants(@Query() query: ListTenantsQueryDto) {
+    const tenants = await this.tenants.listTenants(query.limit);
+    return {
+      data: tenants.map((t) => ({ id: t.id, name: t.name, createdAt: t.createdAt.toISOString() })),
+    };
   }
 
   @Get('tenants/:tenantId')

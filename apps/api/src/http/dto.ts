@@ -25,6 +25,7 @@ import {
   runViewSchema,
   turnResultSchema,
   listSessionsQuerySchema,
+  listTenantsQuerySchema,
   navigateSchema,
   openSessionSchema,
   promptSchema,
@@ -61,3 +62,4 @@ export class BulkExportQueryDto extends createZodDto(bulkExportQuerySchema) {}
 export class BulkImportQueryDto extends createZodDto(bulkImportQuerySchema) {}
 export class BulkTargetDto extends createZodDto(bulkTargetSchema) {}
 export class UpdateTenantDto extends createZodDto(updateTenantSchema) {}
+export class ListTenantsQueryDto extends createZodDto(listTenantsQuerySchema) {}

@@ -84,7 +84,7 @@ export class SessionsController {
   @Post(':id/open')
   @HttpCode(200)
   @ApiOperation({
-    summary: 'Open the session live with start options reconciled with its persisted state (seed 004’s load)',
+    summary: 'Open the session live with start options reconciled with its persisted state',
     description: [
       'A controller’s start options are reconciled with what is persisted, field by field:',
       '- `model`: the persisted model wins while it is usable; the start model only replaces one that is not (400 `bad_request` on `model` when neither is usable).',

@@ -1,10 +1,13 @@
-// Run statistics for dashboards: runs started, finished and failed per minute and usage per tenant over a recent
-// window, from the runs table (so they cover the whole deployment and outlive any page that shows them).
+// Run statistics for dashboards: runs started, finished and failed per minute with their tokens and latency, usage
+// per tenant and the latest runs, from the runs table (so they cover the whole deployment and outlive any page
+// that shows them), plus live sessions over time as this api instance has sampled them.
 
-import { Controller, Get, Query } from '@nestjs/common';
+import { Controller, Get, Logger, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { RunStats } from '@canopy/core';
 import { Access, CurrentPrincipal, scopeOf, type Principal } from '@canopy/auth';
 import { RunStatsRepository } from '@canopy/store';
+import { LiveHistory } from '../ops/live-history.service';
 import { StatsQueryDto } from './dto';
 
 @ApiTags('live')
@@ -12,15 +15,23 @@ import { StatsQueryDto } from './dto';
 @Access('operator')
 @Controller('v1/stats')
 export class StatsController {
-  constructor(private readonly stats: RunStatsRepository) {}
+  private readonly logger = new Logger('Stats');
+
+  constructor(
+    private readonly stats: RunStatsRepository,
+    private readonly history: LiveHistory,
+  ) {}
 
   @Get()
   @ApiOperation({
     summary:
-      "Runs started/finished/failed per minute and usage per tenant over the last `minutes` (default 60, at most 1440): the tenant's own with an API key, every tenant's with the admin key",
+      "Over the last `minutes` (default 60, at most 1440): runs started/finished/failed, tokens and latency p50/p95 per minute, usage per tenant, the latest runs with their sessions' titles, and live sessions per minute as this api instance sampled them; the tenant's own with an API key, every tenant's with the admin key",
   })
-  async get(@CurrentPrincipal() principal: Principal, @Query() query: StatsQueryDto) {
+  async get(@CurrentPrincipal() principal: Principal, @Query() query: StatsQueryDto): Promise<RunStats> {
     const tenantId = principal.kind === 'admin' ? null : scopeOf(principal)!.tenantId;
-    return this.stats.stats(tenantId, query.minutes);
+    // What is live right now belongs in the answer, not only what the last periodic sample saw.
+    await this.history.sample().catch((err: unknown) => this.logger.warn({ err }, 'live sample failed'));
+    const stored = await this.stats.stats(tenantId, query.minutes);
+    return { ...stored, liveSessions: this.history.series(tenantId, new Date(stored.since)) };
   }
 }

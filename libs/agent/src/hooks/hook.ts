@@ -1,6 +1,6 @@
 // Hooks (Agentix): pre-hooks run before every model call and may inject content into that call's context
 // (never persisted) or halt the run; post-hooks see each assistant message and may halt the tool loop.
-// Registered in code, like tools. Hooks and server tools get the same per-turn context (seed 001's Turn).
+// Registered in code, like tools. Hooks and server tools get the same per-turn context (the Turn).
 
 import type { Block, Message, Scope } from '@canopy/core';
 

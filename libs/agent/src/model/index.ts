@@ -7,3 +7,4 @@ export * from './mock.gateway';
 export * from './message-mapping';
 export * from './model-id';
 export { toModelError, retryAfterMs } from './provider-errors';
+export * from './model-catalog';

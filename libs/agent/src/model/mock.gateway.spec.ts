@@ -1,4 +1,4 @@
-import { assistantMessage, userMessage, type Message } from '@canopy/core';
+import { assistantMessage, messageText, userMessage, type Message } from '@canopy/core';
 import { countWords, MockGateway, scriptIndex, wordChunks } from './mock.gateway';
 import { ModelError, type ModelRequest, type ModelStreamPart } from './model-gateway.port';
 
@@ -51,6 +51,23 @@ describe('wordChunks', () => {
 });
 
 describe('mock:echo', () => {
+  it('numbers its replies with `numbered`: a second answer to the same messages differs, a new prompt starts at 1', async () => {
+    const gateway = new MockGateway();
+    const textOf = async (req: ModelRequest) => {
+      let last: ModelStreamPart | undefined;
+      for await (const part of gateway.stream(req)) last = part;
+      if (last?.type !== 'finish') throw new Error('no finish');
+      return messageText(last.message);
+    };
+    const numbered = { opts: { numbered: true } };
+    expect(await textOf(request(numbered))).toBe('Echo #1: hello there world');
+    expect(await textOf(request(numbered))).toBe('Echo #2: hello there world');
+    expect(await textOf(request({ ...numbered, messages: [userMessage('another', T)] }))).toBe(
+      'Echo #1: another',
+    );
+    expect(await textOf(request())).toBe('Echo: hello there world');
+  });
+
   it('streams "Echo: <last user text>" word by word and finishes with the message and word usage', async () => {
     const messages: Message[] = [
       userMessage('first question', T),

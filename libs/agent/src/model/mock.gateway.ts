@@ -22,7 +22,13 @@ export interface MockScriptEntry {
   retryable?: boolean;
 }
 
+/** How many conversations the `numbered` echo remembers (oldest forgotten first). */
+const NUMBERED_MEMORY = 10_000;
+
 export class MockGateway implements ModelGateway {
+  /** `numbered` echo: replies given so far per conversation (the messages a call answers), in this process. */
+  private readonly replies = new Map<string, number>();
+
   check(model: string): string | null {
     const name = model.startsWith('mock:') ? model.slice('mock:'.length) : '';
     return (MOCK_MODELS as readonly string[]).includes(name)
@@ -43,13 +49,27 @@ export class MockGateway implements ModelGateway {
       .reverse()
       .map((m) => (m.role === 'user' ? messageText(m) : ''))
       .find((text) => text.trim() !== '');
-    const reply = `Echo: ${lastUserText ?? ''}`;
+    const number = request.opts.numbered === true ? this.nextReplyNumber(request.messages) : null;
+    const reply = `Echo${number !== null ? ` #${number}` : ''}: ${lastUserText ?? ''}`;
     const builder = new AssistantMessageBuilder();
     const run = new Run(request.signal);
     yield* run.text(builder, reply, delayMs);
     run.checkAborted();
     const usage = makeUsage({ inputTokens: requestWords(request.messages), outputTokens: countWords(reply) });
     yield builder.finish(usage, 'stop');
+  }
+
+  /**
+   * The number of this reply among the replies to the same messages: a regeneration answers the same
+   * conversation again and gets the next number, so its text differs from the reply it sits beside.
+   */
+  private nextReplyNumber(messages: readonly Message[]): number {
+    const key = JSON.stringify(messages.map((m) => [m.role, m.content]));
+    const number = (this.replies.get(key) ?? 0) + 1;
+    this.replies.delete(key); // re-inserted last: the map's order is oldest use first
+    this.replies.set(key, number);
+    if (this.replies.size > NUMBERED_MEMORY) this.replies.delete(this.replies.keys().next().value!);
+    return number;
   }
 
   private async *script(request: ModelRequest): AsyncGenerator<ModelStreamPart> {

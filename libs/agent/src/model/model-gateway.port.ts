@@ -19,7 +19,8 @@ export interface ModelRequest {
   tools: ModelToolSpec[];
   /**
    * Session options. Understood: temperature, maxTokens, topP (all providers); script (mock:script),
-   * delayMs (mock:echo, per word); providerOptions (passed to the AI SDK as is).
+   * delayMs (mock:echo, per word), numbered (mock:echo: "Echo #n:", n counting replies to the same
+   * messages); providerOptions (passed to the AI SDK as is).
    */
   opts: Record<string, unknown>;
   /** Failed attempts of this model step so far (0 for the first attempt; a retry counts up). */

@@ -198,7 +198,7 @@ class TurnRun {
     }
   }
 
-  /** The turn hooks and tools get (seed 001): who acts, the turn's opening message, the context. */
+  /** The turn hooks and tools get : who acts, the turn's opening message, the context. */
   private turn(scope: Scope = this.scope): AgentTurn {
     return {
       scope,

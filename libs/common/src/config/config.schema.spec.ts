@@ -65,6 +65,8 @@ describe('loadConfig', () => {
     ['CANOPY_ADMIN_KEY', 'short'],
     ['HTTP_BODY_LIMIT', 'lots'],
     ['DATABASE_POOL_MAX', '0'],
+    ['OPENAI_MODELS', 'gpt 4'],
+    ['CANOPY_DEMO_TOOLS', 'sometimes'],
   ])('stops with a message naming %s when it is %p, without echoing the value', (name, value) => {
     let error: unknown;
     try {
@@ -85,5 +87,22 @@ describe('loadConfig', () => {
 
   it('ignores variables it does not know', () => {
     expect(() => loadConfig({ PATH: '/usr/bin', HOME: '/root' })).not.toThrow();
+  });
+
+  it('reads the model lists (comma-separated, defaults per provider) and the demo tools switch', () => {
+    const defaults = loadConfig({});
+    expect(defaults.models.openai).toContain('gpt-4.1');
+    expect(defaults.models.anthropic).toContain('claude-sonnet-4-5');
+    expect(defaults.models.openaiCompatible).toEqual([]);
+    expect(defaults.demoTools).toBe(true);
+    const set = loadConfig({
+      OPENAI_COMPATIBLE_MODELS: ' llama3.1:8b , qwen2.5:7b,',
+      REDIS_URL: 'redis://cache',
+    });
+    expect(set.models.openaiCompatible).toEqual(['llama3.1:8b', 'qwen2.5:7b']);
+    // A distributed deployment turns the demo tools on only when asked.
+    expect(set.demoTools).toBe(false);
+    expect(loadConfig({ REDIS_URL: 'redis://cache', CANOPY_DEMO_TOOLS: 'true' }).demoTools).toBe(true);
+    expect(loadConfig({ CANOPY_DEMO_TOOLS: 'off' }).demoTools).toBe(false);
   });
 });

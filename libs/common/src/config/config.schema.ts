@@ -5,6 +5,24 @@ import { z } from 'zod';
 
 const bool = z.stringbool({ truthy: ['true', '1', 'yes', 'on'], falsy: ['false', '0', 'no', 'off'] });
 const port = z.coerce.number().int().min(0).max(65535);
+/** A comma-separated list of model names (each as the provider calls it, e.g. `gpt-4.1` or `llama3.1:8b`). */
+const modelList = z
+  .string()
+  .transform((v) =>
+    v
+      .split(',')
+      .map((name) => name.trim())
+      .filter((name) => name !== ''),
+  )
+  .pipe(
+    z
+      .array(
+        z
+          .string()
+          .regex(/^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}$/, 'model names: letters, digits and . _ : / @ -'),
+      )
+      .max(100),
+  );
 
 export const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -70,6 +88,19 @@ export const envSchema = z.object({
   /** `openai-compatible:<model>` talks to this server (vLLM, Ollama, LM Studio, ...). */
   OPENAI_COMPATIBLE_BASE_URL: z.url().optional(),
   OPENAI_COMPATIBLE_API_KEY: z.string().min(1).optional(),
+  /**
+   * The models GET /v1/models lists for each configured provider (comma-separated names, without the provider
+   * prefix). Any other model of a configured provider still works when named; these are what pickers offer.
+   */
+  ANTHROPIC_MODELS: modelList.default(['claude-sonnet-4-5', 'claude-haiku-4-5', 'claude-opus-4-1']),
+  OPENAI_MODELS: modelList.default(['gpt-4.1', 'gpt-4.1-mini', 'gpt-4o-mini', 'o4-mini']),
+  /** What the OpenAI-compatible server hosts (nothing is assumed: e.g. "llama3.1:8b,qwen2.5:7b"). */
+  OPENAI_COMPATIBLE_MODELS: modelList.default([]),
+  /**
+   * The built-in demo server tools (clock, calculator, deploy: approval and progress) for every tenant.
+   * Default: on for the single-process runtime (no REDIS_URL), off for a distributed deployment.
+   */
+  CANOPY_DEMO_TOOLS: bool.optional(),
   /** Sessions with no controller and no run shut down (stop being live) after this; per-session override. */
   SESSION_IDLE_SHUTDOWN_MS: z.coerce.number().int().min(0).max(86_400_000).default(300_000),
   RUN_DECISION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(604_800_000).default(300_000),
@@ -134,6 +165,14 @@ export interface CanopyConfig {
     readonly openai: { readonly apiKey: string | null; readonly baseUrl: string | null };
     readonly openaiCompatible: { readonly apiKey: string | null; readonly baseUrl: string | null };
   };
+  /** The models each provider lists in GET /v1/models (when the provider is configured). */
+  readonly models: {
+    readonly anthropic: readonly string[];
+    readonly openai: readonly string[];
+    readonly openaiCompatible: readonly string[];
+  };
+  /** Register the built-in demo server tools (clock, calculator, deploy). */
+  readonly demoTools: boolean;
   readonly auth: {
     readonly jwtSecret: string | null;
     readonly tokenDefaultTtlSeconds: number;
@@ -185,7 +224,7 @@ export function loadConfig(
   }
   const parsed = envSchema.safeParse(input);
   if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`));
+    throw new ConfigError(parsed.error.issues.map((i) => `${String(i.path[0] ?? '(root)')}: ${i.message}`));
   }
   const e = parsed.data;
   return {
@@ -221,6 +260,12 @@ export function loadConfig(
         baseUrl: e.OPENAI_COMPATIBLE_BASE_URL ?? null,
       },
     },
+    models: {
+      anthropic: e.ANTHROPIC_MODELS,
+      openai: e.OPENAI_MODELS,
+      openaiCompatible: e.OPENAI_COMPATIBLE_MODELS,
+    },
+    demoTools: e.CANOPY_DEMO_TOOLS ?? e.REDIS_URL === undefined,
     auth: {
       jwtSecret: e.CANOPY_JWT_SECRET ?? null,
       tokenDefaultTtlSeconds: e.TOKEN_DEFAULT_TTL_SECONDS,

@@ -5,7 +5,7 @@ import {
   PayloadTooLargeException,
 } from '@nestjs/common';
 import { CanopyException } from '../errors/canopy.exception';
-import { describe as describeError } from './all-exceptions.filter';
+import { describe as describeError, withBodyHint } from './all-exceptions.filter';
 
 describe('describe (error -> API error)', () => {
   it('keeps a CanopyException code, message and details', () => {
@@ -62,5 +62,36 @@ describe('describe (error -> API error)', () => {
       code: 'internal',
       message: 'internal error',
     });
+  });
+});
+
+describe('withBodyHint (no JSON body parsed)', () => {
+  const zodFailure = Object.assign(new BadRequestException('Validation failed'), {
+    getZodError: () => ({
+      issues: [{ path: [], message: 'Invalid input: expected object, received undefined' }],
+    }),
+  });
+
+  it('says application/json was expected, naming what the request sent', () => {
+    const d = withBodyHint(describeError(zodFailure), 'application/x-www-form-urlencoded', undefined);
+    expect(d).toMatchObject({ status: 400, code: 'bad_request', details: { expected: 'application/json' } });
+    expect(d.message).toBe(
+      'the request body must be JSON sent with "content-type: application/json" (this request had content-type application/x-www-form-urlencoded)',
+    );
+    expect(withBodyHint(describeError(zodFailure), undefined, undefined).message).toContain(
+      '(this request had no content-type)',
+    );
+  });
+
+  it('leaves field errors and parsed bodies alone', () => {
+    const field = Object.assign(new BadRequestException('Validation failed'), {
+      getZodError: () => ({ issues: [{ path: ['model'], message: 'Required' }] }),
+    });
+    expect(withBodyHint(describeError(field), undefined, undefined).message).toBe(
+      'invalid request: model: Required',
+    );
+    expect(withBodyHint(describeError(zodFailure), 'application/json', null).message).toMatch(
+      /^invalid request/,
+    );
   });
 });

@@ -23,7 +23,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
     const req = http.getRequest<Request & { id?: unknown }>();
     const res = http.getResponse<Response>();
     const requestId = typeof req.id === 'string' || typeof req.id === 'number' ? String(req.id) : 'unknown';
-    const d = describe(exception);
+    const d = withBodyHint(describe(exception), req.headers['content-type'], req.body);
 
     if (d.status >= 500) {
       this.logger.error({ err: exception, requestId, method: req.method, url: req.originalUrl }, d.message);
@@ -78,6 +78,22 @@ export function describe(exception: unknown): Described {
     }
   }
   return { status: 500, code: 'internal', message: 'internal error' };
+}
+
+/**
+ * A body that failed its schema as a whole because none was parsed: the usual cause is a missing or wrong
+ * content-type (curl -d sends a form), so the message says what was expected instead of "expected object".
+ */
+export function withBodyHint(d: Described, contentType: string | undefined, body: unknown): Described {
+  const issues = d.details?.issues;
+  const rootIssue = Array.isArray(issues) && issues.some((i) => (i as { path?: unknown }).path === '');
+  if (d.code !== 'bad_request' || !rootIssue || body !== undefined) return d;
+  const sent = contentType ? `content-type ${contentType.split(';')[0]!.trim()}` : 'no content-type';
+  return {
+    ...d,
+    message: `the request body must be JSON sent with "content-type: application/json" (this request had ${sent})`,
+    details: { ...d.details, expected: 'application/json' },
+  };
 }
 
 function httpMessage(exception: HttpException): string {

@@ -1,5 +1,5 @@
 // The shapes of the API's answers that the OpenAPI document describes (documentation only: the service builds
-// them from the core's types, which these schemas mirror): a run's record, the result of a run (seed 003's
+// them from the core's types, which these schemas mirror): a run's record, the result of a run (the
 // TurnResult and its JSON form) and the answer of opening a session.
 
 import { z } from 'zod';
@@ -89,7 +89,7 @@ export const turnResultSchema = z
     status: statusSchema,
     awaiting: z.array(toolCallItemSchema).meta({ description: 'Paused: the tool calls awaiting a decision' }),
   })
-  .meta({ description: 'The result of a run (seed 003)' });
+  .meta({ description: 'The result of a run: its messages, tool calls and results, final response, status' });
 
 export const jsonResultSchema = z
   .object({

@@ -201,7 +201,7 @@ export const resumeSchema = z
   .strict();
 
 /**
- * POST /v1/sessions/:id/open: start options reconciled with the persisted state (seed 004's load table). A
+ * POST /v1/sessions/:id/open: start options reconciled with the persisted state (which of them win, and what is persisted). A
  * controller's options are applied; an observer only watches and takes none.
  */
 export const openSessionSchema = z
@@ -232,6 +232,10 @@ export const eventsQuerySchema = z.object({
 /** GET /v1/stats: the window, in minutes up to a day (default an hour). */
 export const statsQuerySchema = z
   .object({ minutes: z.coerce.number().int().min(1).max(1_440).default(60) })
+  .strict();
+
+export const listTenantsQuerySchema = z
+  .object({ limit: z.coerce.number().int().min(1).max(1_000).default(100) })
   .strict();
 
 export type CreateSessionRequest = z.infer<typeof createSessionSchema>;

@@ -1,5 +1,5 @@
 // Answers of the API that the service builds and the SDK reads, shared so the two cannot drift: a live session
-// as the registry knows it, and the run statistics of dashboards.
+// as the registry knows it, the run statistics of dashboards, the models a deployment offers and its tenants.
 
 import type { SessionStatus } from '../events';
 
@@ -23,6 +23,36 @@ export interface MinuteStats {
   started: number;
   finished: number;
   failed: number;
+  /** Tokens of the runs that finished in the minute. */
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  /** Latency (request to end, pauses included) of the runs that finished in the minute; null when none did. */
+  latencyP50Ms: number | null;
+  latencyP95Ms: number | null;
+}
+
+/** Live sessions in one minute (the most seen at once), sampled by the api instance that answers. */
+export interface LiveSample {
+  minute: string;
+  live: number;
+  busy: number;
+  paused: number;
+}
+
+/** A run of the window, newest first: what a dashboard's activity feed starts from. */
+export interface RecentRun {
+  runId: string;
+  sessionId: string;
+  sessionTitle: string | null;
+  tenantId: string;
+  tenantName: string;
+  kind: string;
+  status: string;
+  createdAt: string;
+  finishedAt: string | null;
+  totalTokens: number;
+  error: { code: string; message: string } | null;
 }
 
 export interface TenantUsage {
@@ -43,4 +73,39 @@ export interface RunStats {
   perMinute: MinuteStats[];
   /** Tenants with runs finished in the window, most tokens first (at most 100). */
   usageByTenant: TenantUsage[];
+  /**
+   * Live sessions per minute over the window, as far as the answering api instance has watched (it samples the
+   * live registry while it runs; nothing is stored): oldest first.
+   */
+  liveSessions: LiveSample[];
+  /** The latest runs of the window (at most 50), newest first, with their sessions' titles. */
+  recentRuns: RecentRun[];
+}
+
+/** A model the deployment offers (GET /v1/models). */
+export interface ModelInfo {
+  /** What a session's `model` takes: "provider:name". */
+  id: string;
+  provider: string;
+  name: string;
+  /** Whether the model is called with tools (client tools, server tools). */
+  tools: boolean;
+  description: string | null;
+}
+
+/** A server tool registered on the deployment (GET /v1/tools): sessions enable it in `opts.serverTools`. */
+export interface ServerToolInfo {
+  name: string;
+  description: string;
+  /** Pauses the run for a decision before it runs. */
+  approval: boolean;
+  /** JSON Schema of its input. */
+  inputSchema: Record<string, unknown>;
+}
+
+/** A tenant as the admin lists them (GET /v1/admin/tenants). */
+export interface TenantInfo {
+  id: string;
+  name: string;
+  createdAt: string;
 }

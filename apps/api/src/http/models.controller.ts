@@ -1,0 +1,62 @@
+// What a session can use on this deployment: the models (the built-in mocks and each configured provider's
+// listed models, with whether they take tools) and the registered server tools. What a playground's pickers show.
+
+import { Controller, Get, Inject } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { ModelInfo, ServerToolInfo } from '@canopy/core';
+import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
+import { Access } from '@canopy/auth';
+import { listModels, ToolRegistry } from '@canopy/agent';
+
+@ApiTags('sessions')
+@ApiBearerAuth()
+@Access('any')
+@Controller('v1')
+export class ModelsController {
+  private readonly models: ModelInfo[];
+
+  constructor(
+    @Inject(CANOPY_CONFIG) config: CanopyConfig,
+    private readonly tools: ToolRegistry,
+  ) {
+    this.models = listModels(config);
+  }
+
+  @Get('models')
+  @ApiOperation({
+    summary:
+      'The models a session can use here: the built-in mocks and the models listed for each configured provider (ANTHROPIC_MODELS, OPENAI_MODELS, OPENAI_COMPATIBLE_MODELS), each with its provider and whether it takes tools',
+  })
+  @ApiOkResponse({
+    schema: {
+      example: {
+        data: [
+          { id: 'mock:echo', provider: 'mock', name: 'echo', tools: false, description: 'Built in: …' },
+          { id: 'openai:gpt-4.1', provider: 'openai', name: 'gpt-4.1', tools: true, description: null },
+        ],
+      },
+    },
+  })
+  list(): { data: ModelInfo[] } {
+    return { data: this.models };
+  }
+
+  @Get('tools')
+  @ApiOperation({
+    summary:
+      'The server tools registered on this deployment (sessions enable them by name in opts.serverTools), each with its description, input schema and whether it needs approval',
+  })
+  listTools(): { data: ServerToolInfo[] } {
+    return {
+      data: this.tools.names().map((name) => {
+        const spec = this.tools.spec(name);
+        return {
+          name,
+          description: spec.description,
+          approval: this.tools.get(name)!.approval === true,
+          inputSchema: spec.inputSchema,
+        };
+      }),
+    };
+  }
+}

@@ -1,0 +1,43 @@
+import { LiveState, liveStateInit } from './live-state';
+import type { SessionInfo } from './events';
+
+const info: SessionInfo = {
+  id: 's1',
+  title: null,
+  model: 'mock:echo',
+  system: null,
+  opts: {},
+  tools: [],
+  metadata: {},
+  userId: null,
+  status: 'busy',
+  pinned: false,
+  createdAt: '2026-12-03T10:00:00.000Z',
+  updatedAt: '2026-12-03T10:00:00.000Z',
+};
+
+describe('LiveState', () => {
+  it('continues a message it joined mid-stream from the snapshot’s partial message', () => {
+    const server = new LiveState(
+      liveStateInit({
+        seq: 0,
+        session: info,
+        tree: { nodes: [], path: [], cursors: {}, head: null },
+        inFlight: null,
+      }),
+    );
+    let seq = 0;
+    const event = (type: string, data: Record<string, unknown>) =>
+      ({ seq: ++seq, sessionId: 's1', type, data }) as Parameters<LiveState['apply']>[0];
+    server.apply(event('status', { status: 'busy', runId: 'r1' }));
+    server.apply(event('text_start', { runId: 'r1', index: 0 }));
+    server.apply(event('text_delta', { runId: 'r1', index: 0, delta: 'Hello' }));
+    // A subscriber joins here, from the server's snapshot.
+    const joined = new LiveState(liveStateInit(server.snapshot()));
+    const next = event('text_delta', { runId: 'r1', index: 0, delta: ' world' });
+    server.apply(next);
+    joined.apply(next);
+    expect(joined.runInFlight!.partial!.content).toEqual([{ type: 'text', text: 'Hello world' }]);
+    expect(joined.snapshot().inFlight).toEqual(server.snapshot().inFlight);
+  });
+});
