@@ -137,7 +137,13 @@ export class TurnsProjection {
             ? event.data.partial
             : (this.settling?.messages ?? inFlight);
         const id = event.data.runId ?? this.settling?.runId ?? runId;
-        if (id && messages.length > 0) {
+        // A regeneration that failed before writing anything still failed its turn: the turn it answered (the
+        // path ends on its prompt until the rollback) is kept as interrupted, marked with the error.
+        const failedRegeneration =
+          event.type === 'error' &&
+          messages.length === 0 &&
+          this.committedView().turns.at(-1)?.resId === null;
+        if (id && (messages.length > 0 || failedRegeneration)) {
           const error =
             event.type === 'error' ? { code: event.data.code, message: event.data.message } : null;
           this.interrupted = this.interruptedRun(id, event.type, error, messages);
@@ -186,7 +192,7 @@ export class TurnsProjection {
     messages: Message[],
   ): InterruptedRun {
     const committed = this.committedView();
-    const continues = !isTurnBoundary(messages[0]!);
+    const continues = messages.length === 0 || !isTurnBoundary(messages[0]!);
     // A continuation (regeneration, resumed run) shows the turn it continued; a prompt shows its own turn.
     const base = continues ? committed.turns[committed.turns.length - 1] : undefined;
     const turns = base ? [base] : [];
