@@ -2,7 +2,7 @@
 
 import { hostname } from 'node:os';
 import { Logger } from '@nestjs/common';
-import { ConfigError, loadConfig, type CanopyConfig } from '@canopy/common';
+import { ConfigError, armShutdownDeadline, loadConfig, type CanopyConfig } from '@canopy/common';
 import { createApiApp } from './app.factory';
 
 async function main(): Promise<void> {
@@ -17,6 +17,7 @@ async function main(): Promise<void> {
     throw err;
   }
   const app = await createApiApp(config);
+  armShutdownDeadline(config.shutdownGraceMs, (m) => new Logger('Shutdown').error(m));
   await app.listen(config.http.port, config.http.host);
   const url = await app.getUrl();
   new Logger('Canopy').log(

@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { Logger as NestLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Logger } from 'nestjs-pino';
-import { ConfigError, loadConfig, type CanopyConfig } from '@canopy/common';
+import { ConfigError, armShutdownDeadline, loadConfig, type CanopyConfig } from '@canopy/common';
 import { WorkerModule } from './worker.module';
 
 async function main(): Promise<void> {
@@ -30,6 +30,7 @@ async function main(): Promise<void> {
   });
   app.useLogger(app.get(Logger));
   app.enableShutdownHooks();
+  armShutdownDeadline(config.shutdownGraceMs, (m) => new NestLogger('Shutdown').error(m));
   new NestLogger('Canopy').log(`worker ${config.instanceId} ready`);
 }
 

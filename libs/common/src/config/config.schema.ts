@@ -49,6 +49,11 @@ export const envSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_:.-]{1,64}$/, 'letters, digits and _ : . - only')
     .default('canopy'),
+  /**
+   * A Redis command with no answer within this fails (in flight or queued while Redis is away), so a request
+   * answers 503 and a run's Redis work ends instead of hanging. BullMQ's connections resend instead.
+   */
+  REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(2_000),
   /** A worker that stops renewing a run's lock for this long is presumed dead; another worker takes the run. */
   RUN_LOCK_DURATION_MS: z.coerce.number().int().min(500).max(600_000).default(15_000),
   /** Runs one worker process executes at once. */
@@ -156,6 +161,7 @@ export interface CanopyConfig {
     readonly workerConcurrency: number;
     readonly replayTtlSeconds: number;
     readonly runLockMs: number;
+    readonly commandTimeoutMs: number;
   };
   readonly adminKey: string | null;
   readonly shutdownGraceMs: number;
@@ -248,6 +254,7 @@ export function loadConfig(
       workerConcurrency: e.WORKER_CONCURRENCY,
       replayTtlSeconds: e.EVENT_REPLAY_TTL_SECONDS,
       runLockMs: e.RUN_LOCK_DURATION_MS,
+      commandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
     },
     adminKey: e.CANOPY_ADMIN_KEY ?? null,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
