@@ -536,6 +536,38 @@ export class SessionService {
         : new CanopyException('session_paused', 'a run is waiting for a decision');
     }
     const runId = started.run.id;
+    try {
+      await this.announceAndEnqueue(scope, id, runId, kind, started, position);
+    } catch (err) {
+      // The run is in the database but nothing will take it (Redis did not answer): end it, rolling a branch
+      // back, so the session is not left busy, and say the dependency failed.
+      await this.executor
+        .endRun(
+          systemScope(scope.tenantId),
+          { id },
+          started.run,
+          'error',
+          { code: 'unavailable', message: 'the run could not be queued' },
+          [],
+          started.run.usage,
+          false,
+        )
+        .catch((e: unknown) => this.deps.logger.warn('could not end a run that failed to start', { err: e }));
+      throw err instanceof CanopyException
+        ? err
+        : CanopyException.unavailable('the run could not be queued', err);
+    }
+    return { runId };
+  }
+
+  private async announceAndEnqueue(
+    scope: Scope,
+    id: string,
+    runId: string,
+    kind: RunKind,
+    started: { run: RunRecord; session: SessionRecord },
+    position: PositionRecord | undefined,
+  ): Promise<void> {
     await this.live.open(scope.tenantId, id); // live before its first event, so waiters and subscribers see it all
     if (this.deps.queue.runsInline) this.executor.prepare(started.session, started.run);
     const events: SessionEventInput[] = [{ type: 'status', data: { status: 'busy', runId } }];
@@ -554,6 +586,5 @@ export class SessionService {
       at: Date.now(),
     });
     await this.deps.queue.enqueue({ tenantId: scope.tenantId, sessionId: id, runId });
-    return { runId };
   }
 }

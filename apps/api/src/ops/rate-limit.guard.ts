@@ -1,7 +1,8 @@
 // Request rate limits per credential (API key or user token) and per tenant, counted in fixed windows of a
 // minute (@nestjs/throttler). Over a limit: 429 rate_limited with Retry-After. Embedded, the counts live in this
 // process; distributed, in Redis (@nest-lab/throttler-storage-redis), so the limits hold for the whole deployment
-// whichever api a request reaches.
+// whichever api a request reaches; when Redis does not answer, each api counts alone for a while
+// (FallbackThrottlerStorage) rather than failing the request.
 
 import { Injectable, type ExecutionContext } from '@nestjs/common';
 import { ThrottlerGuard, type ThrottlerLimitDetail, type ThrottlerModuleOptions } from '@nestjs/throttler';
@@ -9,6 +10,7 @@ import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis'
 import { CanopyException, type CanopyConfig } from '@canopy/common';
 import type { RedisRealtime } from '@canopy/realtime';
 import { credentialId, type Principal } from '@canopy/auth';
+import { FallbackThrottlerStorage } from './fallback-throttler-storage';
 
 const WINDOW_MS = 60_000;
 
@@ -35,7 +37,7 @@ export function rateLimitOptions(config: CanopyConfig, redis: RedisRealtime | nu
     ...(redis
       ? {
           // Its own connection (closed with the module); keys `{<prefix>:<throttler>:<tracker>:...}:hits|blocked`.
-          storage: new ThrottlerStorageRedisService({ ...redis.redis.options }),
+          storage: new FallbackThrottlerStorage(new ThrottlerStorageRedisService({ ...redis.redis.options })),
         }
       : {}),
     // Public routes (health, docs, metrics) and the admin are not limited.
