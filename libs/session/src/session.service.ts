@@ -79,6 +79,9 @@ export interface CommandResult {
 /** How long a cancel waits for the process executing a run to acknowledge, before ending the run itself. */
 const CANCEL_ACK_TIMEOUT_MS = 3_000;
 
+/** How often a steered prompt that lost the race to start a run tries to stage on the winner's run. */
+const STEER_START_ATTEMPTS = 5;
+
 export class SessionService {
   readonly live: LiveSessions;
   readonly executor: RunExecutor;
@@ -333,12 +336,20 @@ export class SessionService {
 
   async prompt(scope: Scope, id: string, input: PromptInput): Promise<CommandResult> {
     const content = checkContent(input.content);
-    if (input.ifBusy === 'steer') {
-      // Staged only while a run is in flight; an idle session starts a run instead.
+    if (input.ifBusy !== 'steer')
+      return this.start(scope, id, 'prompt', { content, maxSteps: input.maxSteps });
+    // Staged only while a run is in flight; an idle session starts a run instead. Concurrent steers on an idle
+    // session race for the start: exactly one wins, and each loser stages on the run it lost to (last wins).
+    for (let attempt = 0; ; attempt++) {
       const staged = await this.deps.store.stageSteer(scope, id, { content, maxSteps: input.maxSteps });
       if (staged) return { runId: staged.runId, staged: true };
+      try {
+        return await this.start(scope, id, 'prompt', { content, maxSteps: input.maxSteps });
+      } catch (err) {
+        const lostTheRace = err instanceof CanopyException && err.code === 'session_busy';
+        if (!lostTheRace || attempt >= STEER_START_ATTEMPTS) throw err;
+      }
     }
-    return this.start(scope, id, 'prompt', { content, maxSteps: input.maxSteps });
   }
 
   /**
