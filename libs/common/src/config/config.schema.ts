@@ -126,6 +126,11 @@ export const envSchema = z.object({
   RATE_LIMIT_PER_TENANT: z.coerce.number().int().min(0).max(10_000_000).default(6_000),
   /** Runs in flight per tenant (busy sessions) before prompts answer rate_limited. */
   MAX_CONCURRENT_RUNS_PER_TENANT: z.coerce.number().int().min(1).max(100_000).default(100),
+  /**
+   * Bytes an SSE stream or WebSocket may have waiting for a client that does not read before it is cut off
+   * (reason slow_consumer; the client resumes with `after`).
+   */
+  LIVE_CLIENT_BUFFER_MAX_BYTES: z.coerce.number().int().min(16_384).max(1_073_741_824).default(1_048_576),
   /** Session subscriptions one WebSocket connection may hold. */
   WS_MAX_SUBSCRIPTIONS: z.coerce.number().int().min(1).max(10_000).default(100),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
@@ -189,6 +194,7 @@ export interface CanopyConfig {
     readonly perTenantPerMinute: number;
     readonly concurrentRunsPerTenant: number;
     readonly wsSubscriptions: number;
+    readonly liveClientBufferBytes: number;
   };
   readonly sessions: {
     readonly idleShutdownMs: number;
@@ -283,6 +289,7 @@ export function loadConfig(
       perTenantPerMinute: e.RATE_LIMIT_PER_TENANT,
       concurrentRunsPerTenant: e.MAX_CONCURRENT_RUNS_PER_TENANT,
       wsSubscriptions: e.WS_MAX_SUBSCRIPTIONS,
+      liveClientBufferBytes: e.LIVE_CLIENT_BUFFER_MAX_BYTES,
     },
     sessions: {
       idleShutdownMs: e.SESSION_IDLE_SHUTDOWN_MS,
