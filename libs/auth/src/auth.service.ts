@@ -1,6 +1,7 @@
 // Turns a bearer credential into a Principal. API key lookups are cached briefly (a revocation made in this
 // process takes effect at once; one made elsewhere within KEY_CACHE_MS); the admin key is compared in constant
-// time; user tokens are verified on every use.
+// time; user tokens are verified on every use, and the key that minted one must still be valid (looked up like an
+// API key, cached as briefly), so revoking a key ends its users' tokens.
 
 import { timingSafeEqual } from 'node:crypto';
 import { CanopyException } from '@canopy/common';
@@ -14,6 +15,8 @@ const KEY_CACHE_MAX = 10_000;
 
 export class AuthService {
   private readonly keyCache = new Map<string, { principal: Principal | null; until: number }>();
+  /** Minting keys of user tokens: revoked or not, by key id. */
+  private readonly mintingKeys = new Map<string, { revoked: boolean; until: number }>();
 
   constructor(
     private readonly adminKey: string,
@@ -31,6 +34,9 @@ export class AuthService {
     }
     if (credential.split('.').length === 3) {
       const claims = await this.tokens.verify(credential);
+      if (claims.keyId !== null && (await this.isMintingKeyRevoked(claims.tenantId, claims.keyId))) {
+        throw new CanopyException('unauthorized', 'the API key that minted this token was revoked');
+      }
       return { kind: 'user', tenantId: claims.tenantId, userId: claims.userId };
     }
     throw new CanopyException('unauthorized', 'invalid credentials');
@@ -38,9 +44,19 @@ export class AuthService {
 
   /** Forgets cached lookups of a revoked key. */
   forgetKey(keyId: string): void {
+    this.mintingKeys.delete(keyId);
     for (const [hash, entry] of this.keyCache) {
       if (entry.principal?.kind === 'tenant' && entry.principal.keyId === keyId) this.keyCache.delete(hash);
     }
+  }
+
+  private async isMintingKeyRevoked(tenantId: string, keyId: string): Promise<boolean> {
+    const cached = this.mintingKeys.get(keyId);
+    if (cached && cached.until > Date.now()) return cached.revoked;
+    const revoked = await this.tenants.isKeyRevoked(tenantId, keyId);
+    if (this.mintingKeys.size >= KEY_CACHE_MAX) this.mintingKeys.clear();
+    this.mintingKeys.set(keyId, { revoked, until: Date.now() + KEY_CACHE_MS });
+    return revoked;
   }
 
   private async apiKey(key: string): Promise<Principal | null> {

@@ -42,7 +42,7 @@ import { SessionPublisher } from './session-publisher';
 import { reconcile, type StartOptions } from './reconcile';
 import { Decisions, type ResumeInput } from './decisions';
 import { RunRecovery } from './run-recovery';
-import { checkContent, checkModel, checkTools, requireIdle } from './session-input';
+import { checkContent, checkMockDelays, checkModel, checkTools, requireIdle } from './session-input';
 
 export type { ResumeInput } from './decisions';
 
@@ -174,6 +174,7 @@ export class SessionService {
   async create(scope: Scope, input: CreateSessionInput): Promise<SessionInfo> {
     checkModel(this.deps.gateway, input.model);
     checkTools(this.deps.tools, input.tools ?? [], input.opts);
+    checkMockDelays(input.opts);
     const record = await this.deps.store.create(scope, {
       ...input,
       userId: scope.userId ?? input.userId ?? null,
@@ -206,6 +207,7 @@ export class SessionService {
     if (patch.tools !== undefined || patch.opts !== undefined) {
       checkTools(this.deps.tools, patch.tools ?? current.tools, patch.opts ?? current.opts);
     }
+    if (patch.opts !== undefined) checkMockDelays(patch.opts);
     const idleOnly =
       patch.model !== undefined ||
       patch.system !== undefined ||
@@ -236,9 +238,21 @@ export class SessionService {
    * Stops the session being live on every instance (a run in flight is cancelled wherever it executes; stored data
    * untouched). Idempotent.
    */
+  /**
+   * Stops serving the session live everywhere. Never loses work: with a run in flight it answers session_busy
+   * (cancel first, or close once the run ends); a paused run keeps waiting for its decision.
+   */
   async close(scope: Scope, id: string): Promise<void> {
     const session = await this.get(scope, id);
-    if (session.status === 'busy' && session.activeRunId) await this.stopRun(session.activeRunId, 'closed');
+    if (session.status === 'busy') {
+      throw new CanopyException(
+        'session_busy',
+        'a run is in flight: close once it ends, or cancel it first',
+        {
+          runId: session.activeRunId,
+        },
+      );
+    }
     await this.deps.control.closeEverywhere(scope.tenantId, id, 'close');
   }
 
