@@ -4,10 +4,20 @@ import { hostname } from 'node:os';
 import { Logger as NestLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Logger } from 'nestjs-pino';
-import { ConfigError, armShutdownDeadline, loadConfig, type CanopyConfig } from '@canopy/common';
+import {
+  ConfigError,
+  armShutdownDeadline,
+  isDependencyUnavailable,
+  loadConfig,
+  tolerateDependencyRejections,
+  type CanopyConfig,
+} from '@canopy/common';
 import { WorkerModule } from './worker.module';
 
 async function main(): Promise<void> {
+  tolerateDependencyRejections(isDependencyUnavailable, (message, reason) =>
+    new NestLogger('Canopy').warn({ err: reason }, message),
+  );
   let config: CanopyConfig;
   try {
     config = loadConfig(process.env, { defaultInstanceId: `${hostname()}:${process.pid}:worker` });

@@ -33,3 +33,21 @@ export function armShutdownDeadline(graceMs: number, log: (message: string) => v
   process.once('SIGTERM', () => arm('SIGTERM'));
   process.once('SIGINT', () => arm('SIGINT'));
 }
+
+/**
+ * A promise nobody awaited that failed because Redis or the database did not answer (a command timeout during
+ * an outage) is logged, not fatal: the process keeps serving once the dependency is back. Anything else still
+ * ends the process, as Node does by default.
+ */
+export function tolerateDependencyRejections(
+  isDependencyFailure: (reason: unknown) => boolean,
+  log: (message: string, reason: unknown) => void,
+): void {
+  process.on('unhandledRejection', (reason) => {
+    if (isDependencyFailure(reason)) {
+      log('a dependency did not answer (unawaited command)', reason);
+      return;
+    }
+    throw reason;
+  });
+}
