@@ -13,6 +13,8 @@
 //   search  full-text search over 100,000 sessions / 1,000,000 messages of one tenant among several (p50 / p99 at
 //           1 and 10 concurrent queries, the plan through the GIN index) and fork of 1,000- and 10,000-node trees
 //           (CANOPY_BENCH_SEARCH_SESSIONS=10000 for a quicker, smaller run)
+//   soak    the chaos suite's deployment and load for 30 minutes (CANOPY_BENCH_SOAK_MINUTES) with a fault every
+//           minute: runs lost / duplicated / stuck, 5xx, recovery time, memory each minute. Only when named.
 
 import { cpus, totalmem } from 'node:os';
 
@@ -22,6 +24,7 @@ import { printEngineReport, runEngineBench } from './engine.bench';
 import { httpBenchOptions, printHttpReport, runHttpBench } from './http.bench';
 import { printReports } from './report';
 import { printSearchReport, runSearchBench } from './search.bench';
+import { runSoakBench, soakMinutes } from './soak.bench';
 
 interface Section {
   /** What the command line selects it by. */
@@ -29,6 +32,8 @@ interface Section {
   title: string;
   /** Runs the section's benchmarks and prints their table under the title. */
   run: (title: string) => Promise<void>;
+  /** Runs only when named on the command line (too long for a full run). */
+  onlyNamed?: boolean;
 }
 
 const SECTIONS: Section[] = [
@@ -55,6 +60,15 @@ const SECTIONS: Section[] = [
     run: async (title) =>
       printClusterReport(title, await runClusterBench(clusterScales(process.argv.slice(2), process.env))),
   },
+  {
+    name: 'soak',
+    title: 'Soak: 2 api + 2 workers under steady load with a fault every minute',
+    onlyNamed: true,
+    run: async (title) => {
+      console.log(`\n${title}`);
+      await runSoakBench(soakMinutes(process.env));
+    },
+  },
 ];
 
 async function main(): Promise<void> {
@@ -65,7 +79,10 @@ async function main(): Promise<void> {
       `unknown bench section(s): ${unknown.join(', ')}; known: ${SECTIONS.map((s) => s.name).join(', ')}`,
     );
   }
-  const sections = wanted.length === 0 ? SECTIONS : SECTIONS.filter((s) => wanted.includes(s.name));
+  const sections =
+    wanted.length === 0
+      ? SECTIONS.filter((s) => !s.onlyNamed)
+      : SECTIONS.filter((s) => wanted.includes(s.name));
 
   printMachine();
   for (const section of sections) {

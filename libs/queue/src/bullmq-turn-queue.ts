@@ -51,6 +51,11 @@ export class BullmqTurnQueue implements TurnQueue {
     });
   }
 
+  async heldRuns(): Promise<Set<string>> {
+    const jobs = await this.queue.getJobs(['active', 'waiting', 'delayed', 'prioritized', 'wait']);
+    return new Set(jobs.filter((j) => j?.data).map((j) => (j.data as RunJob).runId));
+  }
+
   process(handler: RunHandler, giveUp: GiveUpHandler): void {
     if (this.worker) throw new Error('the turn queue already has a handler');
     checkHandlers(JOBS.run.queue, [JOBS.run.name]);

@@ -15,6 +15,10 @@ export class InlineTurnQueue implements TurnQueue {
 
   constructor(private readonly onError: (err: unknown, job: RunJob) => void = () => undefined) {}
 
+  heldRuns(): Promise<Set<string> | null> {
+    return Promise.resolve(null);
+  }
+
   process(handler: RunHandler, giveUp: GiveUpHandler): void {
     if (this.handler) throw new Error('the turn queue already has a handler');
     this.handler = handler;

@@ -34,6 +34,11 @@ export interface TurnQueue {
   readonly runsInline: boolean;
   /** Hands the run to an executor; resolves once it is accepted (not when it finishes). */
   enqueue(job: RunJob): Promise<void>;
+  /**
+   * The runs the queue holds now (waiting, delayed or being executed), for finding runs it lost (a Redis that
+   * restarted empty); null when the queue cannot lose runs (inline).
+   */
+  heldRuns(): Promise<Set<string> | null>;
   /** Registers the executor. Exactly one handler per process. */
   process(handler: RunHandler, giveUp: GiveUpHandler): void;
   /**

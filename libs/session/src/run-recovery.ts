@@ -1,7 +1,8 @@
 // Runs that nothing will finish: those a dead process left behind (ended at start-up as interrupted) and those
 // the queue gave up on (past their attempt budget). Either ends as an error under the system scope, a branch that
 // never committed rolls back, and the session is idle again. Paused runs are not abandoned: they wait for their
-// decisions, whose expiries are set again at start-up.
+// decisions, whose expiries are set again at start-up. Runs the queue lost (Redis restarted without its data:
+// jobs, locks and timers gone) are queued again, and the timers set again, by the lost-run sweep.
 
 import { systemScope } from '@canopy/core';
 import type { Decisions } from './decisions';
@@ -9,6 +10,9 @@ import type { RunExecutor } from './run-executor';
 import type { SessionEngineDeps } from './session-deps';
 
 export class RunRecovery {
+  /** Runs seen unfinished with no job in the queue: when each was first seen so. */
+  private readonly lost = new Map<string, number>();
+
   constructor(
     private readonly deps: SessionEngineDeps,
     private readonly executor: RunExecutor,
@@ -53,6 +57,45 @@ export class RunRecovery {
       recovered++;
     }
     return recovered;
+  }
+
+  /**
+   * Queues again the runs the queue lost: unfinished in the database (queued, or running with no process naming
+   * itself their worker in the live registry), not executing here, and held by no job for at least
+   * lostRunSweepMs (a run being started is queued within that). Its new execution takes the run over from its
+   * last commit (commits are fenced, so nothing is written twice), or ends it past its attempts. When any was
+   * lost, Redis lost its data: the decision expiries of paused runs are set again too. Answers how many.
+   */
+  async requeueLostRuns(now = Date.now()): Promise<number> {
+    const confirmMs = this.deps.settings.lostRunSweepMs;
+    if (!confirmMs || !this.deps.settings.executesRuns) return 0;
+    const held = await this.deps.queue.heldRuns();
+    if (!held) return 0;
+    const runs = await this.deps.store.unfinishedRuns();
+    const stillLost = new Set<string>();
+    let requeued = 0;
+    for (const r of runs) {
+      if (r.status === 'paused' || held.has(r.runId) || this.executor.isRunning(r.runId)) continue;
+      stillLost.add(r.runId);
+      const since = this.lost.get(r.runId) ?? now;
+      this.lost.set(r.runId, since);
+      if (now - since < confirmMs) continue;
+      if (r.status === 'running') {
+        // A live worker still executing it (its job gone with Redis) finishes it itself.
+        const entry = await this.deps.registry.get(r.tenantId, r.sessionId).catch(() => null);
+        if (entry?.where.worker) continue;
+      }
+      await this.deps.queue.enqueue({ tenantId: r.tenantId, sessionId: r.sessionId, runId: r.runId });
+      this.lost.delete(r.runId);
+      stillLost.delete(r.runId);
+      requeued++;
+    }
+    for (const runId of [...this.lost.keys()]) if (!stillLost.has(runId)) this.lost.delete(runId);
+    if (requeued > 0) {
+      this.deps.logger.warn('queued again runs the queue had lost', { runs: requeued });
+      await this.decisions.rearmExpiries();
+    }
+    return requeued;
   }
 
   /**

@@ -28,6 +28,11 @@ export interface EngineSettings {
   /** How often the retention sweep runs where timers run (0 or absent: never). */
   retentionSweepMs?: number;
   /**
+   * How often a process that executes runs looks for runs the queue lost (a Redis restarted empty) and queues
+   * them again; also how long a run must stay lost before it is. Absent: never (the inline queue loses none).
+   */
+  lostRunSweepMs?: number;
+  /**
    * Whether this process executes runs (takes them from the queue): the embedded api and workers do; the api of
    * a distributed deployment only enqueues.
    */

@@ -260,6 +260,8 @@ export class SessionModule {
                 shutdownGraceMs: c.shutdownGraceMs,
                 maxBusyPerTenant: c.limits.concurrentRunsPerTenant,
                 retentionSweepMs: c.sessions.retentionSweepMs,
+                // Distributed, a Redis that restarted empty loses queued jobs: workers queue such runs again.
+                ...(c.redis.url ? { lostRunSweepMs: Math.max(1_000, c.redis.runLockMs) } : {}),
                 // Embedded, the api runs its own turns; distributed, only workers do.
                 executesRuns: queue.runsInline || role === 'worker',
               },

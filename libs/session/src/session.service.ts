@@ -90,6 +90,8 @@ export class SessionService {
   private readonly publisher: SessionPublisher;
   private readonly publishedListeners = new Set<(count: number) => void>();
   private retentionSweeper: (() => Promise<void>) | null = null;
+  private lostRunSweep: NodeJS.Timeout | null = null;
+  private sweeping = false;
 
   constructor(private readonly deps: SessionEngineDeps) {
     this.publisher = new SessionPublisher(deps.bus, deps.feed, deps.logger, (count) => {
@@ -114,11 +116,36 @@ export class SessionService {
         'decision-expiry': (timer) => this.decisions.expire(timer),
         'retention-sweep': () => this.retentionSweeper?.() ?? Promise.resolve(),
       });
-      if (deps.settings.retentionSweepMs) {
-        deps.timers
-          .repeat({ kind: 'retention-sweep' }, deps.settings.retentionSweepMs)
-          .catch((err: unknown) => deps.logger.error('retention sweep not scheduled', { err }));
+      this.scheduleRetentionSweep();
+      const sweepMs = deps.settings.lostRunSweepMs;
+      if (sweepMs) {
+        this.lostRunSweep = setInterval(() => void this.sweepLostRuns(), sweepMs);
+        this.lostRunSweep.unref();
       }
+    }
+  }
+
+  private scheduleRetentionSweep(): void {
+    if (!this.deps.settings.retentionSweepMs) return;
+    this.deps.timers
+      .repeat({ kind: 'retention-sweep' }, this.deps.settings.retentionSweepMs)
+      .catch((err: unknown) => this.deps.logger.error('retention sweep not scheduled', { err }));
+  }
+
+  /** One pass of the lost-run sweep (see RunRecovery.requeueLostRuns); never throws. */
+  async sweepLostRuns(): Promise<number> {
+    if (this.sweeping) return 0;
+    this.sweeping = true;
+    try {
+      const requeued = await this.recovery.requeueLostRuns();
+      // The retention schedule lives in Redis too: set again (idempotent) when runs were lost with it.
+      if (requeued > 0) this.scheduleRetentionSweep();
+      return requeued;
+    } catch (err) {
+      this.deps.logger.warn('lost-run sweep failed', { err });
+      return 0;
+    } finally {
+      this.sweeping = false;
     }
   }
 
@@ -159,6 +186,7 @@ export class SessionService {
    * for another worker. Then the live sessions here close.
    */
   async shutdown(): Promise<void> {
+    if (this.lostRunSweep) clearInterval(this.lostRunSweep);
     if (this.deps.queue.runsInline) {
       await this.executor.abortAll('shutdown');
       await this.deps.queue.close();

@@ -72,7 +72,8 @@ export class Cluster {
     return this;
   }
 
-  async startApi(i: number): Promise<void> {
+  /** Starts api #i; `readyTimeoutMs` bounds its boot (longer on a machine busy with a load). */
+  async startApi(i: number, readyTimeoutMs = 30_000): Promise<void> {
     const port = await freePort();
     const proc = this.spawn(`api-${i}`, API_MAIN, { PORT: String(port) });
     proc.url = `http://127.0.0.1:${port}`;
@@ -81,19 +82,19 @@ export class Cluster {
         const res = await fetch(`${proc.url}/readyz`);
         if (res.status !== 200) throw new Error(`api-${i} not ready: ${res.status}`);
       },
-      { timeoutMs: 30_000, intervalMs: 200 },
+      { timeoutMs: readyTimeoutMs, intervalMs: 200 },
     ).catch((err: Error) => {
       throw new Error(`${err.message}\n${proc.output.join('')}`);
     });
   }
 
-  async startWorker(i: number): Promise<void> {
+  async startWorker(i: number, readyTimeoutMs = 30_000): Promise<void> {
     const proc = this.spawn(`worker-${i}`, WORKER_MAIN, {});
     await eventually(
       () => {
         if (!proc.output.join('').includes('ready')) throw new Error(`worker-${i} not ready`);
       },
-      { timeoutMs: 30_000, intervalMs: 200 },
+      { timeoutMs: readyTimeoutMs, intervalMs: 200 },
     ).catch((err: Error) => {
       throw new Error(`${err.message}\n${proc.output.join('')}`);
     });

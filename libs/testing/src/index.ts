@@ -7,3 +7,4 @@ export * from './fake-llm-server';
 export * from './cluster';
 export * from './conversation-arbitraries';
 export * from './private-redis';
+export * from './chaos';

@@ -10,8 +10,8 @@ import type { RedisRealtime } from '@canopy/realtime';
 import { REDIS_REALTIME } from '@canopy/session';
 import { MetricsService } from './metrics.service';
 
-/** How long /readyz waits for each dependency. */
-const READY_CHECK_MS = 500;
+/** How long /readyz waits for each dependency (checked side by side: the answer comes within a second). */
+const READY_CHECK_MS = 900;
 
 /** True when the promise resolved within ms (false when it failed or took longer). */
 async function withinMs(promise: Promise<unknown>, ms: number): Promise<boolean> {

@@ -1,0 +1,115 @@
+// The soak: the chaos suite's deployment and load (2 apis + 2 workers on a private redis-server, 50 sessions
+// streaming run after run, SSE subscribers on both apis resuming with `after`) for CANOPY_BENCH_SOAK_MINUTES
+// (default 30), with a fault every minute in turn: Redis killed and restarted empty, Redis paused 5 s, every Redis
+// connection cut, a worker SIGKILLed, an api SIGKILLed. Prints one line per fault (runs checked, lost, duplicated,
+// stuck, 5xx, max recovery) and the memory of every process each minute. Not in CI: `npm run bench -- soak`.
+
+import {
+  ChaosLoad,
+  Cluster,
+  PrivateRedis,
+  clusterMemoryMb,
+  summaryLine,
+  type CaseFigures,
+} from '@canopy/testing';
+
+const LOCK_MS = 2_000;
+const BOUND_MS = LOCK_MS * 3 + 10_000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+type Fault = { name: string; inject: (cluster: Cluster, redis: PrivateRedis) => Promise<void> };
+
+const FAULTS: Fault[] = [
+  { name: 'redis kill -9 + restart (empty)', inject: (_c, r) => r.restart(1_000) },
+  {
+    name: 'redis paused 5 s',
+    inject: async (_c, r) => {
+      r.pause();
+      await sleep(5_000);
+      r.resume();
+    },
+  },
+  { name: 'redis client kill', inject: async (_c, r) => void (await r.killClients()) },
+  {
+    name: 'worker SIGKILL',
+    inject: async (c) => {
+      await c.kill('worker-1');
+      await c.startWorker(1, 90_000);
+    },
+  },
+  {
+    name: 'api SIGKILL',
+    inject: async (c) => {
+      await c.kill('api-2');
+      await sleep(2_000);
+      await c.startApi(2, 90_000);
+    },
+  },
+];
+
+export async function runSoakBench(minutes: number): Promise<void> {
+  const redis = await PrivateRedis.start();
+  const cluster = new Cluster({
+    apis: 2,
+    workers: 2,
+    redisUrl: redis.url,
+    env: {
+      RUN_LOCK_DURATION_MS: String(LOCK_MS),
+      RATE_LIMIT_PER_KEY: '0',
+      RATE_LIMIT_PER_TENANT: '0',
+      MAX_CONCURRENT_RUNS_PER_TENANT: '1000',
+    },
+  });
+  const figures: CaseFigures[] = [];
+  let load: ChaosLoad | null = null;
+  try {
+    await cluster.start();
+    const tenant = await fetch(`${cluster.api(1)}/v1/admin/tenants`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${cluster.adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'soak' }),
+    });
+    const key = ((await tenant.json()) as { apiKey: string }).apiKey;
+    load = new ChaosLoad({
+      apis: () =>
+        [...cluster.processes.values()].filter((p) => p.name.startsWith('api-') && p.url).map((p) => p.url!),
+      key,
+      sessions: 50,
+      delayMs: 30,
+      words: 20,
+      subscribersPerApi: 3,
+    });
+    await load.start();
+    const started = Date.now();
+    console.log(`minute 0 memory MB ${JSON.stringify(clusterMemoryMb(cluster))}`);
+    for (let minute = 1; minute <= minutes; minute++) {
+      const fault = FAULTS[(minute - 1) % FAULTS.length]!;
+      const mark = load.mark();
+      const redelivered = load.redelivered();
+      await fault.inject(cluster, redis);
+      const f = await load.check(`min ${minute} ${fault.name}`, mark, 1, Date.now(), BOUND_MS, redelivered);
+      figures.push(f);
+      console.log(summaryLine(f));
+      const wait = started + minute * 60_000 - Date.now();
+      if (wait > 0) await sleep(wait);
+      console.log(`minute ${minute} memory MB ${JSON.stringify(clusterMemoryMb(cluster))}`);
+    }
+  } finally {
+    await load?.stop();
+    await cluster.stop();
+    await redis.down();
+  }
+  const total = (k: keyof CaseFigures) => figures.reduce((n, f) => n + (f[k] as number), 0);
+  console.log(
+    `soak ${minutes} min: faults=${figures.length} runs=${total('runsChecked')} lost=${total('lost')} ` +
+      `duplicated=${total('duplicated')} stuck=${total('stuck')} badTrees=${total('badTrees')} ` +
+      `5xx=${total('fiveHundreds')} 503=${total('unavailable')} redelivered=${total('redelivered')} ` +
+      `maxRecoveryMs=${Math.max(0, ...figures.map((f) => f.maxRecoveryMs))}`,
+  );
+}
+
+export function soakMinutes(env: NodeJS.ProcessEnv): number {
+  const minutes = Number(env.CANOPY_BENCH_SOAK_MINUTES ?? 30);
+  return Number.isFinite(minutes) && minutes >= 1 ? Math.floor(minutes) : 30;
+}

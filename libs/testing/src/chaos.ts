@@ -1,0 +1,368 @@
+// A chaos harness for a real deployment (Cluster): a steady streaming load (sessions prompted one run after
+// another, each run followed to its end), SSE subscribers that resume with `after` when their stream drops, and
+// the checks that follow a fault: every run ended within a bound, no session busy, every tree with valid parent
+// chains, each completed prompt committed exactly once (failed ones not at all), resumed subscribers given each
+// event at most once, no 5xx but 503, and the processes' memory. The chaos e2e suite and the soak bench use it.
+
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-member-access -- JSON bodies of any shape, read loosely */
+
+import { readFileSync } from 'node:fs';
+import { createParser } from 'eventsource-parser';
+import type { Cluster } from './cluster';
+
+const TERMINAL = new Set(['completed', 'error', 'cancelled']);
+
+export interface ChaosLoadOptions {
+  /** Base URLs of the apis (the load spreads over them). */
+  apis: () => string[];
+  key: string;
+  sessions: number;
+  /** mock:echo delay per word, and words per prompt: how long a run streams. */
+  delayMs?: number;
+  words?: number;
+  /** SSE subscribers per api (each follows one session, resuming with `after`). */
+  subscribersPerApi?: number;
+}
+
+interface TrackedRun {
+  sessionId: string;
+  runId: string;
+  prompt: string;
+  status: string | null;
+  startedAt: number;
+  endedAt: number | null;
+}
+
+export interface CaseFigures {
+  name: string;
+  faults: number;
+  runsChecked: number;
+  lost: number;
+  duplicated: number;
+  stuck: number;
+  badTrees: number;
+  /** Answers >= 500 other than 503 (503 is the documented answer while a dependency is down). */
+  fiveHundreds: number;
+  unavailable: number;
+  /** Events a resumed subscriber got twice. */
+  redelivered: number;
+  /** Longest time from the end of the fault to the end of a run it caught. */
+  maxRecoveryMs: number;
+}
+
+/** One SSE subscriber that reconnects with `after` whenever its stream ends, recording every seq it got. */
+class ResumingSubscriber {
+  readonly seqs: number[] = [];
+  redelivered = 0;
+  snapshots = 0;
+  private lastSeq: number | undefined;
+  private stopped = false;
+  private controller: AbortController | null = null;
+  private readonly loop: Promise<void>;
+
+  constructor(
+    private readonly url: () => string,
+    private readonly key: string,
+    private readonly sessionId: string,
+  ) {
+    this.loop = this.run();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      this.controller = new AbortController();
+      try {
+        const after = this.lastSeq !== undefined ? `&after=${this.lastSeq}` : '';
+        const res = await fetch(
+          `${this.url()}/v1/sessions/${this.sessionId}/events?token=${this.key}${after}`,
+          {
+            signal: this.controller.signal,
+          },
+        );
+        if (!res.ok || !res.body) throw new Error(`status ${res.status}`);
+        const seen = new Set<number>();
+        const parser = createParser({
+          onEvent: (m) => {
+            if (m.event === 'snapshot') {
+              this.snapshots++;
+              const seq = (JSON.parse(m.data) as { seq?: number }).seq;
+              if (typeof seq === 'number') this.lastSeq = seq;
+              return;
+            }
+            if (m.id === undefined) return;
+            const seq = Number(m.id);
+            if (seen.has(seq) || (this.lastSeq !== undefined && seq <= this.lastSeq)) this.redelivered++;
+            seen.add(seq);
+            this.seqs.push(seq);
+            this.lastSeq = seq;
+          },
+        });
+        const decoder = new TextDecoder();
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+          parser.feed(decoder.decode(chunk, { stream: true }));
+        }
+      } catch {
+        // dropped (process killed, dependency down, aborted): resume below
+      }
+      if (!this.stopped) await sleep(300);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.controller?.abort();
+    await this.loop;
+  }
+}
+
+export class ChaosLoad {
+  readonly runs: TrackedRun[] = [];
+  readonly statuses = new Map<number, number>();
+  private readonly sessionIds: string[] = [];
+  private readonly subscribers: ResumingSubscriber[] = [];
+  private stopped = false;
+  private workers: Promise<void>[] = [];
+  private next = 0;
+
+  constructor(private readonly options: ChaosLoadOptions) {}
+
+  get sessions(): readonly string[] {
+    return this.sessionIds;
+  }
+
+  private api(): string {
+    const apis = this.options.apis();
+    return apis[this.next++ % apis.length]!;
+  }
+
+  private async request(
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: any }> {
+    try {
+      const res = await fetch(`${this.api()}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${this.options.key}`,
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(15_000),
+      });
+      this.statuses.set(res.status, (this.statuses.get(res.status) ?? 0) + 1);
+      const text = await res.text();
+      return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
+    } catch {
+      // the api went away or timed out mid-request: counted as status 0 (a client retries elsewhere)
+      this.statuses.set(0, (this.statuses.get(0) ?? 0) + 1);
+      return { status: 0, body: undefined };
+    }
+  }
+
+  async start(): Promise<void> {
+    for (let i = 0; i < this.options.sessions; i++) {
+      const res = await this.request('POST', '/v1/sessions', {
+        model: 'mock:echo',
+        opts: { delayMs: this.options.delayMs ?? 40 },
+      });
+      if (res.status !== 201) throw new Error(`session creation failed: ${res.status}`);
+      this.sessionIds.push(res.body.id as string);
+    }
+    const apis = this.options.apis();
+    const perApi = this.options.subscribersPerApi ?? 2;
+    apis.forEach((_, a) => {
+      for (let j = 0; j < perApi; j++) {
+        const sessionId = this.sessionIds[(a * perApi + j) % this.sessionIds.length]!;
+        this.subscribers.push(
+          new ResumingSubscriber(
+            () => this.options.apis()[a % this.options.apis().length]!,
+            this.options.key,
+            sessionId,
+          ),
+        );
+      }
+    });
+    this.workers = this.sessionIds.map((id) => this.drive(id));
+  }
+
+  /** One session: a prompt, then follow the run to its end, again until stopped. */
+  private async drive(sessionId: string): Promise<void> {
+    let k = 0;
+    const words = this.options.words ?? 20;
+    while (!this.stopped) {
+      const prompt = `${sessionId} r${k++} ${'w '.repeat(words).trim()}`;
+      const res = await this.request('POST', `/v1/sessions/${sessionId}/prompt`, { content: prompt });
+      if (res.status !== 202 && res.status !== 200) {
+        await sleep(300); // busy (a previous run not ended yet), or a dependency down: try again shortly
+        continue;
+      }
+      const run: TrackedRun = {
+        sessionId,
+        runId: res.body.runId as string,
+        prompt,
+        status: null,
+        startedAt: Date.now(),
+        endedAt: null,
+      };
+      this.runs.push(run);
+      await this.follow(run);
+    }
+  }
+
+  private async follow(run: TrackedRun): Promise<void> {
+    while (!this.stopped || run.status === null) {
+      const res = await this.request('GET', `/v1/runs/${run.runId}`);
+      if (res.status === 200 && TERMINAL.has(res.body.status as string)) {
+        run.status = res.body.status as string;
+        run.endedAt = Date.now();
+        return;
+      }
+      if (this.stopped && Date.now() - run.startedAt > 120_000) return;
+      await sleep(1_000);
+    }
+  }
+
+  /** Stops prompting and waits for the runs in flight to end (or the bound to pass). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all(this.workers);
+    await Promise.all(this.subscribers.map((s) => s.stop()));
+  }
+
+  /** The runs so far (a copy), and a mark to count from. */
+  mark(): { runs: number; statuses: Map<number, number>; at: number } {
+    return { runs: this.runs.length, statuses: new Map(this.statuses), at: Date.now() };
+  }
+
+  redelivered(): number {
+    return this.subscribers.reduce((n, s) => n + s.redelivered, 0);
+  }
+
+  subscriberEvents(): number {
+    return this.subscribers.reduce((n, s) => n + s.seqs.length, 0);
+  }
+
+  /**
+   * Waits until every run since the mark has ended (up to boundMs after the fault ended), then checks the
+   * trees of every session. The load keeps running meanwhile.
+   */
+  async check(
+    name: string,
+    since: { runs: number; statuses: Map<number, number>; at: number },
+    faults: number,
+    faultEndedAt: number,
+    boundMs: number,
+    redeliveredBefore: number,
+  ): Promise<CaseFigures> {
+    const caught = this.runs.slice(since.runs);
+    const deadline = faultEndedAt + boundMs;
+    while (Date.now() < deadline && caught.some((r) => r.status === null && r.startedAt <= faultEndedAt)) {
+      await sleep(250);
+    }
+    const stuck = caught.filter((r) => r.status === null && r.startedAt <= faultEndedAt).length;
+    const maxRecoveryMs = caught.reduce(
+      (m, r) =>
+        r.endedAt !== null && r.startedAt <= faultEndedAt ? Math.max(m, r.endedAt - faultEndedAt) : m,
+      0,
+    );
+    const tree = await this.verifyTrees();
+    let fiveHundreds = 0;
+    let unavailable = 0;
+    for (const [status, count] of this.statuses) {
+      const delta = count - (since.statuses.get(status) ?? 0);
+      if (status === 503) unavailable += delta;
+      else if (status >= 500) fiveHundreds += delta;
+    }
+    return {
+      name,
+      faults,
+      runsChecked: caught.length,
+      lost: tree.lost,
+      duplicated: tree.duplicated,
+      stuck,
+      badTrees: tree.bad,
+      fiveHundreds,
+      unavailable,
+      redelivered: this.redelivered() - redeliveredBefore,
+      maxRecoveryMs,
+    };
+  }
+
+  /**
+   * Every session's tree against the runs it had: parent chains valid, each completed run's prompt committed
+   * once, a failed or cancelled one's not at all. Runs still open are left out.
+   */
+  private async verifyTrees(): Promise<{ lost: number; duplicated: number; bad: number }> {
+    let lost = 0;
+    let duplicated = 0;
+    let bad = 0;
+    for (const sessionId of this.sessionIds) {
+      let res = await this.request('GET', `/v1/sessions/${sessionId}/tree`);
+      for (let i = 0; i < 20 && res.status !== 200; i++) {
+        await sleep(250);
+        res = await this.request('GET', `/v1/sessions/${sessionId}/tree`);
+      }
+      if (res.status !== 200) {
+        bad++;
+        continue;
+      }
+      const nodes = res.body.nodes as Array<{
+        id: number;
+        parentId: number | null;
+        message: { role: string; content: Array<{ type: string; text?: string }> };
+      }>;
+      const byId = new Map(nodes.map((n) => [n.id, n]));
+      const orphan = (n: (typeof nodes)[number]) => {
+        if (n.parentId === null) return false;
+        const parent = byId.get(n.parentId);
+        return !parent || parent.id >= n.id;
+      };
+      if (byId.size !== nodes.length || nodes.some(orphan)) bad++;
+      const count = new Map<string, number>();
+      for (const n of nodes) {
+        if (n.message.role !== 'user') continue;
+        const text = n.message.content.map((b) => b.text ?? '').join('');
+        count.set(text, (count.get(text) ?? 0) + 1);
+      }
+      for (const run of this.runs) {
+        if (run.sessionId !== sessionId || run.status === null) continue;
+        const seen = count.get(run.prompt) ?? 0;
+        if (seen > 1) duplicated++;
+        if (run.status === 'completed' && seen === 0) lost++;
+        if (run.status !== 'completed' && seen > 0) duplicated++;
+      }
+    }
+    return { lost, duplicated, bad };
+  }
+}
+
+/** Resident memory of a process (kB), from /proc. */
+export function rssKb(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const match = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Resident memory of each process of the cluster (MB). */
+export function clusterMemoryMb(cluster: Cluster): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, p] of cluster.processes) out[name] = Math.round(rssKb(p.proc.pid) / 1024);
+  return out;
+}
+
+export function summaryLine(f: CaseFigures): string {
+  return (
+    `[chaos] ${f.name}: faults=${f.faults} runs=${f.runsChecked} lost=${f.lost} duplicated=${f.duplicated} ` +
+    `stuck=${f.stuck} badTrees=${f.badTrees} 5xx=${f.fiveHundreds} 503=${f.unavailable} ` +
+    `redelivered=${f.redelivered} maxRecoveryMs=${f.maxRecoveryMs}`
+  );
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
