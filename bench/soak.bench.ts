@@ -35,7 +35,7 @@ const FAULTS: Fault[] = [
     name: 'worker SIGKILL',
     inject: async (c) => {
       await c.kill('worker-1');
-      await c.startWorker(1, 90_000);
+      await c.startWorker(1);
     },
   },
   {
@@ -43,7 +43,7 @@ const FAULTS: Fault[] = [
     inject: async (c) => {
       await c.kill('api-2');
       await sleep(2_000);
-      await c.startApi(2, 90_000);
+      await c.startApi(2);
     },
   },
 ];
@@ -54,6 +54,7 @@ export async function runSoakBench(minutes: number): Promise<void> {
     apis: 2,
     workers: 2,
     redisUrl: redis.url,
+    readyTimeoutMs: 120_000,
     env: {
       RUN_LOCK_DURATION_MS: String(LOCK_MS),
       RATE_LIMIT_PER_KEY: '0',

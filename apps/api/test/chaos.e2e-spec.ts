@@ -37,6 +37,7 @@ beforeAll(async () => {
     apis: 2,
     workers: 2,
     redisUrl: redis.url,
+    readyTimeoutMs: 120_000,
     env: {
       RUN_LOCK_DURATION_MS: String(LOCK_MS),
       RATE_LIMIT_PER_KEY: '0',
@@ -63,7 +64,7 @@ beforeAll(async () => {
   await load.start();
   await sleep(3_000); // steady load before the first fault
   memoryBefore = clusterMemoryMb(cluster);
-}, 180_000);
+}, 300_000);
 
 afterAll(async () => {
   await load?.stop();
@@ -158,7 +159,7 @@ describe('chaos under a steady streaming load', () => {
         await sleep(between(500, 3_000));
         const n = (i % 2) + 1;
         await cluster.kill(`worker-${n}`);
-        await cluster.startWorker(n, 90_000);
+        await cluster.startWorker(n);
       }
       return 6;
     });
@@ -170,7 +171,7 @@ describe('chaos under a steady streaming load', () => {
       await sleep(between(500, 2_000));
       await cluster.kill('api-2');
       await sleep(2_000);
-      await cluster.startApi(2, 90_000);
+      await cluster.startApi(2);
       return 1;
     });
     expectClean(f);

@@ -33,6 +33,8 @@ export interface ClusterOptions {
   redisUrl?: string;
   /** Starts the Redis key prefix (a random suffix follows); default `ctest`. */
   prefixBase?: string;
+  /** How long each process may take to boot (default 30 s; more on a machine busy with a load). */
+  readyTimeoutMs?: number;
 }
 
 export class Cluster {
@@ -73,7 +75,7 @@ export class Cluster {
   }
 
   /** Starts api #i; `readyTimeoutMs` bounds its boot (longer on a machine busy with a load). */
-  async startApi(i: number, readyTimeoutMs = 30_000): Promise<void> {
+  async startApi(i: number, readyTimeoutMs = this.options.readyTimeoutMs ?? 30_000): Promise<void> {
     const port = await freePort();
     const proc = this.spawn(`api-${i}`, API_MAIN, { PORT: String(port) });
     proc.url = `http://127.0.0.1:${port}`;
@@ -88,7 +90,7 @@ export class Cluster {
     });
   }
 
-  async startWorker(i: number, readyTimeoutMs = 30_000): Promise<void> {
+  async startWorker(i: number, readyTimeoutMs = this.options.readyTimeoutMs ?? 30_000): Promise<void> {
     const proc = this.spawn(`worker-${i}`, WORKER_MAIN, {});
     await eventually(
       () => {
