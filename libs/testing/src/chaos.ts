@@ -48,6 +48,8 @@ export interface CaseFigures {
   redelivered: number;
   /** Longest time from the end of the fault to the end of a run it caught. */
   maxRecoveryMs: number;
+  /** The runs counted as lost or duplicated (run id, status, prompt), to look into. */
+  suspects: string[];
 }
 
 /** One SSE subscriber that reconnects with `after` whenever its stream ends, recording every seq it got. */
@@ -286,6 +288,7 @@ export class ChaosLoad {
       unavailable,
       redelivered: this.redelivered() - redeliveredBefore,
       maxRecoveryMs,
+      suspects: tree.suspects,
     };
   }
 
@@ -293,11 +296,21 @@ export class ChaosLoad {
    * Every session's tree against the runs it had: parent chains valid, each completed run's prompt committed
    * once, a failed or cancelled one's not at all. Runs still open are left out.
    */
-  private async verifyTrees(): Promise<{ lost: number; duplicated: number; bad: number }> {
+  private async verifyTrees(): Promise<{
+    lost: number;
+    duplicated: number;
+    bad: number;
+    suspects: string[];
+  }> {
+    const suspects: string[] = [];
     let lost = 0;
     let duplicated = 0;
     let bad = 0;
     for (const sessionId of this.sessionIds) {
+      // The runs' outcomes as known before the tree is read (a run that ends after would race the read).
+      const ended = this.runs
+        .filter((r) => r.sessionId === sessionId && r.status !== null)
+        .map((r) => ({ ...r }));
       let res = await this.request('GET', `/v1/sessions/${sessionId}/tree`);
       for (let i = 0; i < 20 && res.status !== 200; i++) {
         await sleep(250);
@@ -325,15 +338,23 @@ export class ChaosLoad {
         const text = n.message.content.map((b) => b.text ?? '').join('');
         count.set(text, (count.get(text) ?? 0) + 1);
       }
-      for (const run of this.runs) {
-        if (run.sessionId !== sessionId || run.status === null) continue;
+      for (const run of ended) {
         const seen = count.get(run.prompt) ?? 0;
-        if (seen > 1) duplicated++;
-        if (run.status === 'completed' && seen === 0) lost++;
-        if (run.status !== 'completed' && seen > 0) duplicated++;
+        const wrong =
+          seen > 1
+            ? 'twice'
+            : run.status === 'completed' && seen === 0
+              ? 'missing'
+              : run.status !== 'completed' && seen > 0
+                ? 'committed'
+                : null;
+        if (wrong === 'missing') lost++;
+        else if (wrong) duplicated++;
+        if (wrong)
+          suspects.push(`${wrong} run=${run.runId} status=${run.status} prompt=${run.prompt.slice(0, 50)}`);
       }
     }
-    return { lost, duplicated, bad };
+    return { lost, duplicated, bad, suspects };
   }
 }
 
@@ -359,7 +380,8 @@ export function summaryLine(f: CaseFigures): string {
   return (
     `[chaos] ${f.name}: faults=${f.faults} runs=${f.runsChecked} lost=${f.lost} duplicated=${f.duplicated} ` +
     `stuck=${f.stuck} badTrees=${f.badTrees} 5xx=${f.fiveHundreds} 503=${f.unavailable} ` +
-    `redelivered=${f.redelivered} maxRecoveryMs=${f.maxRecoveryMs}`
+    `redelivered=${f.redelivered} maxRecoveryMs=${f.maxRecoveryMs}` +
+    (f.suspects.length > 0 ? `\n  ${f.suspects.join('\n  ')}` : '')
   );
 }
 
