@@ -89,11 +89,13 @@ export async function runSoakBench(minutes: number): Promise<void> {
       const mark = load.mark();
       const redelivered = load.redelivered();
       await fault.inject(cluster, redis);
-      const f = await load.check(`min ${minute} ${fault.name}`, mark, 1, Date.now(), BOUND_MS, redelivered);
-      figures.push(f);
-      console.log(summaryLine(f));
+      const faultEnded = Date.now();
+      // The rest of the minute under load, then the checks over every run of the minute.
       const wait = started + minute * 60_000 - Date.now();
       if (wait > 0) await sleep(wait);
+      const f = await load.check(`min ${minute} ${fault.name}`, mark, 1, faultEnded, BOUND_MS, redelivered);
+      figures.push(f);
+      console.log(summaryLine(f));
       console.log(`minute ${minute} memory MB ${JSON.stringify(clusterMemoryMb(cluster))}`);
     }
   } finally {

@@ -45,6 +45,7 @@ export class PrivateRedis {
           maxRetriesPerRequest: 0,
           retryStrategy: () => null,
         });
+        probe.on('error', () => undefined); // not up yet: tried again
         try {
           await probe.connect();
           await probe.ping();
@@ -79,6 +80,7 @@ export class PrivateRedis {
       maxRetriesPerRequest: 0,
       retryStrategy: () => null,
     });
+    admin.on('error', () => undefined);
     try {
       await admin.connect();
       let killed = 0;
