@@ -13,6 +13,7 @@ import {
   writeSync,
   existsSync,
 } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { PGlite, type Extension } from '@electric-sql/pglite';
@@ -47,6 +48,7 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
       dataDir: pgdata,
       username: EMBEDDED_ROLE,
       extensions: { btree_gin: btreeGin },
+      postgresqlconf: EMBEDDED_SETTINGS,
     });
     // The socket server queues queries and keeps a transaction on the connection that opened it; a few
     // connections absorb a pool reconnecting while the previous connection is still being torn down.
@@ -88,22 +90,53 @@ const btreeGin: Extension = {
     }),
 };
 
-/** First start only: create the service's role (no superuser, no RLS bypass) and give it the database. */
+/**
+ * Postgres settings of the embedded database. Its shared buffers live in the WebAssembly heap, which never
+ * shrinks once grown: Postgres's default of 128 MB cost as much resident memory, where 16 MB hold the working set
+ * of a single-process deployment (its files are read through the OS's page cache anyway). Measured on a fresh
+ * data directory: 342 -> 207 MiB resident at start, 379 -> 231 MiB after a bulk load.
+ */
+const EMBEDDED_SETTINGS = ['shared_buffers=16MB', 'temp_buffers=2MB', 'maintenance_work_mem=16MB'];
+
+/**
+ * First start only: initdb, then create the service's role (no superuser, no RLS bypass) and give it the
+ * database. Done in a child process: initdb grows a WebAssembly heap of several hundred MB, which a process keeps
+ * for its whole life once grown.
+ */
 async function bootstrapRole(pgdata: string): Promise<void> {
   const marker = join(pgdata, '.canopy-role');
   if (existsSync(marker)) return;
-  const db = await PGlite.create({ dataDir: pgdata });
-  try {
-    const { rows } = await db.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [EMBEDDED_ROLE]);
-    if (rows.length === 0) {
-      await db.exec(`
-        CREATE ROLE ${EMBEDDED_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS;
-        ALTER DATABASE postgres OWNER TO ${EMBEDDED_ROLE};
-        ALTER SCHEMA public OWNER TO ${EMBEDDED_ROLE};
-      `);
-    }
-  } finally {
-    await db.close();
+  const script = `
+    const { PGlite } = require(process.argv[1]);
+    (async () => {
+      const db = await PGlite.create({ dataDir: process.argv[2] });
+      try {
+        const { rows } = await db.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [process.argv[3]]);
+        if (rows.length === 0) {
+          await db.exec(
+            'CREATE ROLE ' + process.argv[3] + ' LOGIN NOSUPERUSER NOBYPASSRLS; ' +
+            'ALTER DATABASE postgres OWNER TO ' + process.argv[3] + '; ' +
+            'ALTER SCHEMA public OWNER TO ' + process.argv[3] + ';');
+        }
+      } finally {
+        await db.close();
+      }
+    })().catch((err) => { process.stderr.write(String(err && err.stack || err)); process.exit(1); });`;
+  const output: string[] = [];
+  const code = await new Promise<number | null>((resolveExit, reject) => {
+    const child = spawn(
+      process.execPath,
+      ['-e', script, require.resolve('@electric-sql/pglite'), pgdata, EMBEDDED_ROLE],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    child.stderr.on('data', (d: Buffer) => output.push(d.toString()));
+    child.on('error', reject);
+    child.on('exit', resolveExit);
+  });
+  if (code !== 0) {
+    throw new EmbeddedPostgresError(
+      `initialising the embedded database failed: ${output.join('').slice(-2000)}`,
+    );
   }
   writeFileSync(marker, `${EMBEDDED_ROLE}\n`);
 }
