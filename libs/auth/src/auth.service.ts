@@ -1,6 +1,7 @@
 // Turns a bearer credential into a Principal. API key lookups are cached briefly (a revocation made in this
 // process takes effect at once; one made elsewhere within KEY_CACHE_MS); the admin key is compared in constant
-// time; user tokens are verified on every use.
+// time; user tokens are verified on every use. Concurrent requests with the same uncached key share one lookup
+// (a burst of 100 requests after a cold start or an expiry costs one query, not 100 queued on the pool).
 
 import { timingSafeEqual } from 'node:crypto';
 import { CanopyException } from '@canopy/common';
@@ -14,6 +15,10 @@ const KEY_CACHE_MAX = 10_000;
 
 export class AuthService {
   private readonly keyCache = new Map<string, { principal: Principal | null; until: number }>();
+  /** Lookups in flight, by key hash: later requests for the same key wait on the first one's query. */
+  private readonly keyLookups = new Map<string, Promise<Principal | null>>();
+  /** Bumped by every revocation: a lookup that started before it neither caches nor shares its answer. */
+  private revocations = 0;
 
   constructor(
     private readonly adminKey: string,
@@ -38,6 +43,8 @@ export class AuthService {
 
   /** Forgets cached lookups of a revoked key. */
   forgetKey(keyId: string): void {
+    this.revocations++;
+    this.keyLookups.clear();
     for (const [hash, entry] of this.keyCache) {
       if (entry.principal?.kind === 'tenant' && entry.principal.keyId === keyId) this.keyCache.delete(hash);
     }
@@ -47,11 +54,26 @@ export class AuthService {
     const hash = hashApiKey(key);
     const cached = this.keyCache.get(hash);
     if (cached && cached.until > Date.now()) return cached.principal;
+    const inFlight = this.keyLookups.get(hash);
+    if (inFlight) return inFlight;
+    const lookup = this.lookUpKey(hash);
+    this.keyLookups.set(hash, lookup);
+    try {
+      return await lookup;
+    } finally {
+      if (this.keyLookups.get(hash) === lookup) this.keyLookups.delete(hash);
+    }
+  }
+
+  private async lookUpKey(hash: string): Promise<Principal | null> {
+    const generation = this.revocations;
     const found = await this.tenants.findKeyByHash(hash);
     const principal: Principal | null =
       found && !found.revoked ? { kind: 'tenant', tenantId: found.tenantId, keyId: found.id } : null;
-    if (this.keyCache.size >= KEY_CACHE_MAX) this.keyCache.clear();
-    this.keyCache.set(hash, { principal, until: Date.now() + KEY_CACHE_MS });
+    if (generation === this.revocations) {
+      if (this.keyCache.size >= KEY_CACHE_MAX) this.keyCache.clear();
+      this.keyCache.set(hash, { principal, until: Date.now() + KEY_CACHE_MS });
+    }
     return principal;
   }
 }
