@@ -536,7 +536,8 @@ export class SessionService {
         : new CanopyException('session_paused', 'a run is waiting for a decision');
     }
     const runId = started.run.id;
-    await this.live.open(scope.tenantId, id); // live before its first event, so waiters and subscribers see it all
+    // Live before its first event, so waiters and subscribers see it all; opened from the claimed row and run.
+    await this.live.open(scope.tenantId, id, { session: started.session, run: started.run });
     if (this.deps.queue.runsInline) this.executor.prepare(started.session, started.run);
     const events: SessionEventInput[] = [{ type: 'status', data: { status: 'busy', runId } }];
     // A branch moved the path (persisted with the run's start): `tree` then `store`, like every tree change.
