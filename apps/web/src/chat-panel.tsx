@@ -297,7 +297,13 @@ export function ChatPanel({
               laterTurns={turns.length - 1 - i}
               editTarget={editTarget(turn.id)}
               editRequest={editRequest && editRequest.id === turn.id ? editRequest.n : null}
-              focused={turn.id !== null && turn.id === focusTurn}
+              focused={
+                turn.id !== null && turn.id === focusTurn
+                  ? focusNode === turn.id
+                    ? 'prompt'
+                    : 'reply'
+                  : null
+              }
               onFork={turn.id !== null && !observe ? () => fork(turn.id!) : undefined}
               progress={progress}
               awaiting={awaiting}
@@ -400,6 +406,7 @@ export function ChatPanel({
       </section>
       <TreePanel
         tree={tree}
+        focusNode={focusNode}
         turns={turns}
         notFound={notFound}
         idle={idle}

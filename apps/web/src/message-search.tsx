@@ -118,7 +118,12 @@ export function MessageSearch({
                   data-node-id={hit.snippet.nodeId}
                 >
                   <span className="title">
-                    {hit.session.pinned && <span aria-label="pinned">★ </span>}
+                    {hit.session.pinned && (
+                      <>
+                        <span aria-hidden="true">★ </span>
+                        <span className="visually-hidden">pinned: </span>
+                      </>
+                    )}
                     {hit.session.title ?? hit.session.id}
                   </span>
                   <span className="snippet" data-testid="search-snippet">

@@ -30,8 +30,8 @@ export interface TurnViewProps {
   onRegenerate: (userNodeId: NodeId) => void;
   onEdit: (target: NodeId | null, text: string) => Promise<boolean>;
   onDecide: (toolUseId: string, decision: Decision) => void;
-  /** The turn holds the message the page was opened at (a search hit): it is marked. */
-  focused?: boolean;
+  /** The turn holds the message the page was opened at (a search hit): its prompt or its reply is marked. */
+  focused?: 'prompt' | 'reply' | null;
   /** Forks the conversation up to the end of this turn into a new session; absent when it cannot be. */
   onFork?: () => void;
 }
@@ -66,10 +66,10 @@ export function TurnView(props: TurnViewProps) {
 
   return (
     <article
-      className={`turn turn-${turn.status}${props.focused ? ' focused' : ''}`}
+      className={`turn turn-${turn.status}${props.focused ? ` focused-${props.focused}` : ''}`}
       data-testid="turn"
       data-turn-id={turn.id ?? ''}
-      data-focused={props.focused ? 'true' : undefined}
+      data-focused={props.focused ?? undefined}
     >
       <div className="prompt">
         {editing === null ? (

@@ -170,14 +170,17 @@ describe('web UI journey: finding, forking and moving conversations', () => {
     const nodeId = Number(await hit.getAttribute('data-node-id'));
     expect([3, 4]).toContain(nodeId);
     await hit.click();
+    await expectAttribute(turn(1), 'data-focused', nodeId === 3 ? 'prompt' : 'reply');
     expect(hashOf()).toBe(`#/sessions/${ids.giraffe}/messages/${nodeId}`);
     await expectAttribute(byTestId('focus-banner'), 'data-focus', 'on-path');
     await expectText(
       byTestId('focus-banner'),
       new RegExp(`^Showing message #${nodeId}, the search match\\.`),
     );
-    await expectAttribute(turn(1), 'data-focused', 'true');
     expect(await turn(0).getAttribute('data-focused')).toBeNull();
+    expect(
+      await page.locator(`[data-testid="tree-node"][data-node-id="${nodeId}"]`).getAttribute('class'),
+    ).toContain('focused');
     await screenshots(page, '33-search-jump');
 
     // Phrases and or: both conversations.
@@ -205,7 +208,7 @@ describe('web UI journey: finding, forking and moving conversations', () => {
     await byTestId('focus-switch').click();
     await expectAttribute(byTestId('focus-banner'), 'data-focus', 'on-path');
     await expectText(turn(0).getByTestId('turn-prompt'), 'alpha quokka');
-    await expectAttribute(turn(0), 'data-focused', 'true');
+    expect(await turn(0).getAttribute('data-focused')).not.toBeNull();
     // A message the session does not have.
     await page.goto(`${t.url}/#/sessions/${ids.branchy}/messages/99`);
     await expectAttribute(byTestId('focus-banner'), 'data-focus', 'missing');
