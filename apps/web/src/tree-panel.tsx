@@ -31,6 +31,7 @@ function pendingOf(turns: Turn[]): string[] {
 
 export function TreePanel({
   tree,
+  focusNode,
   turns,
   notFound,
   idle,
@@ -39,6 +40,8 @@ export function TreePanel({
   onClose,
 }: {
   tree: TreeView | null;
+  /** The message the page was opened at (a search hit): marked. */
+  focusNode: NodeId | null;
   /** The live turns: the run in flight's messages are shown as pending. */
   turns: Turn[];
   notFound: boolean;
@@ -78,7 +81,7 @@ export function TreePanel({
       type="button"
       className={`tree-node role-${node.message.role}${onPath.has(node.id) ? ' on-path' : ''}${
         node.id === tree.head ? ' head' : ''
-      }`}
+      }${node.id === focusNode ? ' focused' : ''}`}
       disabled={!idle}
       onClick={() => onNavigate(node.id)}
       aria-current={node.id === tree.head ? 'true' : undefined}
