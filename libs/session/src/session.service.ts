@@ -10,6 +10,7 @@ import {
   systemScope,
   toolUses,
   type Block,
+  type InFlight,
   type MessageContent,
   type NodeId,
   type RunKind,
@@ -33,7 +34,7 @@ import type {
   SessionStatePatch,
 } from '@canopy/store';
 import { toSessionInfo, positionOf } from './convert';
-import type { LiveSession, SubscribeOptions, Subscription } from './live-session';
+import { LiveSession, type SubscribeOptions, type Subscription } from './live-session';
 import { LiveSessions } from './live-sessions';
 import { RunExecutor, type RunInput } from './run-executor';
 import type { RunResult } from './run-tracker';
@@ -182,6 +183,45 @@ export class SessionService {
     const record = await this.deps.store.get(scope, id);
     if (!record) throw CanopyException.notFound('session');
     return record;
+  }
+
+  /**
+   * A session as a read shows it: its record, its subscribers and the run in flight. A read changes nothing: a
+   * session that is not live in this process is described from the store and the event log through a transient
+   * view (never registered, announced or kept), and its subscribers are counted across the deployment.
+   */
+  async describe(
+    scope: Scope,
+    id: string,
+  ): Promise<{
+    record: SessionRecord;
+    live: { controllers: number; observers: number } | null;
+    inFlight: InFlight | null;
+  }> {
+    const record = await this.get(scope, id);
+    const local = this.live.get(scope.tenantId, id);
+    if (local) {
+      if (scope.userId !== undefined && local.info.userId !== scope.userId)
+        throw CanopyException.notFound('session');
+      return {
+        record,
+        live: { controllers: local.controllers, observers: local.observers },
+        inFlight: local.inFlight,
+      };
+    }
+    const entry = await this.deps.registry.get(scope.tenantId, id).catch(() => null);
+    const live = entry ? { controllers: entry.controllers, observers: entry.observers } : null;
+    if (record.status === 'idle') return { record, live, inFlight: null };
+    const view = await LiveSession.open(this.deps, scope.tenantId, id, {
+      onIdle: () => undefined,
+      onPresence: () => undefined,
+    });
+    if (!view) throw CanopyException.notFound('session');
+    try {
+      return { record, live, inFlight: view.inFlight };
+    } finally {
+      await view.close('described');
+    }
   }
 
   list(scope: Scope, query: ListSessionsQuery): Promise<SessionPage> {
