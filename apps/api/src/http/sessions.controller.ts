@@ -108,7 +108,10 @@ export class SessionsController {
 
   @Post(':id/close')
   @HttpCode(204)
-  @ApiOperation({ summary: 'Stop the session being live (stored data untouched; idempotent)' })
+  @ApiOperation({
+    summary:
+      'Stop the session being live (stored data untouched; idempotent). 409 session_busy while a run is in flight: close once it ends, or cancel it first',
+  })
   async close(@CurrentScope() scope: Scope, @Param('id') id: string): Promise<void> {
     await this.sessions.close(scope, id);
   }
