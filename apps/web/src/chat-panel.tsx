@@ -153,8 +153,8 @@ export function ChatPanel({
     () => turnsOfPath(tree?.path ?? [], new Set(turns.flatMap((t) => (t.id === null ? [] : [t.id])))),
     [tree, turns],
   );
-  const fork = (turnId: NodeId) => {
-    const nodeId = lastOf.get(turnId) ?? turnId;
+  /** Forks the path up to `nodeId` into a new session, which the page opens. */
+  const forkAt = (nodeId: NodeId) =>
     void command(async () => {
       const { info } = await session.fork({
         nodeId,
@@ -162,7 +162,8 @@ export function ChatPanel({
       });
       onForked(info);
     });
-  };
+  /** A turn forks at its last message on the active path (the whole reply). */
+  const fork = (turnId: NodeId) => forkAt(lastOf.get(turnId) ?? turnId);
 
   // A message asked for by the address: where it is on the active path, its turn; else why not.
   const focusTurn = focusNode !== null ? (turnOf.get(focusNode) ?? null) : null;
@@ -412,6 +413,7 @@ export function ChatPanel({
         idle={idle}
         running={status !== 'idle'}
         onNavigate={(id) => void command(() => session.navigate(id))}
+        {...(observe ? {} : { onFork: forkAt })}
         onClose={() => onPanel(null)}
       />
     </>

@@ -1,10 +1,11 @@
 // The playground's finding, forking and moving of conversations in a real browser against the real api (booted
 // in-process on a fresh database, serving the built UI): pin and unpin (pinned first, kept after a reload), search
 // message text with highlighted snippets and jump to the message (on the active path, or on another branch with a
-// switch), fork from a reply (the fork opens), export in every format (downloaded files read back), import from a
-// file (bad files and refusals said clearly, a Canopy export of a session still here imported as a copy, NDJSON with
-// a report per line), bulk select and delete, and the loading, empty, error and not-found states. Every step leaves
-// a screenshot at desktop and at phone size (360 px, no sideways scroll) in test-artifacts/web.
+// switch), fork from a reply or from any reply in the tree (the fork opens), export in every format (downloaded
+// files read back), import from a file (bad files and refusals said clearly, a Canopy export of a session still
+// here imported as a copy, NDJSON with a report per line), bulk select and delete, and the loading, empty, error
+// and not-found states. Every step leaves a screenshot at desktop and at phone size (360 px, no sideways scroll) in
+// test-artifacts/web.
 
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -235,6 +236,17 @@ describe('web UI journey: finding, forking and moving conversations', () => {
     // The source is untouched.
     expect((await canopy.session(ids.giraffe).tree()).nodes).toHaveLength(4);
     await screenshots(page, '36-forked');
+
+    // From the tree: a reply on a branch that is not the active path (the wombat one, after the switch above).
+    await openSession(ids.branchy);
+    await expectText(turn(0).getByTestId('turn-prompt'), 'alpha quokka');
+    await page.locator('[data-testid="tree-fork"][data-node-id="4"]').click();
+    await eventually(() => expect(hashOf()).not.toBe(`#/sessions/${ids.branchy}`));
+    const branchFork = hashOf().slice('#/sessions/'.length);
+    await expectText(byTestId('session-title'), 'Branchy notes (fork)');
+    await expectCount(byTestId('turn'), 1);
+    await expectText(turn(0).getByTestId('turn-prompt'), 'beta wombat');
+    expect((await info(branchFork)).metadata).toEqual({ forkedFrom: { sessionId: ids.branchy, nodeId: 4 } });
   });
 
   it('exports a session in every format the API has, as downloaded files', async () => {
