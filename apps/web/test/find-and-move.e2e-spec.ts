@@ -224,6 +224,22 @@ describe('web UI journey: finding, forking and moving conversations', () => {
     await openSession(ids.giraffe);
     await expectCount(byTestId('turn'), 2);
     const before = await byTestId('session-item').count();
+    // A refusal (as when the message went away meanwhile) is said, and nothing opens.
+    await page.route('**/fork', (route) =>
+      route.fulfill({
+        status: 404,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: { code: 'not_found', message: 'no node 2 in this session' } }),
+      }),
+    );
+    try {
+      await turn(0).getByTestId('fork').click();
+      await expectText(byTestId('command-error'), 'not_found: no node 2 in this session');
+      await expectCount(byTestId('forking'), 0);
+      expect(hashOf()).toBe(`#/sessions/${ids.giraffe}`);
+    } finally {
+      await page.unroute('**/fork');
+    }
     await turn(0).getByTestId('fork').click();
     await eventually(() => expect(hashOf()).toMatch(/^#\/sessions\/[^/]+$/));
     await eventually(() => expect(hashOf()).not.toBe(`#/sessions/${ids.giraffe}`));
