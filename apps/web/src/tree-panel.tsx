@@ -2,7 +2,8 @@
 // below it; where a message has several children (regenerations, edits) they stand side by side, each branch
 // indented under the parent, so a child never looks like a sibling. Clicking a message moves the active path to
 // it (and on to a tip). The run in flight's messages are listed as in flight until it commits, so the count never
-// reads "0 messages" while a prompt is on screen. Each reply, on any branch, can be forked (⑂) into a new session.
+// reads "0 messages" while a prompt is on screen. Each reply, on any branch, can be forked (Fork, beside it) into
+// a new session.
 
 import type { NodeId, NodeView, TreeView, Turn } from '@canopy/client';
 import { isToolResultMessage, messageText, toolUses, turnText } from '@canopy/client';
@@ -85,14 +86,14 @@ export function TreePanel({
       {onFork && node.message.role === 'assistant' && (
         <button
           type="button"
-          className="icon tree-fork"
+          className="link tree-fork"
           onClick={() => onFork(node.id)}
           aria-label={`Fork from message #${node.id}`}
           title={`Fork: a new session with the path up to message #${node.id}`}
           data-testid="tree-fork"
           data-node-id={node.id}
         >
-          ⑂
+          Fork
         </button>
       )}
     </span>
