@@ -13,14 +13,16 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Canopy, type CanopyDocument, type SessionInfo } from '@canopy/client';
 import { eventually } from '@canopy/testing';
 import { startTestApp, TEST_ADMIN_KEY, type TestApp } from '../../api/test/support/test-app';
-import { launchChromium, pageErrors } from './support/browser';
+import { launchChromium, pageErrors, screenshot } from './support/browser';
 import {
   callApi,
   DESKTOP,
   expectAttribute,
   expectCount,
+  expectNoHorizontalOverflow,
   expectText,
   expectVisible,
+  PHONE,
   screenshots,
 } from './support/journey';
 
@@ -390,6 +392,29 @@ describe('web UI journey: finding, forking and moving conversations', () => {
     await byTestId('select-done').click();
     await expectCount(byTestId('session-item'), count - 2);
     await screenshots(page, '41-bulk-deleted');
+  });
+
+  it('fits the chat header with Export and Stop at phone size while a run is in flight', async () => {
+    const { session } = await canopy.sessions.create({
+      model: 'mock:echo',
+      title: 'A slow reply with a long title',
+      opts: { delayMs: 300 },
+    });
+    await page.setViewportSize(PHONE);
+    try {
+      await page.goto(`${t.url}/#/sessions/${session.id}`);
+      await expectText(byTestId('session-status'), 'idle');
+      await session.prompt('one two three four five six seven eight nine ten');
+      await expectText(byTestId('session-status'), 'busy');
+      await expectVisible(byTestId('cancel'));
+      await expectVisible(byTestId('export-toggle'));
+      await expectNoHorizontalOverflow(page);
+      await screenshot(page, '42-phone-busy-header.phone');
+      await byTestId('cancel').click();
+      await expectText(byTestId('session-status'), 'idle');
+    } finally {
+      await page.setViewportSize(DESKTOP);
+    }
   });
 
   it('had no page error on the way besides the refusals it provoked', () => {
