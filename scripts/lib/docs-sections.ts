@@ -175,6 +175,24 @@ const headingAnchor = (text: string) =>
     .replace(/[^a-z0-9 _-]/g, '')
     .replace(/ /g, '-');
 
+/**
+ * Free text from the code as Markdown: `<` and `>` outside code spans escaped (`metadata.<key>` is no HTML tag),
+ * whitespace collapsed (line breaks kept when `lines`, for Markdown descriptions).
+ */
+function prose(text: string | undefined, lines = false): string {
+  const escape = (line: string) =>
+    line
+      .split(/(`[^`]*`)/)
+      .map((part, i) => (i % 2 === 1 ? part : part.replace(/[<>]/g, (c) => (c === '<' ? '&lt;' : '&gt;'))))
+      .join('');
+  const source = (text ?? '').trim();
+  if (!lines) return escape(source.replace(/\s+/g, ' '));
+  return source
+    .split('\n')
+    .map((line) => escape(line.trimEnd()))
+    .join('\n');
+}
+
 function table(head: string[], rows: string[][]): string {
   return [
     `| ${head.join(' | ')} |`,
@@ -293,8 +311,8 @@ function constraints(schema: JsonSchema | undefined): string {
 function renderRoute(route: Route): string {
   const { op } = route;
   const lines: string[] = [`#### ${code(`${route.method} ${route.path}`)}`, ''];
-  if (op.summary) lines.push(op.summary, '');
-  if (op.description) lines.push(op.description, '');
+  if (op.summary) lines.push(prose(op.summary), '');
+  if (op.description) lines.push(prose(op.description, true), '');
   lines.push(`- Access: ${accessText(route.access)}`);
   const params = op.parameters ?? [];
   for (const where of ['path', 'query'] as const) {
@@ -308,7 +326,7 @@ function renderRoute(route: Route): string {
       ]
         .filter(Boolean)
         .join(', ');
-      return `${code(p.name)} (${extra})${p.description ? `: ${p.description}` : ''}`;
+      return `${code(p.name)} (${extra})${p.description ? `: ${prose(p.description)}` : ''}`;
     });
     lines.push(`- ${where === 'path' ? 'Path' : 'Query'}: ${items.join('; ')}`);
   }
@@ -324,7 +342,7 @@ function renderRoute(route: Route): string {
       const content = Object.entries(r.content ?? {})
         .map(([type, c]) => (c.schema ? `${typeText(c.schema)} (${code(type)})` : code(type)))
         .join(', ');
-      const description = (r.description ?? '').replace(/\s+/g, ' ').trim();
+      const description = prose(r.description);
       lines.push(
         `  - ${code(status)}${content ? ` ${content}` : ''}${description ? `: ${description}` : ''}`,
       );
@@ -359,7 +377,7 @@ function renderSchemas(inputs: DocsInputs): string {
   const out: string[] = [];
   for (const [name, schema] of schemas) {
     out.push(`#### ${name}`);
-    if (schema.description) out.push(schema.description);
+    if (schema.description) out.push(prose(schema.description));
     const props = Object.entries(schema.properties ?? {});
     if (!props.length) {
       out.push(typeText({ ...schema, $ref: undefined }));
@@ -374,7 +392,7 @@ function renderSchemas(inputs: DocsInputs): string {
           typeText(v, 1),
           req.has(k) ? 'yes' : '',
           constraints(v),
-          (v.description ?? '').replace(/\s+/g, ' '),
+          prose(v.description),
         ]),
       ),
     );
@@ -392,7 +410,7 @@ function renderEvents(mapName: 'SessionEventMap' | 'ActivityEventMap'): string {
   const members = interfaceMembers(EVENTS_FILE, mapName);
   return table(
     ['Type', 'Data', 'Description'],
-    members.map((m) => [code(m.name), code(m.type), m.comment]),
+    members.map((m) => [code(m.name), code(m.type), prose(m.comment)]),
   );
 }
 
@@ -403,7 +421,7 @@ function renderErrorCodes(): string {
     Object.entries(ERROR_STATUS).map(([codeName, status]) => [
       code(codeName),
       String(status),
-      comments.get(codeName) ?? '',
+      prose(comments.get(codeName)),
     ]),
   );
 }
@@ -444,7 +462,7 @@ function renderConfig(): string {
             ? code(value.join(','))
             : 'empty'
           : code(typeof value === 'string' ? value : JSON.stringify(value));
-    return [code(m.name), type, shown, [m.comment, CONFIG_NOTES[m.name]].filter(Boolean).join(' — ')];
+    return [code(m.name), type, shown, prose([m.comment, CONFIG_NOTES[m.name]].filter(Boolean).join(' — '))];
   });
   return table(['Variable', 'Type', 'Default', 'Description'], rows);
 }
