@@ -2,10 +2,20 @@
 
 import { hostname } from 'node:os';
 import { Logger } from '@nestjs/common';
-import { ConfigError, loadConfig, type CanopyConfig } from '@canopy/common';
+import {
+  ConfigError,
+  armShutdownDeadline,
+  isDependencyUnavailable,
+  loadConfig,
+  tolerateDependencyRejections,
+  type CanopyConfig,
+} from '@canopy/common';
 import { createApiApp } from './app.factory';
 
 async function main(): Promise<void> {
+  tolerateDependencyRejections(isDependencyUnavailable, (message, reason) =>
+    new Logger('Canopy').warn({ err: reason }, message),
+  );
   let config: CanopyConfig;
   try {
     config = loadConfig(process.env, { defaultInstanceId: `${hostname()}:${process.pid}` });
@@ -17,6 +27,7 @@ async function main(): Promise<void> {
     throw err;
   }
   const app = await createApiApp(config);
+  armShutdownDeadline(config.shutdownGraceMs, (m) => new Logger('Shutdown').error(m));
   await app.listen(config.http.port, config.http.host);
   const url = await app.getUrl();
   new Logger('Canopy').log(

@@ -452,6 +452,14 @@ describe('bodies that break the schema, generated field by field', () => {
       [create, { model: 'mock:echo', title: 'nul \u0000 inside' }, 'title'],
       [create, { model: 'mock:echo', metadata: { 'k\u0000': 1 } }, 'metadata'],
       [create, { model: 'mock:echo', opts: { text: 'lone \ud800 surrogate' } }, 'opts'],
+      // Past Node's timer range a delay fires at once: bounded instead.
+      [create, { model: 'mock:echo', opts: { delayMs: 2 ** 31 + 5 } }, 'opts.delayMs'],
+      [
+        create,
+        { model: 'mock:script', opts: { script: [{ text: 'a', delayMs: 1e12 }] } },
+        'opts.script.0.delayMs',
+      ],
+      [session, { opts: { delayMs: -1 } }, 'opts.delayMs'],
       [session, { system: 'lone \udc00 surrogate' }, 'system'],
       [tokens, { userId: 'nul\u0000' }, 'userId'],
     ];

@@ -2,9 +2,8 @@
 // cleanly (its commit goes to Postgres), a subscriber that reconnects with `after` resumes (missed events, or a
 // snapshot when Redis lost them), and the deployment keeps working.
 
-import { Cluster, eventually } from '@canopy/testing';
+import { Cluster, PrivateRedis, eventually } from '@canopy/testing';
 import { Api, SseReader, newTenant } from './support/api-client';
-import { PrivateRedis } from './support/private-redis';
 
 let redis: PrivateRedis;
 let cluster: Cluster;

@@ -622,7 +622,15 @@ describe('revoked keys', () => {
   it('answer 401 on every route once DELETE /v1/admin/keys/:keyId revoked them, and on the WebSocket', async () => {
     const key = new Api(t.url, secondKeyOfA);
     expect((await key.get(`/v1/sessions/${ids.id}`)).status).toBe(200);
+    // User tokens name the key that minted them: revoking it ends them too (one of the other key lives on).
+    const minted = (await key.post('/v1/tokens', { userId: 'revoked-key-user' })).body.token as string;
+    const other = (await a.api.post('/v1/tokens', { userId: 'revoked-key-user' })).body.token as string;
+    expect((await new Api(t.url, minted).get('/v1/sessions')).status).toBe(200);
     expect((await admin.delete(`/v1/admin/keys/${ids.keyId}`)).status).toBe(204);
+    expect(
+      errorMismatch(await call(t.url, 'GET', '/v1/sessions', { credential: minted }), 401, 'unauthorized'),
+    ).toBeNull();
+    expect((await new Api(t.url, other).get('/v1/sessions')).status).toBe(200);
 
     const failures: string[] = [];
     let cases = 0;

@@ -542,6 +542,14 @@ describe('a client tool round', () => {
       'session_paused',
     );
 
+    // Closed while paused, the session is live nowhere; reading it shows the run in flight and opens nothing.
+    expect((await api.post(`/v1/sessions/${session.id}/close`)).status).toBe(204);
+    await eventually(async () => expect((await api.get(`/v1/live/${session.id}`)).status).toBe(404));
+    const read = await api.get<SessionDetail>(`/v1/sessions/${session.id}`);
+    expect(read.body).toMatchObject({ status: 'paused', inFlight: paused.inFlight });
+    expect(read.body).not.toHaveProperty('live');
+    expect((await api.get(`/v1/live/${session.id}`)).status).toBe(404);
+
     const resumed = await api.post<TurnResult>(`/v1/sessions/${session.id}/resume`, {
       decision: { type: 'result', content: '21°C and sunny' },
       wait: true,

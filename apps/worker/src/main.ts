@@ -4,10 +4,20 @@ import { hostname } from 'node:os';
 import { Logger as NestLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Logger } from 'nestjs-pino';
-import { ConfigError, loadConfig, type CanopyConfig } from '@canopy/common';
+import {
+  ConfigError,
+  armShutdownDeadline,
+  isDependencyUnavailable,
+  loadConfig,
+  tolerateDependencyRejections,
+  type CanopyConfig,
+} from '@canopy/common';
 import { WorkerModule } from './worker.module';
 
 async function main(): Promise<void> {
+  tolerateDependencyRejections(isDependencyUnavailable, (message, reason) =>
+    new NestLogger('Canopy').warn({ err: reason }, message),
+  );
   let config: CanopyConfig;
   try {
     config = loadConfig(process.env, { defaultInstanceId: `${hostname()}:${process.pid}:worker` });
@@ -30,6 +40,7 @@ async function main(): Promise<void> {
   });
   app.useLogger(app.get(Logger));
   app.enableShutdownHooks();
+  armShutdownDeadline(config.shutdownGraceMs, (m) => new NestLogger('Shutdown').error(m));
   new NestLogger('Canopy').log(`worker ${config.instanceId} ready`);
 }
 

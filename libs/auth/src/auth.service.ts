@@ -1,7 +1,9 @@
 // Turns a bearer credential into a Principal. API key lookups are cached briefly (a revocation made in this
 // process takes effect at once; one made elsewhere within KEY_CACHE_MS); the admin key is compared in constant
-// time; user tokens are verified on every use. Concurrent requests with the same uncached key share one lookup
-// (a burst of 100 requests after a cold start or an expiry costs one query, not 100 queued on the pool).
+// time; user tokens are verified on every use, and the key that minted one must still be valid (looked up like an
+// API key, cached as briefly), so revoking a key ends its users' tokens. Concurrent requests with the same uncached
+// key share one lookup (a burst of 100 requests after a cold start or an expiry costs one query, not 100 queued on
+// the pool).
 
 import { timingSafeEqual } from 'node:crypto';
 import { CanopyException } from '@canopy/common';
@@ -19,6 +21,8 @@ export class AuthService {
   private readonly keyLookups = new Map<string, Promise<Principal | null>>();
   /** Bumped by every revocation: a lookup that started before it neither caches nor shares its answer. */
   private revocations = 0;
+  /** Minting keys of user tokens: revoked or not, by key id. */
+  private readonly mintingKeys = new Map<string, { revoked: boolean; until: number }>();
 
   constructor(
     private readonly adminKey: string,
@@ -36,6 +40,9 @@ export class AuthService {
     }
     if (credential.split('.').length === 3) {
       const claims = await this.tokens.verify(credential);
+      if (claims.keyId !== null && (await this.isMintingKeyRevoked(claims.tenantId, claims.keyId))) {
+        throw new CanopyException('unauthorized', 'the API key that minted this token was revoked');
+      }
       return { kind: 'user', tenantId: claims.tenantId, userId: claims.userId };
     }
     throw new CanopyException('unauthorized', 'invalid credentials');
@@ -45,9 +52,19 @@ export class AuthService {
   forgetKey(keyId: string): void {
     this.revocations++;
     this.keyLookups.clear();
+    this.mintingKeys.delete(keyId);
     for (const [hash, entry] of this.keyCache) {
       if (entry.principal?.kind === 'tenant' && entry.principal.keyId === keyId) this.keyCache.delete(hash);
     }
+  }
+
+  private async isMintingKeyRevoked(tenantId: string, keyId: string): Promise<boolean> {
+    const cached = this.mintingKeys.get(keyId);
+    if (cached && cached.until > Date.now()) return cached.revoked;
+    const revoked = await this.tenants.isKeyRevoked(tenantId, keyId);
+    if (this.mintingKeys.size >= KEY_CACHE_MAX) this.mintingKeys.clear();
+    this.mintingKeys.set(keyId, { revoked, until: Date.now() + KEY_CACHE_MS });
+    return revoked;
   }
 
   private async apiKey(key: string): Promise<Principal | null> {

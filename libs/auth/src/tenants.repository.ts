@@ -75,6 +75,15 @@ export class TenantsRepository {
     });
   }
 
+  /** Whether the tenant's key with this id is revoked (or gone): a user token minted with it is no longer valid. */
+  async isKeyRevoked(tenantId: string, keyId: string): Promise<boolean> {
+    if (!isUuid(keyId) || !isUuid(tenantId)) return true;
+    return this.db.withTenant({ tenantId }, async (tx) => {
+      const key = await tx.apiKey.findFirst({ where: { id: keyId }, select: { revokedAt: true } });
+      return !key || key.revokedAt !== null;
+    });
+  }
+
   /** The key with this hash (authentication: the only row this lookup can see). */
   async findKeyByHash(hash: string): Promise<KeyRecord | null> {
     return this.db.withKeyHash(hash, async (tx) => {

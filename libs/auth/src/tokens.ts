@@ -1,5 +1,6 @@
 // End-user tokens: short-lived JWTs (HS256) minted by a tenant for one of its users. The subject is the user id,
-// `tid` binds the token to its tenant; nothing else in it is trusted.
+// `tid` binds the token to its tenant and `kid` names the tenant API key that minted it (revoking that key ends
+// the token); nothing else in it is trusted.
 
 import { SignJWT, errors, jwtVerify } from 'jose';
 import { CanopyException } from '@canopy/common';
@@ -10,6 +11,8 @@ const AUDIENCE = 'canopy-api';
 export interface UserClaims {
   tenantId: string;
   userId: string;
+  /** The API key that minted the token; null for tokens minted before tokens named their key. */
+  keyId: string | null;
   expiresAt: Date;
 }
 
@@ -26,7 +29,8 @@ export class UserTokens {
   async mint(
     tenantId: string,
     userId: string,
-    ttlSeconds?: number,
+    ttlSeconds: number | undefined,
+    keyId: string,
   ): Promise<{ token: string; expiresAt: Date }> {
     const ttl = ttlSeconds ?? this.ttl.defaultSeconds;
     if (ttl > this.ttl.maxSeconds) {
@@ -35,7 +39,7 @@ export class UserTokens {
       });
     }
     const now = Math.floor(Date.now() / 1000);
-    const token = await new SignJWT({ tid: tenantId })
+    const token = await new SignJWT({ tid: tenantId, kid: keyId })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(userId)
       .setIssuer(ISSUER)
@@ -58,7 +62,12 @@ export class UserTokens {
       if (typeof payload.tid !== 'string' || typeof payload.sub !== 'string' || !payload.exp) {
         throw new CanopyException('unauthorized', 'invalid token');
       }
-      return { tenantId: payload.tid, userId: payload.sub, expiresAt: new Date(payload.exp * 1000) };
+      return {
+        tenantId: payload.tid,
+        userId: payload.sub,
+        keyId: typeof payload.kid === 'string' ? payload.kid : null,
+        expiresAt: new Date(payload.exp * 1000),
+      };
     } catch (err) {
       if (err instanceof CanopyException) throw err;
       if (err instanceof errors.JWTExpired) throw new CanopyException('unauthorized', 'token expired');

@@ -40,4 +40,27 @@ describe('LiveState', () => {
     expect(joined.runInFlight!.partial!.content).toEqual([{ type: 'text', text: 'Hello world' }]);
     expect(joined.snapshot().inFlight).toEqual(server.snapshot().inFlight);
   });
+
+  it('keeps a taken-over run’s messages once: the re-run replaces the dead attempt’s (same node ids)', () => {
+    const state = new LiveState(
+      liveStateInit({
+        seq: 0,
+        session: info,
+        tree: { nodes: [], path: [], cursors: {}, head: null },
+        inFlight: null,
+      }),
+    );
+    let seq = 0;
+    const event = (type: string, data: Record<string, unknown>) =>
+      ({ seq: ++seq, sessionId: 's1', type, data }) as Parameters<LiveState['apply']>[0];
+    const prompt = { role: 'user', content: [{ type: 'text', text: 'hi' }], timestamp: 1 };
+    const reply = { role: 'assistant', content: [{ type: 'text', text: 'Echo: hi' }], timestamp: 2 };
+    state.apply(event('status', { status: 'busy', runId: 'r1' }));
+    state.apply(event('message', { runId: 'r1', message: prompt, nodeId: 1 }));
+    // The worker died here; another one takes the run over and runs it again from the last commit.
+    state.apply(event('status', { status: 'busy', runId: 'r1' }));
+    state.apply(event('message', { runId: 'r1', message: prompt, nodeId: 1 }));
+    state.apply(event('message', { runId: 'r1', message: reply, nodeId: 2 }));
+    expect(state.runInFlight!.pending).toEqual([prompt, reply]);
+  });
 });

@@ -23,6 +23,8 @@ export class LiveState {
   private info: SessionInfo;
   private inFlight: InFlight | null;
   private partialBlocks: AssistantBlock[] | null = null;
+  /** The node each pending message will take (a re-run after a takeover sends the same ids again). */
+  private pendingIds: Array<number | undefined> = [];
   private lastSeq: number;
 
   constructor(init: LiveStateInit) {
@@ -34,6 +36,7 @@ export class LiveState {
     });
     this.info = { ...init.info };
     this.inFlight = init.inFlight ? { ...init.inFlight, pending: [...init.inFlight.pending] } : null;
+    this.pendingIds = (init.inFlight?.pending ?? []).map((_, i) => init.nextNodeId + i);
     this.lastSeq = init.seq;
   }
 
@@ -71,12 +74,21 @@ export class LiveState {
         if (event.data.status === 'busy' && this.inFlight) this.inFlight.awaiting = [];
         break;
       }
-      case 'message':
+      case 'message': {
         this.ensureRun(event.data.runId);
+        // A run taken over by another worker runs again from its last commit: its messages replace those of
+        // the attempt that died (same node ids) instead of following them.
+        const again = event.data.nodeId === undefined ? -1 : this.pendingIds.indexOf(event.data.nodeId);
+        if (again >= 0) {
+          this.inFlight!.pending.length = again;
+          this.pendingIds.length = again;
+        }
         this.inFlight!.pending.push(event.data.message);
+        this.pendingIds.push(event.data.nodeId);
         this.partialBlocks = null;
         this.inFlight!.partial = null;
         break;
+      }
       case 'text_start':
       case 'thinking_start':
         this.ensureRun(event.data.runId);
@@ -123,6 +135,7 @@ export class LiveState {
         // Committed: its messages move from the run into the tree (the `tree` event that follows adds them).
         if (this.inFlight?.runId === event.data.runId) {
           this.inFlight.pending = [];
+          this.pendingIds = [];
           this.inFlight.partial = null;
           this.partialBlocks = null;
         }
@@ -181,6 +194,7 @@ export class LiveState {
 
   private beginRun(runId: string, kind: InFlight['kind']): void {
     this.inFlight = { runId, kind, pending: [], partial: null, awaiting: [] };
+    this.pendingIds = [];
     this.partialBlocks = null;
   }
 
@@ -190,6 +204,7 @@ export class LiveState {
 
   private endRun(): void {
     this.inFlight = null;
+    this.pendingIds = [];
     this.partialBlocks = null;
   }
 

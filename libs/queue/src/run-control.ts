@@ -73,6 +73,7 @@ interface CloseNotice {
 export class RedisRunControl implements RunControl {
   private readonly pending = new Map<string, (ok: boolean) => void>();
   private handler: CancelHandler | null = null;
+  private closed = false;
   private closeHandler: CloseHandler | null = null;
   private readonly requests: string;
   private readonly acks: string;
@@ -84,7 +85,22 @@ export class RedisRunControl implements RunControl {
     this.requests = `${options.prefix}:run-control`;
     this.acks = `${options.prefix}:run-control:ack:${options.instanceId}`;
     options.subscriber.on('message', (channel: string, text: string) => this.onMessage(channel, text));
-    this.ready = options.subscriber.subscribe(this.requests, this.acks).then(() => undefined);
+    this.ready = this.subscribe();
+  }
+
+  /**
+   * Subscribes, trying again while Redis does not answer (a command timeout must neither crash the process as
+   * an unhandled rejection nor leave cancels failing for good).
+   */
+  private async subscribe(): Promise<void> {
+    for (let attempt = 0; !this.closed; attempt++) {
+      try {
+        await this.options.subscriber.subscribe(this.requests, this.acks);
+        return;
+      } catch {
+        await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** attempt)).unref());
+      }
+    }
   }
 
   async requestCancel(runId: string, timeoutMs: number): Promise<boolean> {
@@ -124,6 +140,7 @@ export class RedisRunControl implements RunControl {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     for (const resolve of this.pending.values()) resolve(false);
     await this.options.subscriber.unsubscribe(this.requests, this.acks).catch(() => undefined);
   }
@@ -147,7 +164,10 @@ export class RedisRunControl implements RunControl {
     if (!this.handler) return;
     const { runId, requestId, replyTo } = message;
     if (typeof runId !== 'string' || typeof requestId !== 'string' || typeof replyTo !== 'string') return;
-    if (this.handler(runId)) void this.options.redis.publish(replyTo, JSON.stringify({ requestId }));
+    if (this.handler(runId)) {
+      // Unacknowledged, the requester ends the run itself after its timeout: nothing more to do on failure.
+      this.options.redis.publish(replyTo, JSON.stringify({ requestId })).catch(() => undefined);
+    }
   }
 
   private onCloseNotice(notice: Partial<CloseNotice>): void {

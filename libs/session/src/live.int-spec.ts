@@ -198,6 +198,16 @@ describe('activity feed and lifecycle', () => {
     await Promise.all([u1(), u2(), u3()]);
   });
 
+  it('close never loses a run in flight: session_busy while busy, and the run still completes', async () => {
+    const s = await engine.service.create(scope, { model: 'mock:echo', opts: { delayMs: 30 } });
+    const { runId } = await engine.service.prompt(scope, s.id, { content: 'keep me safe' });
+    await expect(engine.service.close(scope, s.id)).rejects.toMatchObject({ code: 'session_busy' });
+    const result = await engine.service.waitForRun(scope, s.id, runId);
+    expect(result.status).toBe('completed');
+    await engine.service.close(scope, s.id);
+    expect((await engine.service.tree(scope, s.id)).nodes).toHaveLength(2);
+  });
+
   it('close is idempotent and leaves the data; delete removes it and answers not_found after', async () => {
     const s = await engine.service.create(scope, { model: 'mock:echo' });
     await converse(s.id, 'to delete');

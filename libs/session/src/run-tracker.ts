@@ -58,12 +58,15 @@ export class RunTracker {
           t.result = null; // resumed after a pause: it runs again
         }
         break;
-      case 'message':
-        this.track(event.data.runId, event.at).messages.push({
-          nodeId: event.data.nodeId ?? null,
-          message: event.data.message,
-        });
+      case 'message': {
+        const t = this.track(event.data.runId, event.at);
+        // A run taken over re-runs from its last commit: the same node ids again replace the dead attempt's.
+        const nodeId = event.data.nodeId ?? null;
+        const again = nodeId === null ? -1 : t.messages.findIndex((m) => m.nodeId === nodeId);
+        if (again >= t.unassigned) t.messages.length = again;
+        t.messages.push({ nodeId, message: event.data.message });
         break;
+      }
       case 'step': {
         const t = this.track(event.data.runId, event.at);
         t.usage = addUsage(t.usage, event.data.usage);

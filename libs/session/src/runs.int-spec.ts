@@ -436,6 +436,25 @@ describe('hooks, retries, step cap, steering', () => {
     ]);
   });
 
+  it('starts exactly one run for concurrent steered prompts on an idle session and stages the others', async () => {
+    const s = await engine.service.create(scope, { model: 'mock:echo', opts: { delayMs: 20 } });
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) =>
+        engine.service.prompt(scope, s.id, { content: `steer ${i}`, ifBusy: 'steer' }),
+      ),
+    );
+    const rejected = results.filter((r) => r.status === 'rejected');
+    expect(rejected).toEqual([]);
+    const answers = results.map(
+      (r) => (r as PromiseFulfilledResult<{ runId: string; staged?: boolean }>).value,
+    );
+    const started = answers.filter((a) => !a.staged);
+    expect(started).toHaveLength(1);
+    expect(new Set(answers.map((a) => a.runId))).toEqual(new Set([started[0]!.runId]));
+    const result = await engine.service.waitForRun(scope, s.id, started[0]!.runId);
+    expect(result.status).toBe('completed');
+  });
+
   it('lets pre-hooks inject context for the model only, and halts before any model call', async () => {
     engine.hooks.register({
       name: 'inject-tip',

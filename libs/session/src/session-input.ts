@@ -53,6 +53,35 @@ export function checkTools(
   }
 }
 
+/** Longest mock delay (per word, or per script entry): 10 minutes, far inside Node's timer range (2^31 - 1 ms). */
+export const MAX_MOCK_DELAY_MS = 600_000;
+
+/**
+ * The mock models' delays (`opts.delayMs`, `opts.script[i].delayMs`): whole milliseconds from 0 to
+ * MAX_MOCK_DELAY_MS (a larger timer would overflow and fire at once).
+ */
+export function checkMockDelays(opts: Record<string, unknown> | undefined): void {
+  const check = (value: unknown, field: string) => {
+    if (value === undefined) return;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_MOCK_DELAY_MS) {
+      throw CanopyException.badRequest(
+        `${field} must be a whole number of ms from 0 to ${MAX_MOCK_DELAY_MS}`,
+        {
+          field,
+        },
+      );
+    }
+  };
+  check(opts?.delayMs, 'opts.delayMs');
+  const script = opts?.script;
+  if (!Array.isArray(script)) return;
+  script.forEach((entry, i) => {
+    if (typeof entry === 'object' && entry !== null) {
+      check((entry as { delayMs?: unknown }).delayMs, `opts.script.${i}.delayMs`);
+    }
+  });
+}
+
 export function checkContent(content: MessageContent): Block[] {
   const blocks = toBlocks(content);
   if (blocks.length === 0) throw CanopyException.badRequest('content is empty', { field: 'content' });

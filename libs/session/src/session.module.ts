@@ -125,6 +125,7 @@ export class SessionModule {
               prefix: c.redis.prefix,
               replayLimit: c.sessions.replayLimit,
               replayTtlSeconds: c.redis.replayTtlSeconds,
+              commandTimeoutMs: c.redis.commandTimeoutMs,
               onError: (err) => logger.warn({ err }, 'redis error'),
             });
           },
@@ -157,7 +158,7 @@ export class SessionModule {
             if (!redis) return new InlineTurnQueue(onError);
             return new BullmqTurnQueue({
               // BullMQ's blocking connections must never give up a command (and are not auto-pipelined).
-              connection: redis.redis.duplicate({ maxRetriesPerRequest: null, enableAutoPipelining: false }),
+              connection: redis.queueConnection(),
               prefix: `${c.redis.prefix}:bull`,
               concurrency: c.redis.workerConcurrency,
               lockDurationMs: c.redis.runLockMs,
@@ -173,7 +174,7 @@ export class SessionModule {
             const onError = (err: unknown, timer: unknown) => logger.error({ err, timer }, 'timer failed');
             if (!redis) return new InProcessTimers(onError);
             return new BullmqTimers({
-              connection: redis.redis.duplicate({ maxRetriesPerRequest: null, enableAutoPipelining: false }),
+              connection: redis.queueConnection(),
               prefix: `${c.redis.prefix}:bull`,
               onError,
             });

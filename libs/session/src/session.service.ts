@@ -10,6 +10,7 @@ import {
   systemScope,
   toolUses,
   type Block,
+  type InFlight,
   type MessageContent,
   type NodeId,
   type RunKind,
@@ -33,7 +34,7 @@ import type {
   SessionStatePatch,
 } from '@canopy/store';
 import { toSessionInfo, positionOf } from './convert';
-import type { LiveSession, SubscribeOptions, Subscription } from './live-session';
+import { LiveSession, type SubscribeOptions, type Subscription } from './live-session';
 import { LiveSessions } from './live-sessions';
 import { RunExecutor, type RunInput } from './run-executor';
 import type { RunResult } from './run-tracker';
@@ -42,7 +43,7 @@ import { SessionPublisher } from './session-publisher';
 import { reconcile, type StartOptions } from './reconcile';
 import { Decisions, type ResumeInput } from './decisions';
 import { RunRecovery } from './run-recovery';
-import { checkContent, checkModel, checkTools, requireIdle } from './session-input';
+import { checkContent, checkMockDelays, checkModel, checkTools, requireIdle } from './session-input';
 
 export type { ResumeInput } from './decisions';
 
@@ -78,6 +79,9 @@ export interface CommandResult {
 
 /** How long a cancel waits for the process executing a run to acknowledge, before ending the run itself. */
 const CANCEL_ACK_TIMEOUT_MS = 3_000;
+
+/** How often a steered prompt that lost the race to start a run tries to stage on the winner's run. */
+const STEER_START_ATTEMPTS = 5;
 
 export class SessionService {
   readonly live: LiveSessions;
@@ -171,6 +175,7 @@ export class SessionService {
   async create(scope: Scope, input: CreateSessionInput): Promise<SessionInfo> {
     checkModel(this.deps.gateway, input.model);
     checkTools(this.deps.tools, input.tools ?? [], input.opts);
+    checkMockDelays(input.opts);
     const record = await this.deps.store.create(scope, {
       ...input,
       userId: scope.userId ?? input.userId ?? null,
@@ -182,6 +187,45 @@ export class SessionService {
     const record = await this.deps.store.get(scope, id);
     if (!record) throw CanopyException.notFound('session');
     return record;
+  }
+
+  /**
+   * A session as a read shows it: its record, its subscribers and the run in flight. A read changes nothing: a
+   * session that is not live in this process is described from the store and the event log through a transient
+   * view (never registered, announced or kept), and its subscribers are counted across the deployment.
+   */
+  async describe(
+    scope: Scope,
+    id: string,
+  ): Promise<{
+    record: SessionRecord;
+    live: { controllers: number; observers: number } | null;
+    inFlight: InFlight | null;
+  }> {
+    const record = await this.get(scope, id);
+    const local = this.live.get(scope.tenantId, id);
+    if (local) {
+      if (scope.userId !== undefined && local.info.userId !== scope.userId)
+        throw CanopyException.notFound('session');
+      return {
+        record,
+        live: { controllers: local.controllers, observers: local.observers },
+        inFlight: local.inFlight,
+      };
+    }
+    const entry = await this.deps.registry.get(scope.tenantId, id).catch(() => null);
+    const live = entry ? { controllers: entry.controllers, observers: entry.observers } : null;
+    if (record.status === 'idle') return { record, live, inFlight: null };
+    const view = await LiveSession.open(this.deps, scope.tenantId, id, {
+      onIdle: () => undefined,
+      onPresence: () => undefined,
+    });
+    if (!view) throw CanopyException.notFound('session');
+    try {
+      return { record, live, inFlight: view.inFlight };
+    } finally {
+      await view.close('described');
+    }
   }
 
   list(scope: Scope, query: ListSessionsQuery): Promise<SessionPage> {
@@ -203,6 +247,7 @@ export class SessionService {
     if (patch.tools !== undefined || patch.opts !== undefined) {
       checkTools(this.deps.tools, patch.tools ?? current.tools, patch.opts ?? current.opts);
     }
+    if (patch.opts !== undefined) checkMockDelays(patch.opts);
     const idleOnly =
       patch.model !== undefined ||
       patch.system !== undefined ||
@@ -233,9 +278,21 @@ export class SessionService {
    * Stops the session being live on every instance (a run in flight is cancelled wherever it executes; stored data
    * untouched). Idempotent.
    */
+  /**
+   * Stops serving the session live everywhere. Never loses work: with a run in flight it answers session_busy
+   * (cancel first, or close once the run ends); a paused run keeps waiting for its decision.
+   */
   async close(scope: Scope, id: string): Promise<void> {
     const session = await this.get(scope, id);
-    if (session.status === 'busy' && session.activeRunId) await this.stopRun(session.activeRunId, 'closed');
+    if (session.status === 'busy') {
+      throw new CanopyException(
+        'session_busy',
+        'a run is in flight: close once it ends, or cancel it first',
+        {
+          runId: session.activeRunId,
+        },
+      );
+    }
     await this.deps.control.closeEverywhere(scope.tenantId, id, 'close');
   }
 
@@ -333,12 +390,20 @@ export class SessionService {
 
   async prompt(scope: Scope, id: string, input: PromptInput): Promise<CommandResult> {
     const content = checkContent(input.content);
-    if (input.ifBusy === 'steer') {
-      // Staged only while a run is in flight; an idle session starts a run instead.
+    if (input.ifBusy !== 'steer')
+      return this.start(scope, id, 'prompt', { content, maxSteps: input.maxSteps });
+    // Staged only while a run is in flight; an idle session starts a run instead. Concurrent steers on an idle
+    // session race for the start: exactly one wins, and each loser stages on the run it lost to (last wins).
+    for (let attempt = 0; ; attempt++) {
       const staged = await this.deps.store.stageSteer(scope, id, { content, maxSteps: input.maxSteps });
       if (staged) return { runId: staged.runId, staged: true };
+      try {
+        return await this.start(scope, id, 'prompt', { content, maxSteps: input.maxSteps });
+      } catch (err) {
+        const lostTheRace = err instanceof CanopyException && err.code === 'session_busy';
+        if (!lostTheRace || attempt >= STEER_START_ATTEMPTS) throw err;
+      }
     }
-    return this.start(scope, id, 'prompt', { content, maxSteps: input.maxSteps });
   }
 
   /**
@@ -536,6 +601,38 @@ export class SessionService {
         : new CanopyException('session_paused', 'a run is waiting for a decision');
     }
     const runId = started.run.id;
+    try {
+      await this.announceAndEnqueue(scope, id, runId, kind, started, position);
+    } catch (err) {
+      // The run is in the database but nothing will take it (Redis did not answer): end it, rolling a branch
+      // back, so the session is not left busy, and say the dependency failed.
+      await this.executor
+        .endRun(
+          systemScope(scope.tenantId),
+          { id },
+          started.run,
+          'error',
+          { code: 'unavailable', message: 'the run could not be queued' },
+          [],
+          started.run.usage,
+          false,
+        )
+        .catch((e: unknown) => this.deps.logger.warn('could not end a run that failed to start', { err: e }));
+      throw err instanceof CanopyException
+        ? err
+        : CanopyException.unavailable('the run could not be queued', err);
+    }
+    return { runId };
+  }
+
+  private async announceAndEnqueue(
+    scope: Scope,
+    id: string,
+    runId: string,
+    kind: RunKind,
+    started: { run: RunRecord; session: SessionRecord },
+    position: PositionRecord | undefined,
+  ): Promise<void> {
     // Live before its first event, so waiters and subscribers see it all; opened from the claimed row and run.
     await this.live.open(scope.tenantId, id, { session: started.session, run: started.run });
     if (this.deps.queue.runsInline) this.executor.prepare(started.session, started.run);
@@ -555,6 +652,5 @@ export class SessionService {
       at: Date.now(),
     });
     await this.deps.queue.enqueue({ tenantId: scope.tenantId, sessionId: id, runId });
-    return { runId };
   }
 }

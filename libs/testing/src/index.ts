@@ -6,3 +6,4 @@ export * from './eventually';
 export * from './fake-llm-server';
 export * from './cluster';
 export * from './conversation-arbitraries';
+export * from './private-redis';

@@ -3,6 +3,12 @@
 // Server: {type: "event", sessionId, seq, event, data, at} (`at`: when the event was published, ms since the
 // epoch), {type: "activity", event, data} and {type: "reply", ref, ok, data?, error?}. A client never names its
 // tenant or user: both come from its credential.
+//
+// Hostile clients are bounded: a connection whose unsent frames pass LIVE_CLIENT_BUFFER_MAX_BYTES (it does not
+// read) gets an error frame `slow_consumer` and is closed (1008), destroyed a second later; it resumes with
+// `after`. Every frame counts against the credential's and tenant's request budgets (as HTTP requests do), a
+// connection that keeps sending past them is closed (1008 rate_limited), and a flood is not read faster than it
+// is handled.
 
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -23,6 +29,8 @@ import { CanopyException, InjectConfig, describe as describeError, type CanopyCo
 import { AuthService, credentialOf, scopeOf, type Principal } from '@canopy/auth';
 import { SessionService, type CommandResult, type Subscription } from '@canopy/session';
 import { ACTIVITY_FEED, type ActivityFeed, type Unsubscribe } from '@canopy/realtime';
+import { ThrottlerStorage } from '@nestjs/throttler';
+import { chargeRequest } from '../ops/rate-limit.guard';
 
 const ref = z.union([z.string().max(200), z.number()]).optional();
 const frameSchema = z.discriminatedUnion('op', [
@@ -50,10 +58,18 @@ interface Client {
   /** Subscriptions still being set up, by session: a later (un)subscribe of the same session waits for it. */
   pending: Map<string, Promise<void>>;
   activity: Unsubscribe | null;
+  /** Frames being handled now; at MAX_FRAMES_IN_FLIGHT the socket stops reading until one is done. */
+  inFlight: number;
+  /** Frames refused in a row for the rate limit; past MAX_REFUSED_FRAMES the connection is closed. */
+  refused: number;
 }
 
 export const WS_PATH = '/v1/ws';
 const MAX_FRAME_BYTES = 1_048_576;
+/** Frames of one connection handled at once; past it the socket is not read (a flood queues nothing). */
+const MAX_FRAMES_IN_FLIGHT = 64;
+/** Frames refused in a row for the rate limit before the connection is closed. */
+const MAX_REFUSED_FRAMES = 100;
 
 @WebSocketGateway({ path: WS_PATH, maxPayload: MAX_FRAME_BYTES })
 export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
@@ -65,7 +81,12 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
     private readonly sessions: SessionService,
     @InjectConfig() private readonly config: CanopyConfig,
     @Inject(ACTIVITY_FEED) private readonly feed: ActivityFeed,
+    @Inject(ThrottlerStorage) private readonly limits: ThrottlerStorage,
   ) {}
+
+  /** Connections cut off for not reading, and frames refused for the rate limit (counted in /metrics). */
+  slowConsumersCut = 0;
+  framesRefused = 0;
 
   get size(): number {
     return this.clients.size;
@@ -90,8 +111,14 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
       subscriptions: new Map(),
       pending: new Map(),
       activity: null,
+      inFlight: 0,
+      refused: 0,
     };
     this.clients.set(ws, client);
+    backpressure.set(ws, {
+      maxBytes: this.config.limits.liveClientBufferBytes,
+      onCut: () => this.slowConsumersCut++,
+    });
     ws.removeAllListeners('message');
     ws.on('message', (data) => void this.onFrame(ws, client, data));
     for (const data of early) void this.onFrame(ws, client, data);
@@ -110,7 +137,33 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
     for (const ws of this.clients.keys()) close(ws, 1012, 'server restarting');
   }
 
+  /**
+   * Frames count against the credential's and tenant's budgets like HTTP requests. A flood is held back, not
+   * queued: past MAX_FRAMES_IN_FLIGHT frames being handled, the socket stops reading until they are done.
+   */
   private async onFrame(ws: WebSocket, client: Client, data: RawData): Promise<void> {
+    if (++client.inFlight >= MAX_FRAMES_IN_FLIGHT) ws.pause();
+    try {
+      try {
+        await chargeRequest(this.limits, this.config, client.principal);
+      } catch (err) {
+        return this.refuse(ws, client, refOf(data), err);
+      }
+      client.refused = 0;
+      await this.handleFrame(ws, client, data);
+    } finally {
+      if (--client.inFlight < MAX_FRAMES_IN_FLIGHT && ws.isPaused) ws.resume();
+    }
+  }
+
+  private refuse(ws: WebSocket, client: Client, ref: string | number | undefined, err: unknown): void {
+    this.reply(ws, ref, err);
+    if (!(err instanceof CanopyException && err.code === 'rate_limited')) return;
+    this.framesRefused++;
+    if (++client.refused > MAX_REFUSED_FRAMES) close(ws, 1008, 'rate_limited');
+  }
+
+  private async handleFrame(ws: WebSocket, client: Client, data: RawData): Promise<void> {
     let frame: Frame;
     let refValue: string | number | undefined;
     try {
@@ -301,8 +354,31 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
   }
 }
 
+/** Per connection: how many bytes may wait for the client, and what to count when it is cut off. */
+const backpressure = new WeakMap<WebSocket, { maxBytes: number; onCut: () => void }>();
+/** How long a cut-off client has to take its close frame before its connection is destroyed. */
+const SLOW_CONSUMER_GRACE_MS = 1_000;
+
 function send(ws: WebSocket, frame: unknown): void {
   if (ws.readyState !== ws.OPEN) return;
+  // Checked before the write, so one large frame (a snapshot) still goes out whole to a client that reads.
+  const limit = backpressure.get(ws);
+  if (limit && ws.bufferedAmount > limit.maxBytes) {
+    limit.onCut();
+    backpressure.delete(ws);
+    ws.send(
+      JSON.stringify({
+        type: 'error',
+        error: {
+          code: 'slow_consumer',
+          message: `more than ${limit.maxBytes} bytes waited for this client: reconnect and resume with after`,
+        },
+      }),
+    );
+    close(ws, 1008, 'slow_consumer');
+    setTimeout(() => ws.terminate(), SLOW_CONSUMER_GRACE_MS).unref();
+    return;
+  }
   corkForThisTurn(ws);
   ws.send(JSON.stringify(frame));
 }
@@ -335,6 +411,16 @@ function uncork(ws: WebSocket): void {
 function close(ws: WebSocket, code: number, reason: string): void {
   uncork(ws);
   ws.close(code, reason);
+}
+
+/** The ref of a frame, when it is JSON with one (to answer a refused frame); cheap for any input. */
+function refOf(data: RawData): string | number | undefined {
+  try {
+    const ref = (JSON.parse(rawText(data)) as { ref?: unknown } | null)?.ref;
+    return typeof ref === 'string' || typeof ref === 'number' ? ref : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function rawText(data: RawData): string {

@@ -63,14 +63,9 @@ export class SessionsController {
   @Get(':id')
   @ApiOperation({ summary: 'A session with its status, path, usage, live subscribers and the run in flight' })
   async get(@CurrentScope() scope: Scope, @Param('id') id: string) {
-    const record = await this.sessions.get(scope, id);
-    let live = this.sessions.live.get(scope.tenantId, id);
-    if (!live && record.status !== 'idle') live = (await this.sessions.open(scope, id, {}, 'observer')).live;
-    return sessionDetailView(
-      record,
-      live ? { controllers: live.controllers, observers: live.observers } : null,
-      live?.inFlight ?? null,
-    );
+    // A read changes nothing: a session live nowhere is described without being opened.
+    const { record, live, inFlight } = await this.sessions.describe(scope, id);
+    return sessionDetailView(record, live, inFlight);
   }
 
   @Patch(':id')
@@ -113,7 +108,10 @@ export class SessionsController {
 
   @Post(':id/close')
   @HttpCode(204)
-  @ApiOperation({ summary: 'Stop the session being live (stored data untouched; idempotent)' })
+  @ApiOperation({
+    summary:
+      'Stop the session being live (stored data untouched; idempotent). 409 session_busy while a run is in flight: close once it ends, or cancel it first',
+  })
   async close(@CurrentScope() scope: Scope, @Param('id') id: string): Promise<void> {
     await this.sessions.close(scope, id);
   }

@@ -1,10 +1,16 @@
 // Server-Sent Events over a plain response: `id` / `event` / `data` frames, a retry hint, heartbeat comments
 // so proxies keep the stream open, and an orderly close (with a reconnect hint on shutdown). Every open stream
-// is tracked so a shutdown can close them all.
+// is tracked so a shutdown can close them all. A client that does not read is cut off once what waits for it
+// passes the buffer limit (`end` {reason: "slow_consumer", reconnect: true}: it resumes with `after`), so its
+// backlog never grows past the limit whatever it does.
 
+import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { InjectConfig, type CanopyConfig } from '@canopy/common';
 
 const HEARTBEAT_MS = 15_000;
+/** How long a cut-off client has to take its last frames before its connection is destroyed. */
+export const SLOW_CONSUMER_GRACE_MS = 1_000;
 
 export class SseStream {
   private closed = false;
@@ -40,7 +46,7 @@ export class SseStream {
   }
 
   send(event: { id?: number | string; event?: string; data: unknown }): void {
-    if (this.closed) return;
+    if (this.closed || this.cutOffIfBehind()) return;
     let frame = '';
     if (event.id !== undefined) frame += `id: ${event.id}\n`;
     if (event.event) frame += `event: ${event.event}\n`;
@@ -49,13 +55,31 @@ export class SseStream {
   }
 
   comment(text: string): void {
-    if (!this.closed) this.res.write(`: ${text}\n\n`);
+    if (!this.closed && !this.cutOffIfBehind()) this.res.write(`: ${text}\n\n`);
+  }
+
+  /**
+   * Backpressure: what the client has not taken yet (bytes queued on the response) must stay under the limit.
+   * Checked before each write, so one large frame (a snapshot) still goes out whole to a client that reads.
+   */
+  private cutOffIfBehind(): boolean {
+    if (this.res.writableLength <= this.registry.maxBufferBytes) return false;
+    this.registry.slowConsumersCut++;
+    const res = this.res;
+    this.close({ reason: 'slow_consumer', reconnect: true }, true);
+    setTimeout(() => res.destroy(), SLOW_CONSUMER_GRACE_MS).unref();
+    return true;
   }
 
   /** Ends the stream; with a reason, tells the client first (`event: end`, and whether to reconnect). */
-  close(reason?: { reason: string; reconnect: boolean }): void {
+  close(reason?: { reason: string; reconnect: boolean }, force = false): void {
     if (this.closed) return;
-    if (reason) this.send({ event: 'end', data: reason });
+    if (reason) {
+      const frame = `event: end\ndata: ${JSON.stringify(reason)}\n\n`;
+      if (force) this.res.write(frame);
+      else this.send({ event: 'end', data: reason });
+    }
+    if (this.closed) return;
     this.closed = true;
     clearInterval(this.heartbeat);
     this.registry.delete(this);
@@ -70,8 +94,18 @@ export class SseStream {
   }
 }
 
+@Injectable()
 export class SseRegistry {
   private readonly streams = new Set<SseStream>();
+  /** Streams cut off for not reading (counted in /metrics). */
+  slowConsumersCut = 0;
+
+  constructor(@InjectConfig() private readonly config: CanopyConfig) {}
+
+  /** Bytes a stream may have waiting for its client before it is cut off. */
+  get maxBufferBytes(): number {
+    return this.config.limits.liveClientBufferBytes;
+  }
 
   add(stream: SseStream): void {
     this.streams.add(stream);

@@ -13,13 +13,17 @@ export class TokensController {
 
   @Post()
   @Access('tenant')
-  @ApiOperation({ summary: 'Mint a user token (JWT HS256, subject = userId) for one of the tenant’s users' })
+  @ApiOperation({
+    summary:
+      'Mint a user token (JWT HS256, subject = userId) for one of the tenant’s users; it names the key that minted it (claim kid), and revoking that key ends it',
+  })
   async mint(@CurrentPrincipal() principal: Principal, @Body() body: CreateTokenDto) {
     if (principal.kind !== 'tenant') throw new Error('unreachable: guarded by @Access("tenant")');
     const { token, expiresAt } = await this.auth.tokens.mint(
       principal.tenantId,
       body.userId,
       body.ttlSeconds,
+      principal.keyId,
     );
     return { token, expiresAt: expiresAt.toISOString() };
   }

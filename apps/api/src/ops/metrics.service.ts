@@ -6,6 +6,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { ACTIVITY_FEED, type ActivityFeed, type Unsubscribe } from '@canopy/realtime';
 import { SessionService } from '@canopy/session';
 import { Database } from '@canopy/store';
+import { SseRegistry } from '../http/sse';
+import { LiveGateway } from '../http/live.gateway';
 
 @Injectable()
 export class MetricsService implements OnModuleInit, OnModuleDestroy {
@@ -40,6 +42,8 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
     private readonly sessions: SessionService,
     @Inject(ACTIVITY_FEED) private readonly feed: ActivityFeed,
     database: Database,
+    streams: SseRegistry,
+    gateway: LiveGateway,
   ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'canopy_' });
     new Counter({
@@ -49,6 +53,26 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
       collect() {
         this.reset();
         this.inc(database.roundTripsSent);
+      },
+    });
+    new Counter({
+      name: 'canopy_live_clients_cut_total',
+      help: 'SSE streams and WebSocket connections cut off for not reading (reason slow_consumer), by transport',
+      labelNames: ['transport'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc({ transport: 'sse' }, streams.slowConsumersCut);
+        this.inc({ transport: 'websocket' }, gateway.slowConsumersCut);
+      },
+    });
+    new Counter({
+      name: 'canopy_ws_frames_rate_limited_total',
+      help: 'WebSocket frames refused for the request budgets (rate_limited)',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(gateway.framesRefused);
       },
     });
     const live = () => this.sessions.live.list();

@@ -1,14 +1,21 @@
 // Request rate limits per credential (API key or user token) and per tenant, counted in fixed windows of a
 // minute (@nestjs/throttler). Over a limit: 429 rate_limited with Retry-After. Embedded, the counts live in this
 // process; distributed, in Redis (@nest-lab/throttler-storage-redis), so the limits hold for the whole deployment
-// whichever api a request reaches.
+// whichever api a request reaches; when Redis does not answer, each api counts alone for a while
+// (FallbackThrottlerStorage) rather than failing the request.
 
 import { Injectable, type ExecutionContext } from '@nestjs/common';
-import { ThrottlerGuard, type ThrottlerLimitDetail, type ThrottlerModuleOptions } from '@nestjs/throttler';
+import {
+  ThrottlerGuard,
+  type ThrottlerLimitDetail,
+  type ThrottlerModuleOptions,
+  type ThrottlerStorage,
+} from '@nestjs/throttler';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { CanopyException, type CanopyConfig } from '@canopy/common';
 import type { RedisRealtime } from '@canopy/realtime';
 import { credentialId, type Principal } from '@canopy/auth';
+import { FallbackThrottlerStorage } from './fallback-throttler-storage';
 
 const WINDOW_MS = 60_000;
 
@@ -30,12 +37,11 @@ function principalOf(req: Record<string, unknown>): Principal | undefined {
 }
 
 export function rateLimitOptions(config: CanopyConfig, redis: RedisRealtime | null): ThrottlerModuleOptions {
-  const limit = (n: number) => (n === 0 ? Number.MAX_SAFE_INTEGER : n);
   return {
     ...(redis
       ? {
           // Its own connection (closed with the module); keys `{<prefix>:<throttler>:<tracker>:...}:hits|blocked`.
-          storage: new ThrottlerStorageRedisService({ ...redis.redis.options }),
+          storage: new FallbackThrottlerStorage(new ThrottlerStorageRedisService({ ...redis.redis.options })),
         }
       : {}),
     // Public routes (health, docs, metrics) and the admin are not limited.
@@ -45,22 +51,50 @@ export function rateLimitOptions(config: CanopyConfig, redis: RedisRealtime | nu
     },
     // One count per tracker across every route (the default would count each route apart).
     generateKey: (_ctx, tracker, name) => `${config.redis.prefix}:${name}:${tracker}`,
-    throttlers: [
-      {
-        name: 'credential',
-        ttl: WINDOW_MS,
-        limit: limit(config.limits.perKeyPerMinute),
-        getTracker: (req) => credentialId(principalOf(req)!),
-      },
-      {
-        name: 'tenant',
-        ttl: WINDOW_MS,
-        limit: limit(config.limits.perTenantPerMinute),
-        getTracker: (req) => {
-          const p = principalOf(req)!;
-          return p.kind === 'admin' ? 'admin' : `tenant:${p.tenantId}`;
-        },
-      },
-    ],
+    throttlers: budgets(config).map((b) => ({
+      name: b.name,
+      ttl: WINDOW_MS,
+      limit: b.limit,
+      getTracker: (req: Record<string, unknown>) => b.tracker(principalOf(req)!),
+    })),
   };
+}
+
+/** The request budgets: per credential and per tenant, each a count per minute (0 in the config: unlimited). */
+function budgets(config: CanopyConfig) {
+  const limit = (n: number) => (n === 0 ? Number.MAX_SAFE_INTEGER : n);
+  return [
+    {
+      name: 'credential',
+      limit: limit(config.limits.perKeyPerMinute),
+      tracker: (p: Principal) => credentialId(p),
+    },
+    {
+      name: 'tenant',
+      limit: limit(config.limits.perTenantPerMinute),
+      tracker: (p: Principal) => (p.kind === 'admin' ? 'admin' : `tenant:${p.tenantId}`),
+    },
+  ];
+}
+
+/**
+ * Counts one request that did not come over HTTP (a WebSocket frame) against the same budgets, in the same
+ * storage (so HTTP and WebSocket share one count); throws rate_limited over either. The admin is not limited.
+ */
+export async function chargeRequest(
+  storage: ThrottlerStorage,
+  config: CanopyConfig,
+  principal: Principal,
+): Promise<void> {
+  if (principal.kind === 'admin') return;
+  for (const b of budgets(config)) {
+    const key = `${config.redis.prefix}:${b.name}:${b.tracker(principal)}`;
+    const hit = await storage.increment(key, WINDOW_MS, b.limit, WINDOW_MS, b.name);
+    if (hit.isBlocked) {
+      throw new CanopyException('rate_limited', `too many requests: ${b.limit} per minute`, {
+        limit: b.limit,
+        retryAfterSeconds: hit.timeToBlockExpire,
+      });
+    }
+  }
 }

@@ -141,7 +141,8 @@ class Run {
           this.signal.removeEventListener('abort', done);
           resolve();
         };
-        const timer = setTimeout(done, ms);
+        // Sessions are validated to at most 10 minutes; anything older or larger still never overflows the timer.
+        const timer = setTimeout(done, Math.min(ms, 600_000));
         this.signal.addEventListener('abort', done, { once: true });
       });
     }

@@ -49,6 +49,11 @@ export const envSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_:.-]{1,64}$/, 'letters, digits and _ : . - only')
     .default('canopy'),
+  /**
+   * A Redis command with no answer within this fails (in flight or queued while Redis is away), so a request
+   * answers 503 and a run's Redis work ends instead of hanging. BullMQ's connections resend instead.
+   */
+  REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(2_000),
   /** A worker that stops renewing a run's lock for this long is presumed dead; another worker takes the run. */
   RUN_LOCK_DURATION_MS: z.coerce.number().int().min(500).max(600_000).default(15_000),
   /** Runs one worker process executes at once. */
@@ -121,6 +126,11 @@ export const envSchema = z.object({
   RATE_LIMIT_PER_TENANT: z.coerce.number().int().min(0).max(10_000_000).default(6_000),
   /** Runs in flight per tenant (busy sessions) before prompts answer rate_limited. */
   MAX_CONCURRENT_RUNS_PER_TENANT: z.coerce.number().int().min(1).max(100_000).default(100),
+  /**
+   * Bytes an SSE stream or WebSocket may have waiting for a client that does not read before it is cut off
+   * (reason slow_consumer; the client resumes with `after`).
+   */
+  LIVE_CLIENT_BUFFER_MAX_BYTES: z.coerce.number().int().min(16_384).max(1_073_741_824).default(1_048_576),
   /** Session subscriptions one WebSocket connection may hold. */
   WS_MAX_SUBSCRIPTIONS: z.coerce.number().int().min(1).max(10_000).default(100),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
@@ -156,6 +166,7 @@ export interface CanopyConfig {
     readonly workerConcurrency: number;
     readonly replayTtlSeconds: number;
     readonly runLockMs: number;
+    readonly commandTimeoutMs: number;
   };
   readonly adminKey: string | null;
   readonly shutdownGraceMs: number;
@@ -183,6 +194,7 @@ export interface CanopyConfig {
     readonly perTenantPerMinute: number;
     readonly concurrentRunsPerTenant: number;
     readonly wsSubscriptions: number;
+    readonly liveClientBufferBytes: number;
   };
   readonly sessions: {
     readonly idleShutdownMs: number;
@@ -248,6 +260,7 @@ export function loadConfig(
       workerConcurrency: e.WORKER_CONCURRENCY,
       replayTtlSeconds: e.EVENT_REPLAY_TTL_SECONDS,
       runLockMs: e.RUN_LOCK_DURATION_MS,
+      commandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
     },
     adminKey: e.CANOPY_ADMIN_KEY ?? null,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
@@ -276,6 +289,7 @@ export function loadConfig(
       perTenantPerMinute: e.RATE_LIMIT_PER_TENANT,
       concurrentRunsPerTenant: e.MAX_CONCURRENT_RUNS_PER_TENANT,
       wsSubscriptions: e.WS_MAX_SUBSCRIPTIONS,
+      liveClientBufferBytes: e.LIVE_CLIENT_BUFFER_MAX_BYTES,
     },
     sessions: {
       idleShutdownMs: e.SESSION_IDLE_SHUTDOWN_MS,

@@ -5,7 +5,7 @@ import {
   PayloadTooLargeException,
 } from '@nestjs/common';
 import { CanopyException } from '../errors/canopy.exception';
-import { describe as describeError, withBodyHint } from './all-exceptions.filter';
+import { describe as describeError, isDependencyUnavailable, withBodyHint } from './all-exceptions.filter';
 
 describe('describe (error -> API error)', () => {
   it('keeps a CanopyException code, message and details', () => {
@@ -93,5 +93,22 @@ describe('withBodyHint (no JSON body parsed)', () => {
     expect(withBodyHint(describeError(zodFailure), 'application/json', null).message).toMatch(
       /^invalid request/,
     );
+  });
+});
+
+describe('dependency failures', () => {
+  it.each([
+    Object.assign(new Error('Reached the max retries per request limit (which is 20).'), {
+      name: 'MaxRetriesPerRequestError',
+    }),
+    new Error('Command timed out'),
+    new Error('Connection is closed.'),
+  ])('answers 503 unavailable for a Redis that does not answer (%s)', (err) => {
+    expect(isDependencyUnavailable(err)).toBe(true);
+    expect(describeError(err)).toMatchObject({ status: 503, code: 'unavailable' });
+  });
+
+  it('leaves other errors as 500', () => {
+    expect(describeError(new Error('boom'))).toMatchObject({ status: 500, code: 'internal' });
   });
 });

@@ -60,6 +60,9 @@ export function describe(exception: unknown): Described {
     const code = codeForStatus(status);
     return { status, code, message: status >= 500 ? 'internal error' : httpMessage(exception) };
   }
+  if (isDependencyUnavailable(exception)) {
+    return { status: 503, code: 'unavailable', message: 'a dependency (Redis) is unavailable; retry' };
+  }
   // Errors raised by Express middleware (body-parser) carry a status and a type.
   const e = exception as { status?: unknown; statusCode?: unknown; type?: unknown } | null;
   const status =
@@ -78,6 +81,20 @@ export function describe(exception: unknown): Described {
     }
   }
   return { status: 500, code: 'internal', message: 'internal error' };
+}
+
+/**
+ * What ioredis (and so BullMQ) throws when Redis does not answer: a command timed out, the connection is closed,
+ * or the offline queue gave up. Recognised by shape, so this filter needs no Redis client; the request can be
+ * retried once Redis is back, so it answers 503, never 500.
+ */
+const REDIS_UNAVAILABLE =
+  /^(Command timed out|Connection is closed\.|Stream isn't writeable|Reached the max retries per request limit)/;
+
+export function isDependencyUnavailable(exception: unknown): boolean {
+  const e = exception as { name?: unknown; message?: unknown } | null;
+  if (e?.name === 'MaxRetriesPerRequestError') return true;
+  return typeof e?.message === 'string' && REDIS_UNAVAILABLE.test(e.message);
 }
 
 /**

@@ -1,7 +1,12 @@
-// The Redis side of the distributed runtime, assembled: the connections (commands, a shared subscriber) and the
-// event bus, live registry (with its heartbeat) and activity feed on them. One per process.
+// The Redis side of the distributed runtime, assembled: the connections (commands, a shared subscriber, and the
+// queue's) and the event bus, live registry (with its heartbeat) and activity feed on them. One per process.
+//
+// Every connection must come back from a Redis restart with each command either done or failed. ioredis drops
+// (never settles) the commands in flight when the connection closes if it is told not to resend them, and an
+// auto-pipelined client then waits behind them for ever; so every non-blocking connection has a command timeout,
+// and the queue's connections (blocking commands, BullMQ's own retries) resend instead.
 
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import { RedisActivityFeed } from './redis-activity-feed';
 import { RedisEventBus } from './redis-event-bus';
 import { RedisLiveRegistry, startLiveRegistryHeartbeat } from './redis-live-registry';
@@ -11,8 +16,13 @@ export interface RedisRealtimeOptions {
   prefix: string;
   replayLimit: number;
   replayTtlSeconds: number;
+  /** A command with no answer within this rejects ("Command timed out"), in flight or queued while offline. */
+  commandTimeoutMs?: number;
   onError?: (error: unknown) => void;
 }
+
+/** Default command timeout: far above a healthy Redis's latency, short enough for a request to answer 503. */
+export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 2_000;
 
 export interface RedisRealtime {
   /**
@@ -20,6 +30,11 @@ export interface RedisRealtime {
    * `enableAutoPipelining: false` where they need their own command timing (BullMQ, subscribers).
    */
   readonly redis: Redis;
+  /**
+   * A new connection for BullMQ (queue, workers, timers): no command timeout (its blocking commands wait longer)
+   * and every command in flight at a disconnect is sent again on reconnect, so none is left unsettled.
+   */
+  queueConnection(): Redis;
   readonly bus: RedisEventBus;
   readonly registry: RedisLiveRegistry;
   readonly feed: RedisActivityFeed;
@@ -31,12 +46,22 @@ export function createRedisRealtime(options: RedisRealtimeOptions): RedisRealtim
   // A publish whose reply was lost must not be re-sent by the client: it would publish the batch twice.
   // Auto-pipelining sends the commands issued in one turn of the event loop (a worker streaming a thousand runs
   // publishes hundreds per turn) in one write: one syscall instead of one each, in the same order.
+  const commandTimeout = options.commandTimeoutMs ?? DEFAULT_REDIS_COMMAND_TIMEOUT_MS;
   const redis = new Redis(options.url, {
     autoResendUnfulfilledCommands: false,
     lazyConnect: false,
     enableAutoPipelining: true,
+    commandTimeout,
+    // While Redis is away commands wait in the offline queue until the timeout rejects them.
+    maxRetriesPerRequest: null,
   });
   const subscriber = redis.duplicate({ autoResendUnfulfilledCommands: true, enableAutoPipelining: false });
+  const queueOptions: RedisOptions = {
+    autoResendUnfulfilledCommands: true,
+    enableAutoPipelining: false,
+    commandTimeout: undefined,
+    maxRetriesPerRequest: null,
+  };
   redis.on('error', (err) => options.onError?.(err));
   subscriber.on('error', (err) => options.onError?.(err));
   const bus = new RedisEventBus({
@@ -52,6 +77,7 @@ export function createRedisRealtime(options: RedisRealtimeOptions): RedisRealtim
   let closed = false;
   return {
     redis,
+    queueConnection: () => redis.duplicate(queueOptions),
     bus,
     registry,
     feed,

@@ -25,7 +25,7 @@ import type { ToolRegistry } from '@canopy/agent';
 import type { LiveRegistry } from '@canopy/realtime';
 import type { SessionCatalogStore, SessionStore } from '@canopy/store';
 import { toSessionInfo } from '../convert';
-import { checkTools } from '../session-input';
+import { checkMockDelays, checkTools } from '../session-input';
 import { resolveFilter, type CatalogFilter } from './catalog-filter';
 
 export type ExportFormat = 'canopy' | 'openai' | 'anthropic' | 'markdown';
@@ -117,6 +117,7 @@ export class SessionTransferService {
     }
     const tools = s.tools ?? [];
     checkTools(this.tools, tools, s.opts);
+    checkMockDelays(s.opts);
     const record = await this.catalog.importSession(scope, {
       ...(s.id !== undefined ? { id: s.id } : {}),
       title: s.title,

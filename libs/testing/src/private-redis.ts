@@ -1,9 +1,9 @@
 // A Redis server of a test's own (the machine's redis-server binary on a free port, no persistence), so a test can
-// stop and restart it without touching the Redis every other test shares.
+// stop, restart, pause it and cut its clients off without touching the Redis every other test shares.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { eventually } from '@canopy/testing';
+import { eventually } from './eventually';
 import { Redis } from 'ioredis';
 
 export class PrivateRedis {
@@ -54,6 +54,41 @@ export class PrivateRedis {
       },
       { timeoutMs: 10_000, intervalMs: 100 },
     );
+  }
+
+  /** kill -9 then start again: an empty Redis (no persistence), as after a crash of a cache-only server. */
+  async restart(downMs = 0): Promise<void> {
+    await this.down();
+    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+    await this.up();
+  }
+
+  /** SIGSTOP: the server keeps its connections but answers nothing until resume(). */
+  pause(): void {
+    this.proc?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.proc?.kill('SIGCONT');
+  }
+
+  /** Closes every client connection but this one (a network-style cut; the data stays). Returns how many. */
+  async killClients(): Promise<number> {
+    const admin = new Redis(this.url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    try {
+      await admin.connect();
+      let killed = 0;
+      for (const type of ['normal', 'pubsub']) {
+        killed += Number(await admin.call('CLIENT', 'KILL', 'TYPE', type, 'SKIPME', 'yes'));
+      }
+      return killed;
+    } finally {
+      admin.disconnect();
+    }
   }
 
   async down(): Promise<void> {
