@@ -63,6 +63,7 @@ const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>> = {
   'POST /v1/sessions/delete': () => ({ ids: ['no-such-session'] }),
   'POST /v1/sessions/cancel': () => ({ ids: ['no-such-session'] }),
   'PATCH /v1/admin/tenants/{tenantId}': () => ({ retention: { deleteAfterDays: 365 } }),
+  'POST /v1/keys': () => ({ name: 'ci' }),
 };
 
 /** Valid values the OpenAPI document cannot express (refinements), by the `type` discriminator of a block. */

@@ -47,7 +47,9 @@ type Kind =
   | 'count'
   | 'exportAll'
   | 'importAll'
-  | 'bulk';
+  | 'bulk'
+  | 'tenantOwned'
+  | 'audit';
 type Who = 'otherTenant' | 'otherUser' | 'admin';
 
 interface RouteSpec {
@@ -129,6 +131,11 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /v1/models': { kind: 'models' },
   'GET /v1/tools': { kind: 'models' },
   'GET /v1/ws': { kind: 'websocket' },
+  'GET /v1/admin/tenants/{tenantId}/keys': { kind: 'admin' },
+  'GET /v1/keys': { kind: 'tenantOwned' },
+  'POST /v1/keys': { kind: 'tenantOwned', body: () => ({ name: 'mine' }) },
+  'DELETE /v1/keys/{keyId}': { kind: 'tenantOwned' },
+  'GET /v1/audit': { kind: 'audit' },
 };
 
 interface Tenant {
@@ -157,7 +164,7 @@ const credentials = (): Record<Who, string> => ({
 });
 
 /** What `who` must get from a route of this kind; a string describes the mismatch, null means as expected. */
-function verdict(kind: Kind, who: Who, res: CallResult): string | null {
+function verdict(kind: Kind, who: Who, res: CallResult, path = ''): string | null {
   const body = res.body as
     | {
         id?: string;
@@ -173,6 +180,7 @@ function verdict(kind: Kind, who: Who, res: CallResult): string | null {
     if (kind === 'stats' || kind === 'liveList')
       return res.status === 200 ? null : `expected 200, got ${res.status}`;
     if (kind === 'models') return modelsVerdict(res);
+    if (kind === 'audit') return res.status === 200 ? null : `expected 200, got ${res.status}`;
     return errorMismatch(res, 403, 'forbidden');
   }
   switch (kind) {
@@ -243,6 +251,15 @@ function verdict(kind: Kind, who: Who, res: CallResult): string | null {
     }
     case 'models':
       return modelsVerdict(res);
+    case 'tenantOwned':
+    case 'audit': {
+      // A tenant's own resources (keys, webhooks, quotas, provider keys, its audit log): a user token has no
+      // access; another tenant reaches A's by id as not_found, and its listings and creations hold nothing of A.
+      if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
+      if (/\{(keyId|webhookId|deliveryId)\}/.test(path)) return errorMismatch(res, 404, 'not_found');
+      if (res.status >= 300) return `expected 2xx or 404, got ${res.status} ${describeBody(res)}`;
+      return revealsA(res) ? `reveals A: ${describeBody(res)}` : null;
+    }
     case 'tokens': {
       if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
       if (res.status !== 201 || typeof body?.token !== 'string') return `expected 201, got ${res.status}`;
@@ -251,6 +268,12 @@ function verdict(kind: Kind, who: Who, res: CallResult): string | null {
     default:
       return `no verdict for ${kind}`;
   }
+}
+
+/** Whether an answer carries one of tenant A's ids. */
+function revealsA(res: CallResult): boolean {
+  const text = JSON.stringify(res.body ?? '');
+  return [ids.tenantId, ids.keyId, ids.runId].some((id) => text.includes(id));
 }
 
 /** The lines of an NDJSON answer (`call` parsed a one-line answer as JSON already, and an empty one as nothing). */
@@ -388,7 +411,11 @@ describe('the route table', () => {
     for (const op of reads) {
       const kind = specOf(op).kind;
       const credential =
-        kind === 'admin' ? TEST_ADMIN_KEY : kind === 'activity' || kind === 'stats' ? a.key : aliceToken;
+        kind === 'admin'
+          ? TEST_ADMIN_KEY
+          : ['activity', 'stats', 'tenantOwned', 'audit'].includes(kind)
+            ? a.key
+            : aliceToken;
       const res = await callAs(op, credential);
       if (res.status !== 200) failures.push(`${op.key}: ${res.status} ${describeBody(res)}`);
     }
@@ -422,7 +449,7 @@ describe('every route, generated from the OpenAPI document', () => {
         for (const viaQuery of spec.queryToken ? [false, true] : [false]) {
           const res = await callAs(op, credential, viaQuery);
           cases++;
-          const problem = verdict(spec.kind, who, res);
+          const problem = verdict(spec.kind, who, res, op.path);
           if (problem) failures.push(`${op.key}${viaQuery ? ' (?token=)' : ''}: ${problem}`);
         }
       }
@@ -442,7 +469,7 @@ describe('every route, generated from the OpenAPI document', () => {
       }
     }
     expect(failures).toEqual([]);
-    expect(adminRoutes).toHaveLength(6);
+    expect(adminRoutes).toHaveLength(7);
     // The key the DELETE named is still valid.
     expect((await new Api(t.url, secondKeyOfA).get('/v1/sessions')).status).toBe(200);
   });
