@@ -18,6 +18,8 @@ import { AuditRepository, DatabaseModule } from '@canopy/store';
 import { AdminController } from './http/admin.controller';
 import { AuditController } from './http/audit.controller';
 import { KeysController } from './http/keys.controller';
+import { WebhooksController } from './http/webhooks.controller';
+import { QuotasController } from './http/quotas.controller';
 import { CommandsController } from './http/commands.controller';
 import { LiveController, WebSocketDocController } from './http/live.controller';
 import { ModelsController } from './http/models.controller';
@@ -59,6 +61,8 @@ export class ApiModule {
         AdminController,
         KeysController,
         AuditController,
+        WebhooksController,
+        QuotasController,
         TokensController,
         // Before SessionsController: /v1/sessions/search and /count are not session ids.
         SessionSearchController,

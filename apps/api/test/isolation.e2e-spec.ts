@@ -30,6 +30,10 @@ interface Ids {
   runId: string;
   tenantId: string;
   keyId: string;
+  webhookId: string;
+  deliveryId: string;
+  /** Alice: a user of A (quota routes name users). */
+  userId: string;
 }
 
 type Kind =
@@ -49,7 +53,7 @@ type Kind =
   | 'importAll'
   | 'bulk'
   | 'tenantOwned'
-  | 'audit';
+  | 'operator';
 type Who = 'otherTenant' | 'otherUser' | 'admin';
 
 interface RouteSpec {
@@ -135,7 +139,31 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /v1/keys': { kind: 'tenantOwned' },
   'POST /v1/keys': { kind: 'tenantOwned', body: () => ({ name: 'mine' }) },
   'DELETE /v1/keys/{keyId}': { kind: 'tenantOwned' },
-  'GET /v1/audit': { kind: 'audit' },
+  'GET /v1/audit': { kind: 'operator' },
+  'GET /v1/usage': { kind: 'operator' },
+  'GET /v1/quotas': { kind: 'tenantOwned' },
+  'PUT /v1/quotas/users/{userId}': {
+    kind: 'tenantOwned',
+    body: () => ({ quotas: [{ metric: 'runs', period: 'day', limit: 0 }] }),
+  },
+  'GET /v1/admin/tenants/{tenantId}/quotas': { kind: 'admin' },
+  'PUT /v1/admin/tenants/{tenantId}/quotas': {
+    kind: 'admin',
+    body: () => ({ quotas: [{ metric: 'runs', period: 'day', limit: 0 }] }),
+  },
+  'POST /v1/webhooks': {
+    kind: 'tenantOwned',
+    body: () => ({ url: 'http://127.0.0.1:9/mine', events: ['run.completed'] }),
+  },
+  'GET /v1/webhooks': { kind: 'tenantOwned' },
+  'GET /v1/webhooks/{webhookId}': { kind: 'tenantOwned' },
+  'PATCH /v1/webhooks/{webhookId}': {
+    kind: 'tenantOwned',
+    body: () => ({ url: 'http://127.0.0.1:9/pwned' }),
+  },
+  'DELETE /v1/webhooks/{webhookId}': { kind: 'tenantOwned' },
+  'GET /v1/webhooks/{webhookId}/deliveries': { kind: 'tenantOwned' },
+  'POST /v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry': { kind: 'tenantOwned' },
 };
 
 interface Tenant {
@@ -180,7 +208,7 @@ function verdict(kind: Kind, who: Who, res: CallResult, path = ''): string | nul
     if (kind === 'stats' || kind === 'liveList')
       return res.status === 200 ? null : `expected 200, got ${res.status}`;
     if (kind === 'models') return modelsVerdict(res);
-    if (kind === 'audit') return res.status === 200 ? null : `expected 200, got ${res.status}`;
+    if (kind === 'operator') return res.status === 200 ? null : `expected 200, got ${res.status}`;
     return errorMismatch(res, 403, 'forbidden');
   }
   switch (kind) {
@@ -252,7 +280,7 @@ function verdict(kind: Kind, who: Who, res: CallResult, path = ''): string | nul
     case 'models':
       return modelsVerdict(res);
     case 'tenantOwned':
-    case 'audit': {
+    case 'operator': {
       // A tenant's own resources (keys, webhooks, quotas, provider keys, its audit log): a user token has no
       // access; another tenant reaches A's by id as not_found, and its listings and creations hold nothing of A.
       if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
@@ -273,7 +301,7 @@ function verdict(kind: Kind, who: Who, res: CallResult, path = ''): string | nul
 /** Whether an answer carries one of tenant A's ids. */
 function revealsA(res: CallResult): boolean {
   const text = JSON.stringify(res.body ?? '');
-  return [ids.tenantId, ids.keyId, ids.runId].some((id) => text.includes(id));
+  return [ids.tenantId, ids.keyId, ids.runId, ids.webhookId, ids.deliveryId].some((id) => text.includes(id));
 }
 
 /** The lines of an NDJSON answer (`call` parsed a one-line answer as JSON already, and an empty one as nothing). */
@@ -355,7 +383,8 @@ async function snapshotOfA(): Promise<string> {
 }
 
 beforeAll(async () => {
-  t = await startTestApp();
+  // Private webhook URLs allowed: A's endpoint is a closed local port.
+  t = await startTestApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true' } });
   admin = new Api(t.url, TEST_ADMIN_KEY);
   a = await newTenant(t, 'tenant A');
   b = await newTenant(t, 'tenant B');
@@ -386,7 +415,29 @@ beforeAll(async () => {
   expect(branched.status).toBe(202);
   const runId: string = branched.body.runId;
   await eventually(async () => expect((await a.api.get(`/v1/runs/${runId}`)).body.status).toBe('completed'));
-  ids = { id, nodeId: 3, runId, tenantId: a.tenantId, keyId: second.body.id };
+  // A's webhook endpoint (a closed local port: every attempt fails) and one of its deliveries.
+  const webhook = await a.api.post('/v1/webhooks', {
+    url: 'http://127.0.0.1:9/hook',
+    events: ['session.created'],
+  });
+  expect(webhook.status).toBe(201);
+  await a.api.post('/v1/sessions', { model: 'mock:echo', title: 'for a delivery' });
+  let deliveryId = '';
+  await eventually(async () => {
+    const deliveries = await a.api.get(`/v1/webhooks/${webhook.body.id}/deliveries`);
+    deliveryId = deliveries.body.data[0]?.id;
+    expect(deliveryId).toBeTruthy();
+  });
+  ids = {
+    id,
+    nodeId: 3,
+    runId,
+    tenantId: a.tenantId,
+    keyId: second.body.id,
+    webhookId: webhook.body.id,
+    deliveryId,
+    userId: 'alice',
+  };
 
   const tree = await a.api.get(`/v1/sessions/${id}/tree`);
   expect(tree.body.nodes).toHaveLength(5);
@@ -413,7 +464,7 @@ describe('the route table', () => {
       const credential =
         kind === 'admin'
           ? TEST_ADMIN_KEY
-          : ['activity', 'stats', 'tenantOwned', 'audit'].includes(kind)
+          : ['activity', 'stats', 'tenantOwned', 'operator'].includes(kind)
             ? a.key
             : aliceToken;
       const res = await callAs(op, credential);
@@ -469,7 +520,7 @@ describe('every route, generated from the OpenAPI document', () => {
       }
     }
     expect(failures).toEqual([]);
-    expect(adminRoutes).toHaveLength(7);
+    expect(adminRoutes).toHaveLength(9);
     // The key the DELETE named is still valid.
     expect((await new Api(t.url, secondKeyOfA).get('/v1/sessions')).status).toBe(200);
   });

@@ -17,3 +17,6 @@ export * from './session-catalog.store';
 export * from './retention.repository';
 export * from './audit.repository';
 export * from './webhooks.repository';
+export * from './quotas.repository';
+export * from './secret-box';
+export * from './provider-keys.repository';

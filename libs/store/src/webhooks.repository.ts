@@ -318,9 +318,10 @@ export class WebhooksRepository {
         [delivery.id, outcome.retryAt, attempt.statusCode, attempt.error, entry],
       );
       const [hook] = await tx.query<{ enabled: boolean; failing_since: Date; url: string }>(
-        `UPDATE webhooks SET failing_since = coalesce(failing_since, now())
+        // The streak starts with the first event the endpoint could not take (when it was created).
+        `UPDATE webhooks SET failing_since = coalesce(failing_since, $2::timestamptz)
           WHERE id = $1::uuid RETURNING enabled, failing_since, url`,
-        [delivery.webhookId],
+        [delivery.webhookId, delivery.createdAt],
       );
       if (!hook?.enabled || Date.now() - hook.failing_since.getTime() < outcome.disableAfterMs)
         return { disabled: false };

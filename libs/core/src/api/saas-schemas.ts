@@ -62,7 +62,10 @@ export const updateWebhookSchema = z
     enabled: z.boolean().optional(),
     description: z.string().max(500).nullable().optional(),
   })
-  .strict();
+  .strict()
+  .refine((v) => Object.keys(v).length > 0, {
+    message: 'give at least one of url, events, enabled, description',
+  });
 
 export const listDeliveriesQuerySchema = z
   .object({
