@@ -20,6 +20,7 @@ import { AuditController } from './http/audit.controller';
 import { KeysController } from './http/keys.controller';
 import { WebhooksController } from './http/webhooks.controller';
 import { QuotasController } from './http/quotas.controller';
+import { ProvidersController } from './http/providers.controller';
 import { CommandsController } from './http/commands.controller';
 import { LiveController, WebSocketDocController } from './http/live.controller';
 import { ModelsController } from './http/models.controller';
@@ -63,6 +64,7 @@ export class ApiModule {
         AuditController,
         WebhooksController,
         QuotasController,
+        ProvidersController,
         TokensController,
         // Before SessionsController: /v1/sessions/search and /count are not session ids.
         SessionSearchController,

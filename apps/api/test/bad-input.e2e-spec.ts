@@ -47,6 +47,7 @@ interface Ids {
   webhookId: string;
   deliveryId: string;
   userId: string;
+  provider: string;
 }
 
 /** A valid body per route with a body: each generated case breaks exactly one thing in it. */
@@ -69,6 +70,7 @@ const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>> = {
   'POST /v1/keys': () => ({ name: 'ci' }),
   'POST /v1/webhooks': () => ({ url: 'https://93.184.215.14/hook', events: ['run.completed'] }),
   'PATCH /v1/webhooks/{webhookId}': () => ({ enabled: false }),
+  'PUT /v1/providers/{provider}': () => ({ apiKey: 'sk-bad-input-key-1234', models: ['m1'] }),
   'PUT /v1/quotas/users/{userId}': () => ({ quotas: [{ metric: 'runs', period: 'day', limit: 1000 }] }),
   'PUT /v1/admin/tenants/{tenantId}/quotas': () => ({
     quotas: [{ metric: 'tokens', period: 'month', limit: 1e9 }],
@@ -108,6 +110,10 @@ const BAD_PATH_VALUES: Record<string, Array<{ value: string | number; status: nu
     { value: 'nope', status: 404, code: 'not_found' },
   ],
   userId: [{ value: 'x'.repeat(201), status: 400, code: 'bad_request' }],
+  provider: [
+    { value: 'nope', status: 404, code: 'not_found' },
+    { value: 'x'.repeat(300), status: 404, code: 'not_found' },
+  ],
   webhookId: [
     { value: randomUUID(), status: 404, code: 'not_found' },
     { value: 'nope', status: 404, code: 'not_found' },
@@ -414,6 +420,7 @@ beforeAll(async () => {
     webhookId: webhook.body.id,
     deliveryId,
     userId: 'alice',
+    provider: 'openai',
   };
   expect((await api.get(`/v1/sessions/${id}/tree`)).body.path).toEqual([1, 2, 3, 5]);
   // The short-lived token works while it lives (its owner's session).

@@ -34,6 +34,8 @@ interface Ids {
   deliveryId: string;
   /** Alice: a user of A (quota routes name users). */
   userId: string;
+  /** A provider A brought its own key for. */
+  provider: string;
 }
 
 type Kind =
@@ -146,6 +148,10 @@ const ROUTES: Record<string, RouteSpec> = {
     kind: 'tenantOwned',
     body: () => ({ quotas: [{ metric: 'runs', period: 'day', limit: 0 }] }),
   },
+  'GET /v1/providers': { kind: 'tenantOwned' },
+  'GET /v1/providers/{provider}': { kind: 'tenantOwned' },
+  'PUT /v1/providers/{provider}': { kind: 'tenantOwned', body: () => ({ apiKey: 'sk-of-the-caller-1234' }) },
+  'DELETE /v1/providers/{provider}': { kind: 'tenantOwned' },
   'GET /v1/admin/tenants/{tenantId}/quotas': { kind: 'admin' },
   'PUT /v1/admin/tenants/{tenantId}/quotas': {
     kind: 'admin',
@@ -285,6 +291,8 @@ function verdict(kind: Kind, who: Who, res: CallResult, path = ''): string | nul
       // access; another tenant reaches A's by id as not_found, and its listings and creations hold nothing of A.
       if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
       if (/\{(keyId|webhookId|deliveryId)\}/.test(path)) return errorMismatch(res, 404, 'not_found');
+      // B's own provider key: it has none to read or delete; its PUT stores its own.
+      if (/\{provider\}/.test(path) && res.status === 404) return null;
       if (res.status >= 300) return `expected 2xx or 404, got ${res.status} ${describeBody(res)}`;
       return revealsA(res) ? `reveals A: ${describeBody(res)}` : null;
     }
@@ -301,7 +309,9 @@ function verdict(kind: Kind, who: Who, res: CallResult, path = ''): string | nul
 /** Whether an answer carries one of tenant A's ids. */
 function revealsA(res: CallResult): boolean {
   const text = JSON.stringify(res.body ?? '');
-  return [ids.tenantId, ids.keyId, ids.runId, ids.webhookId, ids.deliveryId].some((id) => text.includes(id));
+  return [ids.tenantId, ids.keyId, ids.runId, ids.webhookId, ids.deliveryId, 'sk-secret-of-tenant-a'].some(
+    (id) => text.includes(id),
+  );
 }
 
 /** The lines of an NDJSON answer (`call` parsed a one-line answer as JSON already, and an empty one as nothing). */
@@ -415,6 +425,10 @@ beforeAll(async () => {
   expect(branched.status).toBe(202);
   const runId: string = branched.body.runId;
   await eventually(async () => expect((await a.api.get(`/v1/runs/${runId}`)).body.status).toBe('completed'));
+  // A's own key for openai (never visible to anyone else).
+  expect(
+    (await a.api.request('PUT', '/v1/providers/openai', { apiKey: 'sk-secret-of-tenant-a' })).status,
+  ).toBe(200);
   // A's webhook endpoint (a closed local port: every attempt fails) and one of its deliveries.
   const webhook = await a.api.post('/v1/webhooks', {
     url: 'http://127.0.0.1:9/hook',
@@ -437,6 +451,7 @@ beforeAll(async () => {
     webhookId: webhook.body.id,
     deliveryId,
     userId: 'alice',
+    provider: 'openai',
   };
 
   const tree = await a.api.get(`/v1/sessions/${id}/tree`);

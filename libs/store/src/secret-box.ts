@@ -51,15 +51,25 @@ export class SecretBox {
 export function resolveEncryptionKey(config: {
   encryptionKey: string | null;
   redis: { url: string | null };
-  database: { dataDir: string };
+  database: { url: string | null; dataDir: string };
 }): { key: Buffer; source: 'configured' | 'file' } | null {
   if (config.encryptionKey) return { key: SecretBox.parseKey(config.encryptionKey), source: 'configured' };
-  if (config.redis.url) return null;
+  // Only the embedded default (its database in the data directory too) keeps a generated key.
+  if (config.redis.url || config.database.url) return null;
   const dir = resolve(config.database.dataDir);
   const file = join(dir, 'encryption.key');
-  if (existsSync(file)) return { key: SecretBox.parseKey(readFileSync(file, 'utf8').trim()), source: 'file' };
+  const read = () => ({
+    key: SecretBox.parseKey(readFileSync(file, 'utf8').trim()),
+    source: 'file' as const,
+  });
+  if (existsSync(file)) return read();
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const key = randomBytes(32);
-  writeFileSync(file, `${key.toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+  try {
+    writeFileSync(file, `${key.toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return read(); // another process made it first
+    throw err;
+  }
   return { key, source: 'file' };
 }

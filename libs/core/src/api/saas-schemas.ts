@@ -31,20 +31,11 @@ export const WEBHOOK_EVENT_TYPES = [
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
+/** An http(s) URL without credentials in it. */
 const webhookUrl = z
-  .string()
+  .url({ protocol: /^https?$/ })
   .max(2_000)
-  .refine(
-    (v) => {
-      try {
-        const u = new URL(v);
-        return (u.protocol === 'https:' || u.protocol === 'http:') && !u.username && !u.password;
-      } catch {
-        return false;
-      }
-    },
-    { message: 'an http(s) URL without credentials' },
-  );
+  .refine((v) => !/^https?:\/\/[^/?#]*@/i.test(v), { message: 'an http(s) URL without credentials' });
 
 export const createWebhookSchema = z
   .object({
