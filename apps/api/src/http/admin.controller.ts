@@ -28,8 +28,8 @@ export class AdminController {
   @Post('tenants')
   @ApiOperation({ summary: 'Create a tenant; answers its first API key (shown once)' })
   async createTenant(@Body() body: CreateTenantDto) {
-    const { tenant, apiKey, keyId } = await this.tenants.createTenant(body.name);
-    return { id: tenant.id, name: tenant.name, apiKey, keyId };
+    const { tenant, apiKey } = await this.tenants.createTenant(body.name);
+    return { id: tenant.id, name: tenant.name, apiKey };
   }
 
   @Get('tenants')
