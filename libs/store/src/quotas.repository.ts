@@ -1,7 +1,8 @@
 // Quotas and usage. A quota caps a tenant's (set by the admin) or one of its users' (set by the tenant) tokens,
-// cost or runs per UTC day or month. Usage is counted from the stored runs themselves (index runs_tenant_created_idx),
-// so every api of a deployment counts the same; a run counts in the period it started in. `exceeded` is what run
-// admission asks before a new run starts (a run in flight is never cut).
+// cost or runs per UTC day or month. Usage is read from usage_daily, the per-day, per-session rollup the runs'
+// triggers keep in Postgres (migration 20261206020100), so every api of a deployment counts the same and a year
+// costs one row per session and day; a run counts in the day it started (its tokens once it ended). `exceeded` is
+// what run admission asks before a new run starts (a run in flight is never cut).
 
 import { Injectable } from '@nestjs/common';
 import type { Scope } from '@canopy/core';
@@ -44,11 +45,11 @@ interface QuotaRow {
   limit: number;
 }
 
-/** Each metric's value over a set of runs `r`. */
+/** Each metric's value over rows `u` of usage_daily. */
 const METRIC_SQL: Record<QuotaMetric, string> = {
-  tokens: `coalesce(sum((r.usage->>'totalTokens')::float8), 0)`,
-  cost: `coalesce(sum((r.usage->>'totalCost')::float8), 0)`,
-  runs: `count(r.id)::float8`,
+  tokens: `coalesce(sum(u.total_tokens), 0)`,
+  cost: `coalesce(sum(u.total_cost), 0)`,
+  runs: `coalesce(sum(u.runs), 0)::float8`,
 };
 
 export function periodStart(period: QuotaPeriod, now = new Date()): Date {
@@ -137,28 +138,26 @@ export class QuotasRepository {
   }
 
   /**
-   * Usage over [from, to) grouped by UTC day, user, model (the session's) or session: one tenant's, or (the admin,
-   * tenantId null) every tenant's, each row then naming its tenant.
+   * Usage over the UTC days from `from` to `to` (both included) grouped by day, user, model (the session's) or
+   * session: one tenant's, or (the admin, tenantId null) every tenant's, each row then naming its tenant.
    */
   async usage(
     tenantId: string | null,
     input: { from: Date; to: Date; groupBy: UsageGroup },
   ): Promise<UsageRow[]> {
     const key: Record<UsageGroup, string> = {
-      day: `to_char(date_trunc('day', r.created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD')`,
-      user: 's.user_id',
-      model: 's.model',
-      session: 'r.session_id',
+      day: `to_char(u.day, 'YYYY-MM-DD')`,
+      user: 'u.user_id',
+      model: 'u.model',
+      session: 'u.session_id',
     };
     const statement = `
-      SELECT ${key[input.groupBy]} AS key, r.tenant_id::text AS tenant_id, count(*)::int AS runs,
-             coalesce(sum((r.usage->>'inputTokens')::float8), 0) AS input_tokens,
-             coalesce(sum((r.usage->>'outputTokens')::float8), 0) AS output_tokens,
-             coalesce(sum((r.usage->>'totalTokens')::float8), 0) AS total_tokens,
-             coalesce(sum((r.usage->>'totalCost')::float8), 0) AS total_cost
-        FROM runs r LEFT JOIN sessions s ON s.tenant_id = r.tenant_id AND s.id = r.session_id
-       WHERE r.created_at >= $1::timestamptz AND r.created_at < $2::timestamptz
-             ${tenantId ? 'AND r.tenant_id = $3::uuid' : ''}
+      SELECT ${key[input.groupBy]} AS key, u.tenant_id::text AS tenant_id, sum(u.runs)::int AS runs,
+             sum(u.input_tokens) AS input_tokens, sum(u.output_tokens) AS output_tokens,
+             sum(u.total_tokens) AS total_tokens, sum(u.total_cost) AS total_cost
+        FROM usage_daily u
+       WHERE u.day >= ($1::timestamptz AT TIME ZONE 'UTC')::date AND u.day <= ($2::timestamptz AT TIME ZONE 'UTC')::date
+             ${tenantId ? 'AND u.tenant_id = $3::uuid' : ''}
        GROUP BY 1, 2
        ORDER BY 2, 1`;
     const params: unknown[] = [input.from, input.to, ...(tenantId ? [tenantId] : [])];
@@ -181,10 +180,9 @@ export class QuotasRepository {
   private async measure(tx: SqlTx, tenantId: string, q: QuotaRow, now: Date): Promise<QuotaStatus> {
     const start = periodStart(q.period, now);
     const [row] = await tx.query<{ usage: number }>(
-      `SELECT ${METRIC_SQL[q.metric]} AS usage
-         FROM runs r ${q.user_id !== null ? 'JOIN sessions s ON s.tenant_id = r.tenant_id AND s.id = r.session_id' : ''}
-        WHERE r.tenant_id = $1::uuid AND r.created_at >= $2::timestamptz
-              ${q.user_id !== null ? 'AND s.user_id = $3' : ''}`,
+      `SELECT ${METRIC_SQL[q.metric]} AS usage FROM usage_daily u
+        WHERE u.tenant_id = $1::uuid AND u.day >= ($2::timestamptz AT TIME ZONE 'UTC')::date
+              ${q.user_id !== null ? 'AND u.user_id = $3' : ''}`,
       [tenantId, start, ...(q.user_id !== null ? [q.user_id] : [])],
     );
     return {
