@@ -199,6 +199,17 @@ describe('the audit log', () => {
     expect(new Date(second.body.data[0].createdAt).getTime()).toBeLessThanOrEqual(
       new Date(first.body.data[1].createdAt).getTime(),
     );
+    // A bulk cancel is recorded once, with the runs it stopped.
+    const slow = (
+      await tenant.api.post('/v1/sessions', { model: 'mock:script', opts: { script: [{ delayMs: 60_000 }] } })
+    ).body.id;
+    const run = (await tenant.api.post(`/v1/sessions/${slow}/prompt`, { content: 'slow' })).body.runId;
+    await eventually(async () =>
+      expect((await tenant.api.get(`/v1/sessions/${slow}`)).body.status).toBe('busy'),
+    );
+    expect((await tenant.api.post('/v1/sessions/cancel', { ids: [slow] })).body.cancelled).toBe(1);
+    const bulk = (await tenant.api.get('/v1/audit?action=session.bulk_cancel')).body.data;
+    expect(bulk).toEqual([expect.objectContaining({ after: { cancelled: 1, runIds: [run], more: false } })]);
     // User tokens do not read the audit log.
     expectError(await alice.get('/v1/audit'), 403, 'forbidden');
   });
