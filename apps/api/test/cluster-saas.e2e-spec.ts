@@ -2,8 +2,6 @@
 // one api holds for prompts sent through both (usage is counted in Postgres, so every api sees the same), and a
 // tenant disabled through one api is refused by the other too (within its key cache, 10 s).
 
- 
-
 import { Cluster, eventually } from '@canopy/testing';
 import { Api, newTenant } from './support/api-client';
 
