@@ -111,7 +111,13 @@ describe('the admin creates a tenant and its keys', () => {
 
     const key = await admin.post(`/v1/admin/tenants/${created.body.id}/keys`, { name: 'ci' });
     expect(key.status).toBe(201);
-    expect(key.body).toEqual({ id: expect.stringMatching(UUID), apiKey: expect.stringMatching(/^ck_/) });
+    expect(key.body).toEqual({
+      id: expect.stringMatching(UUID),
+      apiKey: expect.stringMatching(/^ck_/),
+      prefix: expect.stringMatching(/^ck_/),
+      name: 'ci',
+      expiresAt: null,
+    });
     expect(key.body.apiKey).not.toBe(created.body.apiKey);
     const second = new Api(t.url, key.body.apiKey);
 

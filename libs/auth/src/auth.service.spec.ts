@@ -15,7 +15,7 @@ class Keys {
       const revoked = this.revoked; // what the database said when the query ran
       await new Promise<void>((resolve) => this.pending.push(resolve));
       if (hash !== this.hash) return null;
-      return { id: 'key_1', tenantId: 'ten_1', revoked };
+      return { id: 'key_1', tenantId: 'ten_1', revoked, expiresAt: null };
     },
   } as unknown as TenantsRepository;
   /** Answers the pending queries, newest first when `newestFirst`. */

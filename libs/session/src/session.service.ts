@@ -173,7 +173,7 @@ export class SessionService {
   // Sessions
 
   async create(scope: Scope, input: CreateSessionInput): Promise<SessionInfo> {
-    checkModel(this.deps.gateway, input.model);
+    await this.checkModelFor(scope, input.model);
     checkTools(this.deps.tools, input.tools ?? [], input.opts);
     checkMockDelays(input.opts);
     const record = await this.deps.store.create(scope, {
@@ -242,7 +242,7 @@ export class SessionService {
    * always broadcasts `title`; any other field broadcasts `state`; a write (`store`) happens only on change.
    */
   async update(scope: Scope, id: string, patch: SessionStatePatch): Promise<SessionInfo> {
-    if (patch.model !== undefined) checkModel(this.deps.gateway, patch.model);
+    if (patch.model !== undefined) await this.checkModelFor(scope, patch.model);
     const current = await this.get(scope, id);
     if (patch.tools !== undefined || patch.opts !== undefined) {
       checkTools(this.deps.tools, patch.tools ?? current.tools, patch.opts ?? current.opts);
@@ -322,7 +322,8 @@ export class SessionService {
       (await this.deps.registry.get(scope.tenantId, id).catch(() => null)) !== null;
     let resolution: OpenResult['resolution'] = { model: 'persisted', system: 'persisted', opts: 'persisted' };
     if (mode === 'controller') {
-      const resolved = reconcile(session, start, (m) => this.deps.gateway.check(m) === null);
+      const context = await this.modelContext(scope, [session.model, start.model]);
+      const resolved = reconcile(session, start, (m) => this.deps.gateway.check(m, context) === null);
       resolution = {
         model: resolved.model === session.model ? 'persisted' : 'start',
         system: start.system !== undefined ? 'start' : 'persisted',
@@ -542,6 +543,17 @@ export class SessionService {
 
   // Internals
 
+  /** checkModel, with the tenant's own provider keys counted (looked up only when the deployment's fall short). */
+  private async checkModelFor(scope: Scope, model: string): Promise<void> {
+    checkModel(this.deps.gateway, model, await this.modelContext(scope, [model]));
+  }
+
+  private async modelContext(scope: Scope, models: Array<string | undefined>) {
+    const needed = models.some((m) => m !== undefined && this.deps.gateway.check(m) !== null);
+    if (!needed || !this.deps.providerKeys) return undefined;
+    return { tenantProviders: await this.deps.providerKeys.providersOf(scope.tenantId) };
+  }
+
   /**
    * Stops a run executing here or in another process (its executor aborts it and ends it: status idle, cancelled,
    * rollback). False when nothing acknowledged: no process executes it.
@@ -573,6 +585,8 @@ export class SessionService {
     position?: PositionRecord,
     rollback?: PositionRecord,
   ): Promise<CommandResult> {
+    // Quotas first: a prompt over quota starts nothing (a resume continues a run already admitted).
+    if (kind !== 'resume') await this.deps.admission?.admit(scope, id);
     const limit = this.deps.settings.maxBusyPerTenant;
     // startRun is scoped: an invisible session answers not_found here, before anything is opened or published.
     // It also applies the tenant's limit of runs in flight, counted in the database for every process.

@@ -59,6 +59,12 @@ describe('the migrated database', () => {
     ['sessions', Prisma.SessionScalarFieldEnum],
     ['nodes', Prisma.NodeScalarFieldEnum],
     ['runs', Prisma.RunScalarFieldEnum],
+    ['audit_events', Prisma.AuditEventScalarFieldEnum],
+    ['webhooks', Prisma.WebhookScalarFieldEnum],
+    ['webhook_deliveries', Prisma.WebhookDeliveryScalarFieldEnum],
+    ['quotas', Prisma.QuotaScalarFieldEnum],
+    ['provider_keys', Prisma.ProviderKeyScalarFieldEnum],
+    ['usage_daily', Prisma.UsageDailyScalarFieldEnum],
   ])('has exactly the columns of the Prisma model for %s', async (table, fields) => {
     const { rows } = await raw.query<{ column_name: string }>(
       `SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1`,
@@ -88,9 +94,10 @@ describe('the migrated database', () => {
       relforcerowsecurity: boolean;
     }>(
       `SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class
-        WHERE relname IN ('tenants', 'api_keys', 'sessions', 'nodes', 'runs', 'node_search') ORDER BY relname`,
+        WHERE relname IN ('tenants', 'api_keys', 'sessions', 'nodes', 'runs', 'node_search', 'audit_events',
+          'webhooks', 'webhook_deliveries', 'quotas', 'provider_keys', 'usage_daily') ORDER BY relname`,
     );
-    expect(rows).toHaveLength(6);
+    expect(rows).toHaveLength(12);
     for (const r of rows) expect(r).toMatchObject({ relrowsecurity: true, relforcerowsecurity: true });
   });
 
