@@ -64,6 +64,7 @@ export function ChatPanel({
   );
   const [draft, setDraft] = useState('');
   const [sending, setSending] = useState(false);
+  const [forking, setForking] = useState<NodeId | null>(null);
   const [commandError, setCommandError] = useState<string | null>(null);
   const [editRequest, setEditRequest] = useState<{ id: NodeId; n: number } | null>(null);
   const [dismissed, setDismissed] = useState<string | null>(null);
@@ -153,16 +154,19 @@ export function ChatPanel({
     () => turnsOfPath(tree?.path ?? [], new Set(turns.flatMap((t) => (t.id === null ? [] : [t.id])))),
     [tree, turns],
   );
-  const fork = (turnId: NodeId) => {
-    const nodeId = lastOf.get(turnId) ?? turnId;
+  /** Forks the path up to `nodeId` into a new session, which the page opens. */
+  const forkAt = (nodeId: NodeId) => {
+    setForking(nodeId);
     void command(async () => {
       const { info } = await session.fork({
         nodeId,
         title: `${title ?? 'Untitled session'} (fork)`,
       });
       onForked(info);
-    });
+    }).finally(() => setForking(null));
   };
+  /** A turn forks at its last message on the active path (the whole reply). */
+  const fork = (turnId: NodeId) => forkAt(lastOf.get(turnId) ?? turnId);
 
   // A message asked for by the address: where it is on the active path, its turn; else why not.
   const focusTurn = focusNode !== null ? (turnOf.get(focusNode) ?? null) : null;
@@ -363,6 +367,11 @@ export function ChatPanel({
           )}
           <div ref={bottom} />
         </div>
+        {forking !== null && (
+          <p className="banner" role="status" data-testid="forking">
+            Forking the conversation up to message #{forking}…
+          </p>
+        )}
         {commandError && (
           <p className="error banner" data-testid="command-error">
             {commandError}
@@ -412,6 +421,7 @@ export function ChatPanel({
         idle={idle}
         running={status !== 'idle'}
         onNavigate={(id) => void command(() => session.navigate(id))}
+        {...(observe ? {} : { onFork: forkAt })}
         onClose={() => onPanel(null)}
       />
     </>

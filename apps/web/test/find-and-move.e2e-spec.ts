@@ -1,10 +1,11 @@
 // The playground's finding, forking and moving of conversations in a real browser against the real api (booted
 // in-process on a fresh database, serving the built UI): pin and unpin (pinned first, kept after a reload), search
 // message text with highlighted snippets and jump to the message (on the active path, or on another branch with a
-// switch), fork from a reply (the fork opens), export in every format (downloaded files read back), import from a
-// file (bad files and refusals said clearly, a Canopy export of a session still here imported as a copy, NDJSON with
-// a report per line), bulk select and delete, and the loading, empty, error and not-found states. Every step leaves
-// a screenshot at desktop and at phone size (360 px, no sideways scroll) in test-artifacts/web.
+// switch), fork from a reply or from any reply in the tree (the fork opens), export in every format (downloaded
+// files read back), import from a file (bad files and refusals said clearly, a Canopy export of a session still
+// here imported as a copy, NDJSON with a report per line), bulk select and delete, and the loading, empty, error
+// and not-found states. Every step leaves a screenshot at desktop and at phone size (360 px, no sideways scroll) in
+// test-artifacts/web.
 
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,14 +13,16 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Canopy, type CanopyDocument, type SessionInfo } from '@canopy/client';
 import { eventually } from '@canopy/testing';
 import { startTestApp, TEST_ADMIN_KEY, type TestApp } from '../../api/test/support/test-app';
-import { launchChromium, pageErrors } from './support/browser';
+import { launchChromium, pageErrors, screenshot } from './support/browser';
 import {
   callApi,
   DESKTOP,
   expectAttribute,
   expectCount,
+  expectNoHorizontalOverflow,
   expectText,
   expectVisible,
+  PHONE,
   screenshots,
 } from './support/journey';
 
@@ -223,6 +226,22 @@ describe('web UI journey: finding, forking and moving conversations', () => {
     await openSession(ids.giraffe);
     await expectCount(byTestId('turn'), 2);
     const before = await byTestId('session-item').count();
+    // A refusal (as when the message went away meanwhile) is said, and nothing opens.
+    await page.route('**/fork', (route) =>
+      route.fulfill({
+        status: 404,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: { code: 'not_found', message: 'no node 2 in this session' } }),
+      }),
+    );
+    try {
+      await turn(0).getByTestId('fork').click();
+      await expectText(byTestId('command-error'), 'not_found: no node 2 in this session');
+      await expectCount(byTestId('forking'), 0);
+      expect(hashOf()).toBe(`#/sessions/${ids.giraffe}`);
+    } finally {
+      await page.unroute('**/fork');
+    }
     await turn(0).getByTestId('fork').click();
     await eventually(() => expect(hashOf()).toMatch(/^#\/sessions\/[^/]+$/));
     await eventually(() => expect(hashOf()).not.toBe(`#/sessions/${ids.giraffe}`));
@@ -235,6 +254,17 @@ describe('web UI journey: finding, forking and moving conversations', () => {
     // The source is untouched.
     expect((await canopy.session(ids.giraffe).tree()).nodes).toHaveLength(4);
     await screenshots(page, '36-forked');
+
+    // From the tree: a reply on a branch that is not the active path (the wombat one, after the switch above).
+    await openSession(ids.branchy);
+    await expectText(turn(0).getByTestId('turn-prompt'), 'alpha quokka');
+    await page.locator('[data-testid="tree-fork"][data-node-id="4"]').click();
+    await eventually(() => expect(hashOf()).not.toBe(`#/sessions/${ids.branchy}`));
+    const branchFork = hashOf().slice('#/sessions/'.length);
+    await expectText(byTestId('session-title'), 'Branchy notes (fork)');
+    await expectCount(byTestId('turn'), 1);
+    await expectText(turn(0).getByTestId('turn-prompt'), 'beta wombat');
+    expect((await info(branchFork)).metadata).toEqual({ forkedFrom: { sessionId: ids.branchy, nodeId: 4 } });
   });
 
   it('exports a session in every format the API has, as downloaded files', async () => {
@@ -362,6 +392,29 @@ describe('web UI journey: finding, forking and moving conversations', () => {
     await byTestId('select-done').click();
     await expectCount(byTestId('session-item'), count - 2);
     await screenshots(page, '41-bulk-deleted');
+  });
+
+  it('fits the chat header with Export and Stop at phone size while a run is in flight', async () => {
+    const { session } = await canopy.sessions.create({
+      model: 'mock:echo',
+      title: 'A slow reply with a long title',
+      opts: { delayMs: 300 },
+    });
+    await page.setViewportSize(PHONE);
+    try {
+      await page.goto(`${t.url}/#/sessions/${session.id}`);
+      await expectText(byTestId('session-status'), 'idle');
+      await session.prompt('one two three four five six seven eight nine ten');
+      await expectText(byTestId('session-status'), 'busy');
+      await expectVisible(byTestId('cancel'));
+      await expectVisible(byTestId('export-toggle'));
+      await expectNoHorizontalOverflow(page);
+      await screenshot(page, '42-phone-busy-header.phone');
+      await byTestId('cancel').click();
+      await expectText(byTestId('session-status'), 'idle');
+    } finally {
+      await page.setViewportSize(DESKTOP);
+    }
   });
 
   it('had no page error on the way besides the refusals it provoked', () => {

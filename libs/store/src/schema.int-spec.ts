@@ -277,6 +277,27 @@ describe('tree integrity', () => {
     expect(counts).toEqual([0, 0]);
   });
 
+  it("holds a node's tenant through its session: no node of a session of another tenant, none left by a deleted tenant", async () => {
+    const tenantId = await newTenant();
+    const other = await newTenant();
+    await db.withTenant({ tenantId }, (tx) => seedSession(tx, tenantId, 'mine'));
+    const message = { role: 'user', content: [], timestamp: 0 };
+    // The other tenant has no session 'mine': its node would belong to no session of its own.
+    await expect(
+      db.withTenant({ tenantId: other }, (tx) =>
+        tx.node.create({ data: { tenantId: other, sessionId: 'mine', id: 1, role: 'user', message } }),
+      ),
+    ).rejects.toBeInstanceOf(CanopyException);
+    await db.withTenant({ tenantId }, (tx) =>
+      tx.node.create({ data: { tenantId, sessionId: 'mine', id: 1, role: 'user', message } }),
+    );
+    const left = await db.withAdmin('test: delete a tenant', async (tx) => {
+      await tx.tenant.delete({ where: { id: tenantId } });
+      return tx.node.count({ where: { tenantId } });
+    });
+    expect(left).toBe(0);
+  });
+
   it('answers already_exists for a session id used twice in a tenant, but not across tenants', async () => {
     const a = await newTenant();
     const b = await newTenant();
