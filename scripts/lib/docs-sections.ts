@@ -204,7 +204,8 @@ function table(head: string[], rows: string[][]): string {
 // ---------------------------------------------------------------------------------------------------------------
 // Routes
 
-const ACCESS_TEXT: Record<AccessLevel, string> = {
+// A level the code adds later shows as its name until it gets words here.
+const ACCESS_TEXT: Readonly<Record<string, string | undefined>> = {
   public: 'public (no credential)',
   admin: 'admin key',
   tenant: 'API key',
@@ -215,7 +216,7 @@ const ACCESS_TEXT: Record<AccessLevel, string> = {
 
 function accessText(a: RouteAccess | undefined): string {
   if (!a) return 'unknown';
-  return ACCESS_TEXT[a.level] + (a.queryToken ? '; also `?token=`' : '');
+  return (ACCESS_TEXT[a.level] ?? a.level) + (a.queryToken ? '; also `?token=`' : '');
 }
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];

@@ -39,6 +39,12 @@ describe('docs/', () => {
     );
     const unknown = routes.filter((r) => !inputs.access.has(r));
     expect(unknown).toEqual([]);
+    // Read from the metadata of libs/auth's decorators (the keys are copied in scripts/lib/docs-app.ts): a renamed
+    // key would make every route look like the default level.
+    expect(inputs.access.get('GET /healthz')).toEqual({ level: 'public', queryToken: false });
+    expect(inputs.access.get('POST /v1/admin/tenants')).toEqual({ level: 'admin', queryToken: false });
+    expect(inputs.access.get('POST /v1/tokens')).toEqual({ level: 'tenant', queryToken: false });
+    expect(inputs.access.get('GET /v1/sessions/{id}/events')).toEqual({ level: 'member', queryToken: true });
   });
 
   it('documents every route, event type, error code and configuration variable', () => {
