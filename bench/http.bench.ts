@@ -10,10 +10,12 @@
 // share of it; and a history section that seeds 100,000 earlier runs in 10,000 sessions of the tenant (and as
 // many in another tenant) and measures again. Each target is printed with its verdict.
 // Options: --http-modes=wait,stream --http-levels=1,100 --http-runtimes=postgres --http-measure-ms=6000
+// --http-history=false (skip the seeded-history section) --http-profile=DIR (run the api with --cpu-prof into DIR
+// and print where its CPU went over the whole service's life: profile one level, e.g. --http-levels=100)
 // (or CANOPY_BENCH_HTTP_* variables of the same names).
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -29,6 +31,7 @@ import {
   prepareTemplate,
   type TestDatabase,
 } from '../libs/testing/src';
+import { summariseCpuProfile, type ProfileSummary } from './cpu-profile';
 import { measureEngineAt } from './engine.bench';
 import { formatTime, printTable } from './report';
 
@@ -48,6 +51,8 @@ export interface HttpBenchOptions {
   runtimes: RuntimeName[];
   measureMs: number;
   history: boolean;
+  /** A directory for the api's CPU profiles (node --cpu-prof), or none. */
+  profileDir: string | null;
 }
 
 export interface HttpLevel {
@@ -79,6 +84,8 @@ export interface HttpBenchResult {
   engine: Array<{ concurrency: number; runsPerSec: number; p50Ms: number; p99Ms: number }>;
   history: { empty: HttpLevel; seeded: HttpLevel; seededRuns: number; seededSessions: number } | null;
   measureMs: number;
+  /** The api's CPU profile per runtime, when --http-profile was given. */
+  profiles: Array<{ runtime: RuntimeName; path: string; summary: ProfileSummary | null }>;
 }
 
 export function httpBenchOptions(argv: readonly string[], env: NodeJS.ProcessEnv): HttpBenchOptions {
@@ -108,15 +115,29 @@ export function httpBenchOptions(argv: readonly string[], env: NodeJS.ProcessEnv
   }
   const measureMs = Number(opt('measure-ms') ?? 6_000);
   if (!Number.isInteger(measureMs) || measureMs < 1_000) throw new Error('--http-measure-ms: at least 1000');
-  return { modes, levels, runtimes, measureMs, history: opt('history') !== 'false' };
+  const profile = opt('profile');
+  return {
+    modes,
+    levels,
+    runtimes,
+    measureMs,
+    history: opt('history') !== 'false',
+    profileDir: profile ? resolve(profile) : null,
+  };
 }
 
 export async function runHttpBench(options: HttpBenchOptions): Promise<HttpBenchResult> {
   await prepareTemplate();
   const levels: HttpLevel[] = [];
   let history: HttpBenchResult['history'] = null;
+  const profiles: HttpBenchResult['profiles'] = [];
   for (const runtime of options.runtimes) {
-    const service = await Service.start(runtime);
+    const profileDir = options.profileDir ? join(options.profileDir, runtime) : null;
+    if (profileDir) {
+      rmSync(profileDir, { recursive: true, force: true });
+      mkdirSync(profileDir, { recursive: true });
+    }
+    const service = await Service.start(runtime, profileDir);
     try {
       for (const mode of options.modes) {
         for (const concurrency of options.levels) {
@@ -137,6 +158,10 @@ export async function runHttpBench(options: HttpBenchOptions): Promise<HttpBench
     } finally {
       await service.stop();
     }
+    if (profileDir) {
+      const summary = newestProfile(profileDir, service.readyAfterMs);
+      profiles.push({ runtime, path: profileDir, summary });
+    }
   }
   const engine = [];
   if (options.runtimes.includes('postgres') && options.modes.includes('wait')) {
@@ -144,7 +169,7 @@ export async function runHttpBench(options: HttpBenchOptions): Promise<HttpBench
       engine.push({ concurrency, ...(await measureEngineAt(concurrency)) });
     }
   }
-  return { levels, engine, history, measureMs: options.measureMs };
+  return { levels, engine, history, measureMs: options.measureMs, profiles };
 }
 
 export function printHttpReport(title: string, result: HttpBenchResult): void {
@@ -239,6 +264,26 @@ export function printHttpReport(title: string, result: HttpBenchResult): void {
       new Set([1, 2, 3, 4]),
     );
   }
+  for (const profile of result.profiles) {
+    if (!profile.summary) {
+      console.log(`\nNo CPU profile was written under ${profile.path}.`);
+      continue;
+    }
+    const { busyPercent, owners, functions } = profile.summary;
+    printTable(
+      `Where the api's CPU went (${profile.runtime}, node --cpu-prof, ${busyPercent.toFixed(0)}% of samples busy): self time by owner`,
+      ['owner', 'share of busy'],
+      owners.map((o) => [o.name, `${o.percent.toFixed(1)}%`]),
+      new Set([1]),
+    );
+    printTable(
+      `Top functions by self time (${profile.runtime})`,
+      ['function', 'share of busy'],
+      functions.map((f) => [f.name, `${f.percent.toFixed(1)}%`]),
+      new Set([1]),
+    );
+    console.log(`Profile: ${profile.path} (open in Chrome DevTools or speedscope)`);
+  }
   printVerdicts(result);
 }
 
@@ -311,12 +356,17 @@ class Service {
     private key: string,
   ) {}
 
-  static async start(runtime: RuntimeName): Promise<Service> {
+  /** Milliseconds from the process's start until it served its first tenant: the start-up a profile skips. */
+  readyAfterMs = 0;
+
+  static async start(runtime: RuntimeName, profileDir: string | null = null): Promise<Service> {
     const port = await freePort();
     const database = runtime === 'postgres' ? await createTestDatabase() : null;
     const dataDir = runtime === 'embedded' ? mkdtempSync(join(tmpdir(), 'canopy-http-bench-')) : null;
     const output: string[] = [];
-    const proc = spawn(process.execPath, [API_MAIN], {
+    const profiling = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+    const spawnedAt = Date.now();
+    const proc = spawn(process.execPath, [...profiling, API_MAIN], {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH ?? '',
@@ -350,6 +400,7 @@ class Service {
     );
     const service = new Service(runtime, proc, output, url, database, dataDir, '');
     service.key = await service.newTenant();
+    service.readyAfterMs = Date.now() - spawnedAt;
     return service;
   }
 
@@ -622,4 +673,13 @@ function freePort(): Promise<number> {
       );
     });
   });
+}
+
+/** The summary of the newest CPU profile in a directory (the api writes one as it exits), from skipMs on. */
+function newestProfile(dir: string, skipMs: number): ProfileSummary | null {
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .map((f) => join(dir, f))
+    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+  return files[0] ? summariseCpuProfile(files[0], skipMs) : null;
 }

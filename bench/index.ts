@@ -13,6 +13,7 @@
 //   search  full-text search over 100,000 sessions / 1,000,000 messages of one tenant among several (p50 / p99 at
 //           1 and 10 concurrent queries, the plan through the GIN index) and fork of 1,000- and 10,000-node trees
 //           (CANOPY_BENCH_SEARCH_SESSIONS=10000 for a quicker, smaller run)
+//   usage   GET /v1/usage and the quota check over 1,000,000 runs of a year (CANOPY_BENCH_USAGE_RUNS to resize)
 //   soak    the chaos suite's deployment and load for 30 minutes (CANOPY_BENCH_SOAK_MINUTES) with a fault every
 //           minute: runs lost / duplicated / stuck, 5xx, recovery time, memory each minute. Only when named.
 
@@ -24,6 +25,7 @@ import { printEngineReport, runEngineBench } from './engine.bench';
 import { httpBenchOptions, printHttpReport, runHttpBench } from './http.bench';
 import { printReports } from './report';
 import { printSearchReport, runSearchBench } from './search.bench';
+import { printUsageReport, runUsageBench } from './usage.bench';
 import { runSoakBench, soakMinutes } from './soak.bench';
 
 interface Section {
@@ -53,6 +55,11 @@ const SECTIONS: Section[] = [
     name: 'search',
     title: 'Finding and forking conversations (Postgres full-text search, fork in one statement)',
     run: async (title) => printSearchReport(title, await runSearchBench()),
+  },
+  {
+    name: 'usage',
+    title: 'Usage and quotas over a year of runs (Postgres, usage_daily rollup)',
+    run: async (title) => printUsageReport(title, await runUsageBench()),
   },
   {
     name: 'cluster',

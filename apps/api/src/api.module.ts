@@ -14,8 +14,13 @@ import {
 import { AuthGuard, AuthModule } from '@canopy/auth';
 import { REDIS_REALTIME, SessionModule } from '@canopy/session';
 import type { RedisRealtime } from '@canopy/realtime';
-import { DatabaseModule } from '@canopy/store';
+import { AuditRepository, DatabaseModule } from '@canopy/store';
 import { AdminController } from './http/admin.controller';
+import { AuditController } from './http/audit.controller';
+import { KeysController } from './http/keys.controller';
+import { WebhooksController } from './http/webhooks.controller';
+import { QuotasController } from './http/quotas.controller';
+import { ProvidersController } from './http/providers.controller';
 import { CommandsController } from './http/commands.controller';
 import { LiveController, WebSocketDocController } from './http/live.controller';
 import { ModelsController } from './http/models.controller';
@@ -55,6 +60,11 @@ export class ApiModule {
       controllers: [
         OpsController,
         AdminController,
+        KeysController,
+        AuditController,
+        WebhooksController,
+        QuotasController,
+        ProvidersController,
         TokensController,
         // Before SessionsController: /v1/sessions/search and /count are not session ids.
         SessionSearchController,
@@ -82,6 +92,7 @@ export class ApiModule {
         MetricsService,
         ShutdownService,
         LiveHistory,
+        AuditRepository,
       ],
     };
   }

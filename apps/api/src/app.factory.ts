@@ -9,6 +9,7 @@ import { WsAdapter } from '@nestjs/platform-ws';
 import { cleanupOpenApiDoc } from 'nestjs-zod';
 import { Logger } from 'nestjs-pino';
 import { assignRequestId, type CanopyConfig } from '@canopy/common';
+import { runWithAuditHolder } from '@canopy/store';
 import { ApiModule } from './api.module';
 import { MetricsService } from './ops/metrics.service';
 import { ShutdownService } from './ops/shutdown.service';
@@ -36,8 +37,9 @@ export async function createApiApp(
       res: Parameters<typeof assignRequestId>[1],
       next: () => void,
     ) => {
-      assignRequestId(req, res);
-      next();
+      const requestId = assignRequestId(req, res);
+      // The request's audit context: the guard fills in who acts once it knows.
+      runWithAuditHolder({ requestId }, next);
     },
   );
   app.use(app.get(ShutdownService).middleware);

@@ -44,6 +44,10 @@ interface Ids {
   runId: string;
   tenantId: string;
   keyId: string;
+  webhookId: string;
+  deliveryId: string;
+  userId: string;
+  provider: string;
 }
 
 /** A valid body per route with a body: each generated case breaks exactly one thing in it. */
@@ -63,6 +67,14 @@ const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>> = {
   'POST /v1/sessions/delete': () => ({ ids: ['no-such-session'] }),
   'POST /v1/sessions/cancel': () => ({ ids: ['no-such-session'] }),
   'PATCH /v1/admin/tenants/{tenantId}': () => ({ retention: { deleteAfterDays: 365 } }),
+  'POST /v1/keys': () => ({ name: 'ci' }),
+  'POST /v1/webhooks': () => ({ url: 'https://93.184.215.14/hook', events: ['run.completed'] }),
+  'PATCH /v1/webhooks/{webhookId}': () => ({ enabled: false }),
+  'PUT /v1/providers/{provider}': () => ({ apiKey: 'sk-bad-input-key-1234', models: ['m1'] }),
+  'PUT /v1/quotas/users/{userId}': () => ({ quotas: [{ metric: 'runs', period: 'day', limit: 1000 }] }),
+  'PUT /v1/admin/tenants/{tenantId}/quotas': () => ({
+    quotas: [{ metric: 'tokens', period: 'month', limit: 1e9 }],
+  }),
 };
 
 /** Valid values the OpenAPI document cannot express (refinements), by the `type` discriminator of a block. */
@@ -94,6 +106,19 @@ const BAD_PATH_VALUES: Record<string, Array<{ value: string | number; status: nu
     { value: 'not-a-uuid', status: 404, code: 'not_found' },
   ],
   keyId: [
+    { value: randomUUID(), status: 404, code: 'not_found' },
+    { value: 'nope', status: 404, code: 'not_found' },
+  ],
+  userId: [{ value: 'x'.repeat(201), status: 400, code: 'bad_request' }],
+  provider: [
+    { value: 'nope', status: 404, code: 'not_found' },
+    { value: 'x'.repeat(300), status: 404, code: 'not_found' },
+  ],
+  webhookId: [
+    { value: randomUUID(), status: 404, code: 'not_found' },
+    { value: 'nope', status: 404, code: 'not_found' },
+  ],
+  deliveryId: [
     { value: randomUUID(), status: 404, code: 'not_found' },
     { value: 'nope', status: 404, code: 'not_found' },
   ],
@@ -131,7 +156,7 @@ function send(
   });
 }
 
-const bodyOps = () => operations.filter((op) => op.method === 'POST' || op.method === 'PATCH');
+const bodyOps = () => operations.filter((op) => ['POST', 'PATCH', 'PUT'].includes(op.method));
 const schemaOps = () => bodyOps().filter((op) => op.body !== null);
 
 // Generation from JSON Schema
@@ -370,7 +395,33 @@ beforeAll(async () => {
   const branched = await api.post(`/v1/sessions/${id}/branch`, { nodeId: 3 });
   const runId: string = branched.body.runId;
   await eventually(async () => expect((await api.get(`/v1/runs/${runId}`)).body.status).toBe('completed'));
-  ids = { id, nodeId: 3, otherTip: 4, runId, tenantId: tenant.tenantId, keyId: extraKey.body.id };
+  // A webhook endpoint that takes nothing but is disabled at once (its delivery stays pending, never sent).
+  const webhook = await api.post('/v1/webhooks', {
+    url: 'https://93.184.215.14/hook',
+    events: ['session.deleted'],
+  });
+  await api.patch(`/v1/webhooks/${webhook.body.id}`, { enabled: false });
+  await api.patch(`/v1/webhooks/${webhook.body.id}`, { enabled: true, events: ['session.created'] });
+  const scratchForHook = await api.post('/v1/sessions', { model: 'mock:echo' });
+  await api.patch(`/v1/webhooks/${webhook.body.id}`, { enabled: false });
+  let deliveryId = '';
+  await eventually(async () => {
+    deliveryId = (await api.get(`/v1/webhooks/${webhook.body.id}/deliveries`)).body.data[0]?.id;
+    expect(deliveryId).toBeTruthy();
+  });
+  await api.delete(`/v1/sessions/${scratchForHook.body.id}`);
+  ids = {
+    id,
+    nodeId: 3,
+    otherTip: 4,
+    runId,
+    tenantId: tenant.tenantId,
+    keyId: extraKey.body.id,
+    webhookId: webhook.body.id,
+    deliveryId,
+    userId: 'alice',
+    provider: 'openai',
+  };
   expect((await api.get(`/v1/sessions/${id}/tree`)).body.path).toEqual([1, 2, 3, 5]);
   // The short-lived token works while it lives (its owner's session).
   expect((await api.as(shortLived.token).get(`/v1/sessions/${id}`)).status).toBe(200);

@@ -19,7 +19,10 @@ afterAll(async () => {
 
 it('ends a regenerate whose workers die on every attempt as an error, rolled back, the session idle', async () => {
   const session = (await api.post('/v1/sessions', { model: 'mock:echo', opts: { delayMs: 200 } })).body;
-  const first = await api.post(`/v1/sessions/${session.id}/prompt`, { content: 'hello', wait: true });
+  // A reply of 30 words at 200 ms a word: each attempt runs for about 6 s, long enough to be seen running
+  // (polled over HTTP) on a loaded machine before it is killed; a two-word reply could finish between polls.
+  const words = Array.from({ length: 29 }, (_, i) => `w${i}`).join(' ');
+  const first = await api.post(`/v1/sessions/${session.id}/prompt`, { content: words, wait: true });
   expect(first.status).toBe(200);
   const before = (await api.get(`/v1/sessions/${session.id}/tree`)).body;
   expect(before.path).toEqual([1, 2]);
@@ -33,7 +36,7 @@ it('ends a regenerate whose workers die on every attempt as an error, rolled bac
       async () => {
         const r = (await api.get(`/v1/runs/${runId}`)).body as { status: string; attempts: number };
         if (r.status !== 'running' || r.attempts !== attempt)
-          throw new Error(`attempt ${attempt} not running`);
+          throw new Error(`attempt ${attempt} not running (run ${r.status}, attempt ${r.attempts})`);
       },
       { timeoutMs: 20_000, intervalMs: 100 },
     );

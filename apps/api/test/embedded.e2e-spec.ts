@@ -89,8 +89,13 @@ describe('the embedded database', () => {
       expect(await store.commit(scope, commit)).toEqual({
         status: 'ok',
         steer: { content: 'more', actor: { type: 'admin' } },
+        titled: false,
       });
-      expect(await store.commit(scope, { ...commit, nodes: [] })).toEqual({ status: 'ok', steer: null });
+      expect(await store.commit(scope, { ...commit, nodes: [] })).toEqual({
+        status: 'ok',
+        steer: null,
+        titled: false,
+      });
       expect(await store.get(scope, 'embedded')).toMatchObject({ status: 'idle', path: [1] });
       // Another tenant sees nothing, on the very connection the store just used.
       const [seen] = await db.withTenantSql({ tenantId: '00000000-0000-4000-8000-000000000000' }, (tx) =>

@@ -30,6 +30,12 @@ interface Ids {
   runId: string;
   tenantId: string;
   keyId: string;
+  webhookId: string;
+  deliveryId: string;
+  /** Alice: a user of A (quota routes name users). */
+  userId: string;
+  /** A provider A brought its own key for. */
+  provider: string;
 }
 
 type Kind =
@@ -47,7 +53,9 @@ type Kind =
   | 'count'
   | 'exportAll'
   | 'importAll'
-  | 'bulk';
+  | 'bulk'
+  | 'tenantOwned'
+  | 'operator';
 type Who = 'otherTenant' | 'otherUser' | 'admin';
 
 interface RouteSpec {
@@ -129,6 +137,39 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /v1/models': { kind: 'models' },
   'GET /v1/tools': { kind: 'models' },
   'GET /v1/ws': { kind: 'websocket' },
+  'GET /v1/admin/tenants/{tenantId}/keys': { kind: 'admin' },
+  'GET /v1/keys': { kind: 'tenantOwned' },
+  'POST /v1/keys': { kind: 'tenantOwned', body: () => ({ name: 'mine' }) },
+  'DELETE /v1/keys/{keyId}': { kind: 'tenantOwned' },
+  'GET /v1/audit': { kind: 'operator' },
+  'GET /v1/usage': { kind: 'operator' },
+  'GET /v1/quotas': { kind: 'tenantOwned' },
+  'PUT /v1/quotas/users/{userId}': {
+    kind: 'tenantOwned',
+    body: () => ({ quotas: [{ metric: 'runs', period: 'day', limit: 0 }] }),
+  },
+  'GET /v1/providers': { kind: 'tenantOwned' },
+  'GET /v1/providers/{provider}': { kind: 'tenantOwned' },
+  'PUT /v1/providers/{provider}': { kind: 'tenantOwned', body: () => ({ apiKey: 'sk-of-the-caller-1234' }) },
+  'DELETE /v1/providers/{provider}': { kind: 'tenantOwned' },
+  'GET /v1/admin/tenants/{tenantId}/quotas': { kind: 'admin' },
+  'PUT /v1/admin/tenants/{tenantId}/quotas': {
+    kind: 'admin',
+    body: () => ({ quotas: [{ metric: 'runs', period: 'day', limit: 0 }] }),
+  },
+  'POST /v1/webhooks': {
+    kind: 'tenantOwned',
+    body: () => ({ url: 'http://127.0.0.1:9/mine', events: ['run.completed'] }),
+  },
+  'GET /v1/webhooks': { kind: 'tenantOwned' },
+  'GET /v1/webhooks/{webhookId}': { kind: 'tenantOwned' },
+  'PATCH /v1/webhooks/{webhookId}': {
+    kind: 'tenantOwned',
+    body: () => ({ url: 'http://127.0.0.1:9/pwned' }),
+  },
+  'DELETE /v1/webhooks/{webhookId}': { kind: 'tenantOwned' },
+  'GET /v1/webhooks/{webhookId}/deliveries': { kind: 'tenantOwned' },
+  'POST /v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry': { kind: 'tenantOwned' },
 };
 
 interface Tenant {
@@ -157,7 +198,7 @@ const credentials = (): Record<Who, string> => ({
 });
 
 /** What `who` must get from a route of this kind; a string describes the mismatch, null means as expected. */
-function verdict(kind: Kind, who: Who, res: CallResult): string | null {
+function verdict(kind: Kind, who: Who, res: CallResult, path = ''): string | null {
   const body = res.body as
     | {
         id?: string;
@@ -173,6 +214,7 @@ function verdict(kind: Kind, who: Who, res: CallResult): string | null {
     if (kind === 'stats' || kind === 'liveList')
       return res.status === 200 ? null : `expected 200, got ${res.status}`;
     if (kind === 'models') return modelsVerdict(res);
+    if (kind === 'operator') return res.status === 200 ? null : `expected 200, got ${res.status}`;
     return errorMismatch(res, 403, 'forbidden');
   }
   switch (kind) {
@@ -243,6 +285,17 @@ function verdict(kind: Kind, who: Who, res: CallResult): string | null {
     }
     case 'models':
       return modelsVerdict(res);
+    case 'tenantOwned':
+    case 'operator': {
+      // A tenant's own resources (keys, webhooks, quotas, provider keys, its audit log): a user token has no
+      // access; another tenant reaches A's by id as not_found, and its listings and creations hold nothing of A.
+      if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
+      if (/\{(keyId|webhookId|deliveryId)\}/.test(path)) return errorMismatch(res, 404, 'not_found');
+      // B's own provider key: it has none to read or delete; its PUT stores its own.
+      if (/\{provider\}/.test(path) && res.status === 404) return null;
+      if (res.status >= 300) return `expected 2xx or 404, got ${res.status} ${describeBody(res)}`;
+      return revealsA(res) ? `reveals A: ${describeBody(res)}` : null;
+    }
     case 'tokens': {
       if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
       if (res.status !== 201 || typeof body?.token !== 'string') return `expected 201, got ${res.status}`;
@@ -251,6 +304,14 @@ function verdict(kind: Kind, who: Who, res: CallResult): string | null {
     default:
       return `no verdict for ${kind}`;
   }
+}
+
+/** Whether an answer carries one of tenant A's ids. */
+function revealsA(res: CallResult): boolean {
+  const text = JSON.stringify(res.body ?? '');
+  return [ids.tenantId, ids.keyId, ids.runId, ids.webhookId, ids.deliveryId, 'sk-secret-of-tenant-a'].some(
+    (id) => text.includes(id),
+  );
 }
 
 /** The lines of an NDJSON answer (`call` parsed a one-line answer as JSON already, and an empty one as nothing). */
@@ -332,7 +393,8 @@ async function snapshotOfA(): Promise<string> {
 }
 
 beforeAll(async () => {
-  t = await startTestApp();
+  // Private webhook URLs allowed: A's endpoint is a closed local port.
+  t = await startTestApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true' } });
   admin = new Api(t.url, TEST_ADMIN_KEY);
   a = await newTenant(t, 'tenant A');
   b = await newTenant(t, 'tenant B');
@@ -363,7 +425,34 @@ beforeAll(async () => {
   expect(branched.status).toBe(202);
   const runId: string = branched.body.runId;
   await eventually(async () => expect((await a.api.get(`/v1/runs/${runId}`)).body.status).toBe('completed'));
-  ids = { id, nodeId: 3, runId, tenantId: a.tenantId, keyId: second.body.id };
+  // A's own key for openai (never visible to anyone else).
+  expect(
+    (await a.api.request('PUT', '/v1/providers/openai', { apiKey: 'sk-secret-of-tenant-a' })).status,
+  ).toBe(200);
+  // A's webhook endpoint (a closed local port: every attempt fails) and one of its deliveries.
+  const webhook = await a.api.post('/v1/webhooks', {
+    url: 'http://127.0.0.1:9/hook',
+    events: ['session.created'],
+  });
+  expect(webhook.status).toBe(201);
+  await a.api.post('/v1/sessions', { model: 'mock:echo', title: 'for a delivery' });
+  let deliveryId = '';
+  await eventually(async () => {
+    const deliveries = await a.api.get(`/v1/webhooks/${webhook.body.id}/deliveries`);
+    deliveryId = deliveries.body.data[0]?.id;
+    expect(deliveryId).toBeTruthy();
+  });
+  ids = {
+    id,
+    nodeId: 3,
+    runId,
+    tenantId: a.tenantId,
+    keyId: second.body.id,
+    webhookId: webhook.body.id,
+    deliveryId,
+    userId: 'alice',
+    provider: 'openai',
+  };
 
   const tree = await a.api.get(`/v1/sessions/${id}/tree`);
   expect(tree.body.nodes).toHaveLength(5);
@@ -388,7 +477,11 @@ describe('the route table', () => {
     for (const op of reads) {
       const kind = specOf(op).kind;
       const credential =
-        kind === 'admin' ? TEST_ADMIN_KEY : kind === 'activity' || kind === 'stats' ? a.key : aliceToken;
+        kind === 'admin'
+          ? TEST_ADMIN_KEY
+          : ['activity', 'stats', 'tenantOwned', 'operator'].includes(kind)
+            ? a.key
+            : aliceToken;
       const res = await callAs(op, credential);
       if (res.status !== 200) failures.push(`${op.key}: ${res.status} ${describeBody(res)}`);
     }
@@ -422,7 +515,7 @@ describe('every route, generated from the OpenAPI document', () => {
         for (const viaQuery of spec.queryToken ? [false, true] : [false]) {
           const res = await callAs(op, credential, viaQuery);
           cases++;
-          const problem = verdict(spec.kind, who, res);
+          const problem = verdict(spec.kind, who, res, op.path);
           if (problem) failures.push(`${op.key}${viaQuery ? ' (?token=)' : ''}: ${problem}`);
         }
       }
@@ -442,7 +535,7 @@ describe('every route, generated from the OpenAPI document', () => {
       }
     }
     expect(failures).toEqual([]);
-    expect(adminRoutes).toHaveLength(6);
+    expect(adminRoutes).toHaveLength(9);
     // The key the DELETE named is still valid.
     expect((await new Api(t.url, secondKeyOfA).get('/v1/sessions')).status).toBe(200);
   });

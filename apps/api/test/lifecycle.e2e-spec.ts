@@ -111,7 +111,13 @@ describe('the admin creates a tenant and its keys', () => {
 
     const key = await admin.post(`/v1/admin/tenants/${created.body.id}/keys`, { name: 'ci' });
     expect(key.status).toBe(201);
-    expect(key.body).toEqual({ id: expect.stringMatching(UUID), apiKey: expect.stringMatching(/^ck_/) });
+    expect(key.body).toEqual({
+      id: expect.stringMatching(UUID),
+      apiKey: expect.stringMatching(/^ck_/),
+      prefix: expect.stringMatching(/^ck_/),
+      name: 'ci',
+      expiresAt: null,
+    });
     expect(key.body.apiKey).not.toBe(created.body.apiKey);
     const second = new Api(t.url, key.body.apiKey);
 
@@ -541,6 +547,14 @@ describe('a client tool round', () => {
       409,
       'session_paused',
     );
+
+    // Closed while paused, the session is live nowhere; reading it shows the run in flight and opens nothing.
+    expect((await api.post(`/v1/sessions/${session.id}/close`)).status).toBe(204);
+    await eventually(async () => expect((await api.get(`/v1/live/${session.id}`)).status).toBe(404));
+    const read = await api.get<SessionDetail>(`/v1/sessions/${session.id}`);
+    expect(read.body).toMatchObject({ status: 'paused', inFlight: paused.inFlight });
+    expect(read.body).not.toHaveProperty('live');
+    expect((await api.get(`/v1/live/${session.id}`)).status).toBe(404);
 
     const resumed = await api.post<TurnResult>(`/v1/sessions/${session.id}/resume`, {
       decision: { type: 'result', content: '21°C and sunny' },

@@ -451,11 +451,13 @@ describe('the activity feed', () => {
     const runA = await prompt(a.api, inA, 'busy in A');
     const runB = await prompt(b.api, inB, 'busy in B');
 
-    const title = (sessionId: string) => (e: SseEvent) => e.event === 'title' && e.data.id === sessionId;
-    await feedA.waitFor(title(inA));
-    await feedB.waitFor(title(inB));
-    await feedAdmin.waitFor(title(inA));
-    await feedAdmin.waitFor(title(inB));
+    // The last event of each session's first run: its end, announced after the title its last commit set.
+    const ended = (sessionId: string) => (e: SseEvent) =>
+      e.event === 'run_finished' && e.data.id === sessionId;
+    await feedA.waitFor(ended(inA));
+    await feedB.waitFor(ended(inB));
+    await feedAdmin.waitFor(ended(inA));
+    await feedAdmin.waitFor(ended(inB));
 
     const of = (feed: SseReader, sessionId: string) => feed.events.filter((e) => e.data.id === sessionId);
     expect(of(feedA, inA).map((e) => e.event)).toEqual([
@@ -463,10 +465,10 @@ describe('the activity feed', () => {
       'status',
       'run_started',
       'status',
+      'title', // with the run's last commit, before the run is announced finished
       'run_finished',
-      'title',
     ]);
-    const [opened, busy, started, idle, finished, titled] = of(feedA, inA).map((e): unknown => e.data);
+    const [opened, busy, started, idle, titled, finished] = of(feedA, inA).map((e): unknown => e.data);
     const at = expect.any(Number);
     // The prompt made the session live, already busy with its run.
     expect(opened).toEqual({ tenantId: a.tenantId, id: inA, title: null, status: 'busy', userId: null, at });

@@ -85,6 +85,7 @@ export function App() {
         <Playground
           canopy={canopy}
           sessionId={route.page === 'playground' ? route.sessionId : null}
+          nodeId={route.page === 'playground' ? route.nodeId : null}
           observe={route.page === 'playground' && route.observe}
           followActivity={operator}
         />

@@ -1,10 +1,20 @@
 // One session in the playground: its live turns with their branch pickers and actions, decisions on paused tool
 // calls, a cancelled or failed run kept on screen (Retry / Edit), the composer, and the tree beside them.
 // Keyboard: Enter sends, Shift+Enter adds a line, Escape stops a run. Watching (`observe`) is read-only: an
-// observer's stream, no composer, no actions. An unknown session says so and stops there.
+// observer's stream, no composer, no actions. An unknown session says so and stops there. A session opened at
+// one of its messages (a search hit) scrolls to it and marks it, or offers to switch to its branch. Any reply can be
+// forked into a new session (the path up to it), and the session exported to a file.
 
 import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
-import { turnText, type Decision, type NodeId, type Session, type Turn } from '@canopy/client';
+import {
+  turnText,
+  type Decision,
+  type NodeId,
+  type Session,
+  type SessionInfo,
+  type Turn,
+} from '@canopy/client';
+import { ExportMenu } from './export-menu';
 import { errorText } from './format';
 import { useSessionLive } from './session-live';
 import { TreePanel } from './tree-panel';
@@ -12,17 +22,40 @@ import { TurnView } from './turn-view';
 
 export type Panel = 'sessions' | 'tree' | null;
 
+/** For each node of the active path, the turn (its first node's id) it belongs to; and each turn's last node. */
+export function turnsOfPath(
+  path: readonly NodeId[],
+  turnIds: ReadonlySet<NodeId>,
+): { turnOf: Map<NodeId, NodeId>; lastOf: Map<NodeId, NodeId> } {
+  const turnOf = new Map<NodeId, NodeId>();
+  const lastOf = new Map<NodeId, NodeId>();
+  let current: NodeId | null = null;
+  for (const id of path) {
+    if (turnIds.has(id)) current = id;
+    if (current === null) continue;
+    turnOf.set(id, current);
+    lastOf.set(current, id);
+  }
+  return { turnOf, lastOf };
+}
+
 export function ChatPanel({
   session,
   observe,
+  focusNode,
   panel,
   onPanel,
+  onForked,
   onTitle,
 }: {
   session: Session;
   observe: boolean;
+  /** A message to scroll to and mark (a search hit's), or null. */
+  focusNode: number | null;
   panel: Panel;
   onPanel: (panel: Panel) => void;
+  /** A fork was made: the page lists and opens it. */
+  onForked: (info: SessionInfo) => void;
   onTitle: (title: string | null) => void;
 }) {
   const { view, tree, progress, failure, notFound } = useSessionLive(
@@ -31,6 +64,7 @@ export function ChatPanel({
   );
   const [draft, setDraft] = useState('');
   const [sending, setSending] = useState(false);
+  const [forking, setForking] = useState<NodeId | null>(null);
   const [commandError, setCommandError] = useState<string | null>(null);
   const [editRequest, setEditRequest] = useState<{ id: NodeId; n: number } | null>(null);
   const [dismissed, setDismissed] = useState<string | null>(null);
@@ -116,6 +150,47 @@ export function ChatPanel({
   };
   const turns = view?.turns ?? [];
 
+  const { turnOf, lastOf } = useMemo(
+    () => turnsOfPath(tree?.path ?? [], new Set(turns.flatMap((t) => (t.id === null ? [] : [t.id])))),
+    [tree, turns],
+  );
+  /** Forks the path up to `nodeId` into a new session, which the page opens. */
+  const forkAt = (nodeId: NodeId) => {
+    setForking(nodeId);
+    void command(async () => {
+      const { info } = await session.fork({
+        nodeId,
+        title: `${title ?? 'Untitled session'} (fork)`,
+      });
+      onForked(info);
+    }).finally(() => setForking(null));
+  };
+  /** A turn forks at its last message on the active path (the whole reply). */
+  const fork = (turnId: NodeId) => forkAt(lastOf.get(turnId) ?? turnId);
+
+  // A message asked for by the address: where it is on the active path, its turn; else why not.
+  const focusTurn = focusNode !== null ? (turnOf.get(focusNode) ?? null) : null;
+  const focusState: 'none' | 'loading' | 'on-path' | 'off-path' | 'missing' =
+    focusNode === null
+      ? 'none'
+      : !tree
+        ? 'loading'
+        : focusTurn !== null
+          ? 'on-path'
+          : nodes.has(focusNode)
+            ? 'off-path'
+            : 'missing';
+  const scrolledTo = useRef<string | null>(null);
+  useEffect(() => {
+    if (focusState !== 'on-path' || focusTurn === null) return;
+    const key = `${focusNode}:${focusTurn}`;
+    if (scrolledTo.current === key) return;
+    const el = document.querySelector(`[data-testid="turn"][data-turn-id="${focusTurn}"]`);
+    if (!el) return;
+    scrolledTo.current = key;
+    el.scrollIntoView({ block: 'center' });
+  }, [focusState, focusTurn, focusNode, turns]);
+
   return (
     <>
       <section className="chat" data-testid="chat" data-session-id={session.id} aria-label="Chat">
@@ -144,6 +219,7 @@ export function ChatPanel({
           >
             {notFound ? 'not found' : view ? status : 'connecting'}
           </span>
+          {!notFound && <ExportMenu session={session} title={title} />}
           {status === 'busy' && !readOnly && (
             <button
               type="button"
@@ -169,6 +245,29 @@ export function ChatPanel({
           <p className="banner" data-testid="observer-banner">
             Watching as an observer: read-only.{' '}
             <a href={`#/sessions/${encodeURIComponent(session.id)}`}>Open it to chat</a>
+          </p>
+        )}
+        {focusNode !== null && focusState !== 'none' && focusState !== 'loading' && !notFound && (
+          <p className="banner" data-testid="focus-banner" data-focus={focusState}>
+            {focusState === 'on-path' && <>Showing message #{focusNode}, the search match.</>}
+            {focusState === 'off-path' && (
+              <>
+                Message #{focusNode} is on another branch of this conversation.{' '}
+                <button
+                  type="button"
+                  className="link"
+                  disabled={!idle}
+                  onClick={() => void command(() => session.navigate(focusNode))}
+                  data-testid="focus-switch"
+                >
+                  Switch to that branch
+                </button>
+              </>
+            )}
+            {focusState === 'missing' && <>This session has no message #{focusNode}.</>}{' '}
+            <a href={`#/sessions/${encodeURIComponent(session.id)}`} data-testid="focus-clear">
+              Clear
+            </a>
           </p>
         )}
         {failure && (
@@ -202,6 +301,14 @@ export function ChatPanel({
               laterTurns={turns.length - 1 - i}
               editTarget={editTarget(turn.id)}
               editRequest={editRequest && editRequest.id === turn.id ? editRequest.n : null}
+              focused={
+                turn.id !== null && turn.id === focusTurn
+                  ? focusNode === turn.id
+                    ? 'prompt'
+                    : 'reply'
+                  : null
+              }
+              onFork={turn.id !== null && !observe ? () => fork(turn.id!) : undefined}
               progress={progress}
               awaiting={awaiting}
               clientTools={clientTools}
@@ -260,6 +367,11 @@ export function ChatPanel({
           )}
           <div ref={bottom} />
         </div>
+        {forking !== null && (
+          <p className="banner" role="status" data-testid="forking">
+            Forking the conversation up to message #{forking}…
+          </p>
+        )}
         {commandError && (
           <p className="error banner" data-testid="command-error">
             {commandError}
@@ -303,11 +415,13 @@ export function ChatPanel({
       </section>
       <TreePanel
         tree={tree}
+        focusNode={focusNode}
         turns={turns}
         notFound={notFound}
         idle={idle}
         running={status !== 'idle'}
         onNavigate={(id) => void command(() => session.navigate(id))}
+        {...(observe ? {} : { onFork: forkAt })}
         onClose={() => onPanel(null)}
       />
     </>

@@ -1,26 +1,38 @@
-// The playground: the tenant's sessions (kept current from the activity feed) with a form to create one, the
-// chosen session's chat and its tree. Below 900 px wide the sessions and the tree are panels over the chat,
-// opened by toggles. Ctrl+Shift+O (⌘⇧O) starts a new chat with the form's settings.
+// The playground: the tenant's sessions (pinned first, kept current from the activity feed) with a form to create
+// one, a search over titles and message text, an import from a file, and the chosen session's chat and its tree.
+// Below 900 px wide the sessions and the tree are panels over the chat, opened by toggles. Ctrl+Shift+O (⌘⇧O)
+// starts a new chat with the form's settings.
 
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import type { Canopy, SessionInfo } from '@canopy/client';
 import { ChatPanel, type Panel } from './chat-panel';
 import { errorText } from './format';
+import { ImportPanel } from './import-panel';
+import { MessageSearch } from './message-search';
 import { NewSessionForm } from './new-session-form';
 import { sessionHref } from './route';
 import { SessionList } from './session-list';
 
 /** How often a user token's session list is fetched again (it has no activity feed to follow). */
 const POLL_MS = 5_000;
+const LIST_LIMIT = 100;
+
+/** Pinned sessions first, each group in the order given (most recently updated first). */
+export function pinnedFirst(list: SessionInfo[]): SessionInfo[] {
+  return [...list.filter((s) => s.pinned), ...list.filter((s) => !s.pinned)];
+}
 
 export function Playground({
   canopy,
   sessionId,
+  nodeId,
   observe,
   followActivity,
 }: {
   canopy: Canopy;
   sessionId: string | null;
+  /** A message of the session to show (a search hit's). */
+  nodeId: number | null;
   /** Watch the session read-only, as an observer. */
   observe: boolean;
   /** Keep the list current from the tenant's activity feed (API keys); false polls it (user tokens). */
@@ -29,10 +41,17 @@ export function Playground({
   const [sessions, setSessions] = useState<SessionInfo[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [panel, setPanel] = useState<Panel>(null);
+  const [query, setQuery] = useState('');
+  const [importing, setImporting] = useState(false);
 
   const refresh = useCallback(async () => {
     try {
-      setSessions((await canopy.sessions.list({ limit: 100 })).data);
+      // The pinned ones are asked for on their own, so they are all there however many others there are.
+      const [pinned, others] = await Promise.all([
+        canopy.sessions.list({ pinned: true, limit: LIST_LIMIT }),
+        canopy.sessions.list({ pinned: false, limit: LIST_LIMIT }),
+      ]);
+      setSessions([...pinned.data, ...others.data]);
       setError(null);
     } catch (err) {
       setError(errorText(err));
@@ -80,10 +99,27 @@ export function Playground({
 
   const session = useMemo(() => (sessionId ? canopy.session(sessionId) : null), [canopy, sessionId]);
 
+  /** A session made here (created, forked, imported): listed at once, and opened. */
+  const opened = (info: SessionInfo) => {
+    setSessions((list) => pinnedFirst([info, ...(list ?? []).filter((s) => s.id !== info.id)]));
+    setPanel(null);
+    location.hash = sessionHref(info.id);
+  };
+  const replaced = (updated: SessionInfo) =>
+    setSessions((list) => pinnedFirst((list ?? []).map((s) => (s.id === updated.id ? updated : s))));
+
   const rename = async (id: string, title: string) => {
     try {
-      const updated = await canopy.session(id).update({ title });
-      setSessions((list) => (list ?? []).map((s) => (s.id === id ? updated : s)));
+      replaced(await canopy.session(id).update({ title }));
+      return true;
+    } catch (err) {
+      setError(errorText(err));
+      return false;
+    }
+  };
+  const pin = async (id: string, pinned: boolean) => {
+    try {
+      replaced(await canopy.session(id).pin(pinned));
       return true;
     } catch (err) {
       setError(errorText(err));
@@ -101,6 +137,19 @@ export function Playground({
       return false;
     }
   };
+  const removeMany = async (ids: string[]) => {
+    try {
+      const result = await canopy.sessions.deleteMany({ ids });
+      const gone = new Set(result.ids);
+      setSessions((list) => (list ?? []).filter((s) => !gone.has(s.id)));
+      if (sessionId && gone.has(sessionId)) location.hash = '#/';
+      setError(null);
+      return result.deleted;
+    } catch (err) {
+      setError(`Nothing was deleted: ${errorText(err)}`);
+      return null;
+    }
+  };
 
   return (
     <main className="playground" data-panel={panel ?? ''}>
@@ -116,23 +165,59 @@ export function Playground({
             Close
           </button>
         </div>
-        <NewSessionForm
-          canopy={canopy}
-          onCreated={(info) => {
-            setSessions((list) => [info, ...(list ?? []).filter((s) => s.id !== info.id)]);
-            setPanel(null);
-            location.hash = sessionHref(info.id);
-          }}
+        <NewSessionForm canopy={canopy} onCreated={opened} />
+        <div className="sessions-head">
+          <h2>Sessions</h2>
+          <button
+            type="button"
+            className="link"
+            aria-expanded={importing}
+            onClick={() => setImporting(!importing)}
+            data-testid="import-toggle"
+          >
+            Import…
+          </button>
+        </div>
+        {importing && (
+          <ImportPanel
+            canopy={canopy}
+            onImported={opened}
+            onImportedMany={() => void refresh()}
+            onClose={() => setImporting(false)}
+          />
+        )}
+        <input
+          type="search"
+          className="session-search"
+          placeholder="Search titles and messages"
+          aria-label="Search sessions by title and message text"
+          value={query}
+          onChange={(e) => setQuery(e.target.value)}
+          data-testid="session-search"
         />
-        <h2>Sessions</h2>
-        {error && <p className="error">{error}</p>}
-        <SessionList
-          sessions={sessions}
-          currentId={sessionId}
-          onRename={rename}
-          onDelete={remove}
-          onOpen={() => setPanel(null)}
-        />
+        {error && (
+          <p className="error" role="alert" data-testid="sessions-error">
+            {sessions === null ? `The sessions could not be loaded: ${error}` : error}{' '}
+            {sessions === null && (
+              <button type="button" onClick={() => void refresh()} data-testid="sessions-retry">
+                Retry
+              </button>
+            )}
+          </p>
+        )}
+        {!(error && sessions === null) && (
+          <SessionList
+            sessions={sessions}
+            query={query}
+            currentId={sessionId}
+            onRename={rename}
+            onDelete={remove}
+            onPin={pin}
+            onDeleteMany={removeMany}
+            onOpen={() => setPanel(null)}
+          />
+        )}
+        <MessageSearch canopy={canopy} query={query} onOpen={() => setPanel(null)} />
       </aside>
       <button
         type="button"
@@ -146,8 +231,10 @@ export function Playground({
           key={`${session.id}:${observe ? 'observe' : 'control'}`}
           session={session}
           observe={observe}
+          focusNode={nodeId}
           panel={panel}
           onPanel={setPanel}
+          onForked={opened}
           onTitle={(title) =>
             setSessions((list) => list && list.map((s) => (s.id === session.id ? { ...s, title } : s)))
           }

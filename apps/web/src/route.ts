@@ -1,24 +1,32 @@
 // Hash routes, so the api only ever serves one page: `#/` (playground), `#/sessions/<id>` (one session in the
-// playground), `#/sessions/<id>/watch` (the same, read-only, as an observer) and `#/dashboard`.
+// playground), `#/sessions/<id>/messages/<n>` (the same, scrolled to message n: where a search hit jumps),
+// `#/sessions/<id>/watch` (read-only, as an observer) and `#/dashboard`.
 
 import { useEffect, useState } from 'react';
 
 export type Route =
-  { page: 'playground'; sessionId: string | null; observe: boolean } | { page: 'dashboard' };
+  | { page: 'playground'; sessionId: string | null; observe: boolean; nodeId: number | null }
+  | { page: 'dashboard' };
 
 export function parseRoute(hash: string): Route {
   const path = hash.replace(/^#/, '');
   if (path === '/dashboard') return { page: 'dashboard' };
-  const match = /^\/sessions\/([^/]+)(\/watch)?$/.exec(path);
+  const match = /^\/sessions\/([^/]+)(?:(\/watch)|\/messages\/(\d+))?$/.exec(path);
   return {
     page: 'playground',
     sessionId: match ? decodeURIComponent(match[1]!) : null,
     observe: match?.[2] !== undefined,
+    nodeId: match?.[3] !== undefined ? Number(match[3]) : null,
   };
 }
 
 export function sessionHref(id: string, observe = false): string {
   return `#/sessions/${encodeURIComponent(id)}${observe ? '/watch' : ''}`;
+}
+
+/** A session opened at one of its messages (a search hit). */
+export function messageHref(id: string, nodeId: number): string {
+  return `#/sessions/${encodeURIComponent(id)}/messages/${nodeId}`;
 }
 
 export function useRoute(): Route {

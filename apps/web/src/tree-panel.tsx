@@ -2,7 +2,8 @@
 // below it; where a message has several children (regenerations, edits) they stand side by side, each branch
 // indented under the parent, so a child never looks like a sibling. Clicking a message moves the active path to
 // it (and on to a tip). The run in flight's messages are listed as in flight until it commits, so the count never
-// reads "0 messages" while a prompt is on screen.
+// reads "0 messages" while a prompt is on screen. Each reply, on any branch, can be forked (Fork, beside it) into
+// a new session.
 
 import type { NodeId, NodeView, TreeView, Turn } from '@canopy/client';
 import { isToolResultMessage, messageText, toolUses, turnText } from '@canopy/client';
@@ -31,14 +32,18 @@ function pendingOf(turns: Turn[]): string[] {
 
 export function TreePanel({
   tree,
+  focusNode,
   turns,
   notFound,
   idle,
   running,
   onNavigate,
+  onFork,
   onClose,
 }: {
   tree: TreeView | null;
+  /** The message the page was opened at (a search hit): marked. */
+  focusNode: NodeId | null;
   /** The live turns: the run in flight's messages are shown as pending. */
   turns: Turn[];
   notFound: boolean;
@@ -46,6 +51,8 @@ export function TreePanel({
   /** A run is in flight: its messages join the tree when it commits. */
   running: boolean;
   onNavigate: (id: NodeId) => void;
+  /** Forks the path from the root to this reply into a new session; absent when forking is not offered. */
+  onFork?: (id: NodeId) => void;
   onClose: () => void;
 }) {
   const head = (
@@ -74,11 +81,30 @@ export function TreePanel({
   const pending = pendingOf(turns);
 
   const item = (node: NodeView) => (
+    <span className="tree-item">
+      {nodeButton(node)}
+      {onFork && node.message.role === 'assistant' && (
+        <button
+          type="button"
+          className="link tree-fork"
+          onClick={() => onFork(node.id)}
+          aria-label={`Fork from message #${node.id}`}
+          title={`Fork: a new session with the path up to message #${node.id}`}
+          data-testid="tree-fork"
+          data-node-id={node.id}
+        >
+          Fork
+        </button>
+      )}
+    </span>
+  );
+
+  const nodeButton = (node: NodeView) => (
     <button
       type="button"
       className={`tree-node role-${node.message.role}${onPath.has(node.id) ? ' on-path' : ''}${
         node.id === tree.head ? ' head' : ''
-      }`}
+      }${node.id === focusNode ? ' focused' : ''}`}
       disabled={!idle}
       onClick={() => onNavigate(node.id)}
       aria-current={node.id === tree.head ? 'true' : undefined}

@@ -30,6 +30,10 @@ export interface TurnViewProps {
   onRegenerate: (userNodeId: NodeId) => void;
   onEdit: (target: NodeId | null, text: string) => Promise<boolean>;
   onDecide: (toolUseId: string, decision: Decision) => void;
+  /** The turn holds the message the page was opened at (a search hit): its prompt or its reply is marked. */
+  focused?: 'prompt' | 'reply' | null;
+  /** Forks the conversation up to the end of this turn into a new session; absent when it cannot be. */
+  onFork?: () => void;
 }
 
 export function TurnView(props: TurnViewProps) {
@@ -61,7 +65,12 @@ export function TurnView(props: TurnViewProps) {
   };
 
   return (
-    <article className={`turn turn-${turn.status}`} data-testid="turn" data-turn-id={turn.id ?? ''}>
+    <article
+      className={`turn turn-${turn.status}${props.focused ? ` focused-${props.focused}` : ''}`}
+      data-testid="turn"
+      data-turn-id={turn.id ?? ''}
+      data-focused={props.focused ?? undefined}
+    >
       <div className="prompt">
         {editing === null ? (
           <div className="message">
@@ -203,6 +212,17 @@ export function TurnView(props: TurnViewProps) {
                       data-testid="regenerate"
                     >
                       Regenerate
+                    </button>
+                  )}
+                  {props.onFork && (
+                    <button
+                      type="button"
+                      className="link"
+                      onClick={props.onFork}
+                      title="A new session with the conversation up to this reply"
+                      data-testid="fork"
+                    >
+                      Fork from here
                     </button>
                   )}
                 </>

@@ -2,8 +2,10 @@
 // after runs already happened: its activity feed starts from them (in words, with the sessions' titles), its
 // charts show runs, tokens, latency and live sessions, live sessions come busy and paused first and filter, a row
 // opens the session read-only as an observer while another tab drives it, and the admin key sees tenants by name.
-// Then axe-core checks every page (WCAG 2 A/AA, contrast included) in light and dark mode at desktop and phone
-// sizes, and visible focus is checked on the keyboard path. Screenshots at both sizes go to test-artifacts/web.
+// Then axe-core checks every page (WCAG 2 A/AA, contrast included; the playground also with its search hits, a
+// message jumped to, the import form with a refusal, a selection and the export menu open) in light and dark mode
+// at desktop and phone sizes, and visible focus is checked on the keyboard path. Screenshots at both sizes go to
+// test-artifacts/web.
 
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { eventually } from '@canopy/testing';
@@ -254,22 +256,45 @@ describe('accessibility', () => {
     });
     ids.markdown = chat.id;
     await api('POST', `/v1/sessions/${chat.id}/prompt`, { content: 'What is 6 * 7?', wait: true });
+    // Pinned, so the list's pinned state is checked too.
+    await api('PATCH', `/v1/sessions/${chat.id}`, { pinned: true });
 
     const failures: string[] = [];
     const signedOut = await browser.newContext({ viewport: DESKTOP, bypassCSP: true });
     const signedIn = await a11yContext((o) => browser.newContext(o), apiKey);
     try {
-      const pages: Array<[string, BrowserContext, string, string]> = [
+      // The playground's finding and moving views, all open at once: a search with its hits, the session opened
+      // at a hit's message, the import form with a refusal, several sessions selected, the export menu.
+      const findAndMove = async (p: Page) => {
+        await byTestId('select-mode', p).click();
+        await byTestId('session-select', p).first().check();
+        await byTestId('session-search', p).fill('computing');
+        await byTestId('search-hit', p).first().waitFor();
+        await byTestId('focus-banner', p).waitFor();
+        await byTestId('import-toggle', p).click();
+        await byTestId('import-file', p).setInputFiles({
+          name: 'bad.json',
+          mimeType: 'application/json',
+          buffer: Buffer.from('{"not": "a conversation"}'),
+        });
+        await byTestId('import-submit', p).click();
+        await byTestId('import-error', p).waitFor();
+        await byTestId('export-toggle', p).click();
+        await byTestId('export-menu', p).waitFor();
+      };
+      const pages: Array<[string, BrowserContext, string, string, ((p: Page) => Promise<void>)?]> = [
         ['sign-in', signedOut, '/', 'credential-input'],
         ['playground', signedIn, `/#/sessions/${chat.id}`, 'code-block'],
+        ['find-and-move', signedIn, `/#/sessions/${chat.id}/messages/2`, 'code-block', findAndMove],
         ['dashboard', signedIn, '/#/dashboard', 'chart-runs'],
       ];
       for (const scheme of ['light', 'dark'] as const) {
-        for (const [name, ctx, path, ready] of pages) {
+        for (const [name, ctx, path, ready, prepare] of pages) {
           const p = await ctx.newPage();
           await p.emulateMedia({ colorScheme: scheme });
           await p.goto(`${t.url}${path}`);
           await byTestId(ready, p).first().waitFor();
+          await prepare?.(p);
           for (const [size, viewport] of [
             ['desktop', DESKTOP],
             ['phone', PHONE],
@@ -287,7 +312,8 @@ describe('accessibility', () => {
       await signedIn.close();
     }
     expect(failures).toEqual([]);
-  });
+    // Four pages, two schemes, two sizes: past the default deadline on a busy 2-core machine.
+  }, 180_000);
 
   it('shows where the keyboard focus is', async () => {
     await page.goto(`${t.url}/#/sessions/${ids.markdown}`);

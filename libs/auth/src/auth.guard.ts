@@ -14,6 +14,7 @@ import { Reflector } from '@nestjs/core';
 import type { Request } from 'express';
 import { CanopyException } from '@canopy/common';
 import type { Scope } from '@canopy/core';
+import { setAuditContext, type AuditActor } from '@canopy/store';
 import { AuthService } from './auth.service';
 import { scopeOf, type Principal } from './principal';
 
@@ -52,8 +53,27 @@ export class AuthGuard implements CanActivate {
       throw new CanopyException('forbidden', `this route needs ${describe(level)}`);
     }
     req.principal = principal;
+    // Who acts, for the audit events written while serving this request.
+    setAuditContext({ actor: auditActorOf(principal), requestId: requestIdOf(req) });
     return true;
   }
+}
+
+/** The audit log's name for a principal. */
+export function auditActorOf(principal: Principal): AuditActor {
+  switch (principal.kind) {
+    case 'admin':
+      return { type: 'admin' };
+    case 'tenant':
+      return { type: 'key', keyId: principal.keyId };
+    case 'user':
+      return { type: 'user', userId: principal.userId };
+  }
+}
+
+function requestIdOf(req: Request): string | null {
+  const id = (req as { id?: unknown }).id;
+  return typeof id === 'string' ? id : null;
 }
 
 export function credentialOf(

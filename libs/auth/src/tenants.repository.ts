@@ -1,23 +1,53 @@
 // Tenants and their API keys. Creating a tenant acts as that (new) tenant, so row-level security needs no
-// exception; revoking a key by id and listing the tenants are the admin operations that span tenants.
+// exception; listing the tenants and revoking a key by id (the admin's) are the operations that span tenants.
+// Every change writes its audit event in its own transaction.
 
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { CanopyException } from '@canopy/common';
-import { Database, isUuid } from '@canopy/store';
+import { Database, isUuid, writeAuditPrisma } from '@canopy/store';
 import { generateApiKey } from './api-keys';
 
 export interface TenantRecord {
   id: string;
   name: string;
   createdAt: Date;
+  disabledAt: Date | null;
 }
 
 export interface KeyRecord {
   id: string;
   tenantId: string;
   revoked: boolean;
+  expiresAt: Date | null;
 }
+
+export interface KeyView {
+  id: string;
+  name: string | null;
+  prefix: string;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+  expiresAt: Date | null;
+}
+
+export interface TenantPage {
+  data: TenantRecord[];
+  nextCursor: string | null;
+}
+
+const KEY_SELECT = {
+  id: true,
+  name: true,
+  prefix: true,
+  createdAt: true,
+  lastUsedAt: true,
+  revokedAt: true,
+  expiresAt: true,
+} as const;
+
+const TENANT_SELECT = { id: true, name: true, createdAt: true, disabledAt: true } as const;
 
 @Injectable()
 export class TenantsRepository {
@@ -27,51 +57,135 @@ export class TenantsRepository {
     const id = randomUUID();
     const key = generateApiKey();
     return this.db.withTenant({ tenantId: id }, async (tx) => {
-      const tenant = await tx.tenant.create({ data: { id, name } });
+      const tenant = await tx.tenant.create({ data: { id, name }, select: TENANT_SELECT });
       const created = await tx.apiKey.create({
         data: { tenantId: id, name: 'default', prefix: key.prefix, keyHash: key.hash },
       });
-      return {
-        tenant: { id: tenant.id, name: tenant.name, createdAt: tenant.createdAt },
-        apiKey: key.key,
-        keyId: created.id,
-      };
+      await writeAuditPrisma(tx, {
+        tenantId: id,
+        action: 'tenant.create',
+        targetType: 'tenant',
+        targetId: id,
+        after: { name },
+      });
+      await writeAuditPrisma(tx, {
+        tenantId: id,
+        action: 'key.create',
+        targetType: 'key',
+        targetId: created.id,
+        after: { name: 'default', prefix: key.prefix },
+      });
+      return { tenant, apiKey: key.key, keyId: created.id };
     });
   }
 
   /** A new key for an existing tenant (not_found for an unknown one). */
-  async createKey(tenantId: string, name: string | null): Promise<{ id: string; apiKey: string }> {
+  async createKey(
+    tenantId: string,
+    input: { name: string | null; expiresAt: Date | null },
+  ): Promise<{ id: string; apiKey: string; prefix: string; name: string | null; expiresAt: Date | null }> {
     const key = generateApiKey();
     return this.db.withTenant({ tenantId }, async (tx) => {
       if (!(await tx.tenant.findUnique({ where: { id: tenantId }, select: { id: true } }))) {
         throw CanopyException.notFound('tenant');
       }
       const created = await tx.apiKey.create({
-        data: { tenantId, name, prefix: key.prefix, keyHash: key.hash },
+        data: {
+          tenantId,
+          name: input.name,
+          prefix: key.prefix,
+          keyHash: key.hash,
+          expiresAt: input.expiresAt,
+        },
       });
-      return { id: created.id, apiKey: key.key };
+      await writeAuditPrisma(tx, {
+        tenantId,
+        action: 'key.create',
+        targetType: 'key',
+        targetId: created.id,
+        after: { name: input.name, prefix: key.prefix, expiresAt: input.expiresAt?.toISOString() ?? null },
+      });
+      return {
+        id: created.id,
+        apiKey: key.key,
+        prefix: key.prefix,
+        name: input.name,
+        expiresAt: input.expiresAt,
+      };
     });
   }
 
-  /** Every tenant, by name (the admin's dashboard shows tenants by name); at most `limit`. */
-  async listTenants(limit: number): Promise<TenantRecord[]> {
-    return this.db.withAdmin('list tenants by name (admin route)', async (tx) =>
-      tx.tenant.findMany({
-        select: { id: true, name: true, createdAt: true },
+  /**
+   * Tenants by name, `limit` at a time after `cursor` (the previous page's nextCursor); `q` keeps those whose name
+   * contains it, case-insensitively.
+   */
+  async listTenants(input: { limit: number; q?: string; cursor?: string }): Promise<TenantPage> {
+    const after = input.cursor === undefined ? null : decodeCursor(input.cursor);
+    return this.db.withAdmin('list tenants by name (admin route)', async (tx) => {
+      const rows = await tx.tenant.findMany({
+        select: TENANT_SELECT,
+        where: {
+          ...(input.q ? { name: { contains: input.q, mode: 'insensitive' as const } } : {}),
+          ...(after
+            ? { OR: [{ name: { gt: after.name } }, { name: after.name, id: { gt: after.id } }] }
+            : {}),
+        },
         orderBy: [{ name: 'asc' }, { id: 'asc' }],
-        take: limit,
-      }),
+        take: input.limit + 1,
+      });
+      const more = rows.length > input.limit;
+      const data = more ? rows.slice(0, input.limit) : rows;
+      const last = data[data.length - 1];
+      return { data, nextCursor: more && last ? encodeCursor(last.name, last.id) : null };
+    });
+  }
+
+  /** One tenant (null for an unknown one). */
+  async getTenant(tenantId: string): Promise<TenantRecord | null> {
+    if (!isUuid(tenantId)) return null;
+    return this.db.withTenant({ tenantId }, (tx) =>
+      tx.tenant.findUnique({ where: { id: tenantId }, select: TENANT_SELECT }),
     );
   }
 
-  /** Revokes a key (idempotent); false when no such key exists. */
-  async revokeKey(keyId: string): Promise<KeyRecord | null> {
-    if (!isUuid(keyId)) return null;
-    return this.db.withAdmin('revoke an API key by id (admin route)', async (tx) => {
-      const key = await tx.apiKey.findUnique({ where: { id: keyId } });
-      if (!key) return null;
-      if (!key.revokedAt) await tx.apiKey.update({ where: { id: keyId }, data: { revokedAt: new Date() } });
-      return { id: key.id, tenantId: key.tenantId, revoked: true };
+  /** Renames and/or disables (enables) a tenant; not_found for an unknown one. */
+  async updateTenant(tenantId: string, input: { name?: string; disabled?: boolean }): Promise<TenantRecord> {
+    if (!isUuid(tenantId)) throw CanopyException.notFound('tenant');
+    return this.db.withTenant({ tenantId }, async (tx) => {
+      const before = await tx.tenant.findUnique({ where: { id: tenantId }, select: TENANT_SELECT });
+      if (!before) throw CanopyException.notFound('tenant');
+      const disabledAt =
+        input.disabled === undefined
+          ? before.disabledAt
+          : input.disabled
+            ? (before.disabledAt ?? new Date())
+            : null;
+      const after = await tx.tenant.update({
+        where: { id: tenantId },
+        data: { ...(input.name !== undefined ? { name: input.name } : {}), disabledAt },
+        select: TENANT_SELECT,
+      });
+      if (input.name !== undefined && input.name !== before.name) {
+        await writeAuditPrisma(tx, {
+          tenantId,
+          action: 'tenant.rename',
+          targetType: 'tenant',
+          targetId: tenantId,
+          before: { name: before.name },
+          after: { name: after.name },
+        });
+      }
+      if ((before.disabledAt === null) !== (after.disabledAt === null)) {
+        await writeAuditPrisma(tx, {
+          tenantId,
+          action: after.disabledAt ? 'tenant.disable' : 'tenant.enable',
+          targetType: 'tenant',
+          targetId: tenantId,
+          before: { disabled: before.disabledAt !== null },
+          after: { disabled: after.disabledAt !== null },
+        });
+      }
+      return after;
     });
   }
 
@@ -84,11 +198,94 @@ export class TenantsRepository {
     });
   }
 
+  /** Whether the tenant is disabled (false for an unknown one: its credentials fail elsewhere). */
+  async isDisabled(tenantId: string): Promise<boolean> {
+    const tenant = await this.getTenant(tenantId);
+    return tenant?.disabledAt != null;
+  }
+
+  /** A tenant's keys, newest first (never the key itself: its prefix). */
+  async listKeys(tenantId: string): Promise<KeyView[]> {
+    if (!isUuid(tenantId)) throw CanopyException.notFound('tenant');
+    return this.db.withTenant({ tenantId }, async (tx) => {
+      if (!(await tx.tenant.findUnique({ where: { id: tenantId }, select: { id: true } }))) {
+        throw CanopyException.notFound('tenant');
+      }
+      return tx.apiKey.findMany({
+        where: { tenantId },
+        select: KEY_SELECT,
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      });
+    });
+  }
+
+  /**
+   * Revokes a key (idempotent); null when no such key exists — in `tenantId`'s keys when given (a tenant revoking
+   * its own), in any tenant's otherwise (the admin).
+   */
+  async revokeKey(keyId: string, tenantId?: string): Promise<KeyRecord | null> {
+    if (!isUuid(keyId)) return null;
+    const revoke = async (tx: Parameters<Parameters<Database['withAdmin']>[1]>[0]) => {
+      const key = await tx.apiKey.findUnique({ where: { id: keyId } });
+      if (!key || (tenantId !== undefined && key.tenantId !== tenantId)) return null;
+      if (!key.revokedAt) {
+        await tx.apiKey.update({ where: { id: keyId }, data: { revokedAt: new Date() } });
+        await writeAuditPrisma(tx, {
+          tenantId: key.tenantId,
+          action: 'key.revoke',
+          targetType: 'key',
+          targetId: key.id,
+          before: { name: key.name, prefix: key.prefix },
+        });
+      }
+      return { id: key.id, tenantId: key.tenantId, revoked: true, expiresAt: key.expiresAt };
+    };
+    return tenantId === undefined
+      ? this.db.withAdmin('revoke an API key by id (admin route)', revoke)
+      : this.db.withTenant({ tenantId }, revoke);
+  }
+
   /** The key with this hash (authentication: the only row this lookup can see). */
   async findKeyByHash(hash: string): Promise<KeyRecord | null> {
     return this.db.withKeyHash(hash, async (tx) => {
       const key = await tx.apiKey.findUnique({ where: { keyHash: hash } });
-      return key ? { id: key.id, tenantId: key.tenantId, revoked: key.revokedAt !== null } : null;
+      return key
+        ? { id: key.id, tenantId: key.tenantId, revoked: key.revokedAt !== null, expiresAt: key.expiresAt }
+        : null;
     });
   }
+
+  /** Records that a key was used (at most once a minute per key). */
+  async touchKey(tenantId: string, keyId: string): Promise<void> {
+    const now = new Date();
+    await this.db.withTenant({ tenantId }, (tx) =>
+      tx.apiKey.updateMany({
+        where: {
+          id: keyId,
+          OR: [{ lastUsedAt: null }, { lastUsedAt: { lt: new Date(now.getTime() - 60_000) } }],
+        },
+        data: { lastUsedAt: now },
+      }),
+    );
+  }
+}
+
+function encodeCursor(name: string, id: string): string {
+  return Buffer.from(JSON.stringify([name, id]), 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): { name: string; id: string } {
+  try {
+    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (
+      Array.isArray(parsed) &&
+      typeof parsed[0] === 'string' &&
+      typeof parsed[1] === 'string' &&
+      isUuid(parsed[1])
+    )
+      return { name: parsed[0], id: parsed[1] };
+  } catch {
+    // falls through
+  }
+  throw CanopyException.badRequest('invalid cursor', { field: 'cursor' });
 }

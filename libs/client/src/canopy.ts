@@ -5,6 +5,22 @@ import type { ActivityEvent, ActivityEventType, ModelInfo, ServerToolInfo, Tenan
 
 import { Catalog, filterQuery } from './catalog';
 import type { RetentionPolicy, TenantDetail } from './catalog-types';
+import type {
+  ApiKeyInfo,
+  AuditEvent,
+  AuditQuery,
+  CreatedApiKey,
+  ProviderKey,
+  ProviderName,
+  QuotaInput,
+  Quotas,
+  TenantPage,
+  UsageQuery,
+  UsageReport,
+  Webhook,
+  WebhookDelivery,
+  WebhookInput,
+} from './saas-types';
 import { Http, type HttpOptions } from './http';
 import { LiveSocket, type LiveSocketOptions } from './live-socket';
 import { Session } from './session';
@@ -60,6 +76,121 @@ export class Canopy {
         body: { retention },
         idempotent: true,
       }),
+    /** A page of tenants by name (`q`: name contains, case-insensitive; `cursor`: the previous nextCursor). */
+    tenantsPage: (query: { q?: string; limit?: number; cursor?: string } = {}): Promise<TenantPage> =>
+      this.http.request('GET', '/v1/admin/tenants', { query }),
+    /** Renames and/or disables (enables) a tenant; disabling cancels its runs in flight. */
+    updateTenant: (tenantId: string, patch: { name?: string; disabled?: boolean }): Promise<TenantDetail> =>
+      this.http.request('PATCH', `/v1/admin/tenants/${encodeURIComponent(tenantId)}`, {
+        body: patch,
+        idempotent: true,
+      }),
+    /** A tenant's API keys (never the keys themselves). */
+    listKeys: async (tenantId: string): Promise<ApiKeyInfo[]> =>
+      (
+        await this.http.request<{ data: ApiKeyInfo[] }>(
+          'GET',
+          `/v1/admin/tenants/${encodeURIComponent(tenantId)}/keys`,
+        )
+      ).data,
+    /** A tenant's quotas and its users', with their usage. */
+    getQuotas: (tenantId: string): Promise<Quotas> =>
+      this.http.request('GET', `/v1/admin/tenants/${encodeURIComponent(tenantId)}/quotas`),
+    /** Replaces a tenant's quotas ([] removes them). */
+    setQuotas: (tenantId: string, quotas: QuotaInput[]): Promise<Quotas> =>
+      this.http.request('PUT', `/v1/admin/tenants/${encodeURIComponent(tenantId)}/quotas`, {
+        body: { quotas },
+        idempotent: true,
+      }),
+  };
+
+  /** Tenant key only: the tenant's own API keys. */
+  readonly keys = {
+    list: async (): Promise<ApiKeyInfo[]> =>
+      (await this.http.request<{ data: ApiKeyInfo[] }>('GET', '/v1/keys')).data,
+    /** A new key (shown once), optionally named and expiring (ISO 8601). */
+    create: (input: { name?: string; expiresAt?: string } = {}): Promise<CreatedApiKey> =>
+      this.http.request('POST', '/v1/keys', { body: input }),
+    revoke: (keyId: string): Promise<void> =>
+      this.http.request('DELETE', `/v1/keys/${encodeURIComponent(keyId)}`),
+  };
+
+  /** The audit log: a tenant key its own, the admin key any tenant's (`tenantId`) or all. */
+  readonly audit = {
+    list: (query: AuditQuery = {}): Promise<{ data: AuditEvent[]; nextCursor: string | null }> =>
+      this.http.request('GET', '/v1/audit', { query: { ...query } }),
+  };
+
+  /** Tenant key only: webhook endpoints (Standard Webhooks) and their deliveries. */
+  readonly webhooks = {
+    /** Creates an endpoint; its signing `secret` is in this answer only. */
+    create: (input: WebhookInput): Promise<Webhook & { secret: string }> =>
+      this.http.request('POST', '/v1/webhooks', { body: input }),
+    list: async (): Promise<Webhook[]> =>
+      (await this.http.request<{ data: Webhook[] }>('GET', '/v1/webhooks')).data,
+    get: (webhookId: string): Promise<Webhook> =>
+      this.http.request('GET', `/v1/webhooks/${encodeURIComponent(webhookId)}`),
+    update: (
+      webhookId: string,
+      patch: Partial<WebhookInput> & { description?: string | null },
+    ): Promise<Webhook> =>
+      this.http.request('PATCH', `/v1/webhooks/${encodeURIComponent(webhookId)}`, {
+        body: patch,
+        idempotent: true,
+      }),
+    delete: (webhookId: string): Promise<void> =>
+      this.http.request('DELETE', `/v1/webhooks/${encodeURIComponent(webhookId)}`),
+    deliveries: async (
+      webhookId: string,
+      query: { status?: WebhookDelivery['status']; limit?: number } = {},
+    ): Promise<WebhookDelivery[]> =>
+      (
+        await this.http.request<{ data: WebhookDelivery[] }>(
+          'GET',
+          `/v1/webhooks/${encodeURIComponent(webhookId)}/deliveries`,
+          { query },
+        )
+      ).data,
+    /** Sends a delivery again, now. */
+    retry: (webhookId: string, deliveryId: string): Promise<WebhookDelivery> =>
+      this.http.request(
+        'POST',
+        `/v1/webhooks/${encodeURIComponent(webhookId)}/deliveries/${encodeURIComponent(deliveryId)}/retry`,
+      ),
+  };
+
+  /** Tenant key only: quotas of the tenant (read) and of its users (read and set). */
+  readonly quotas = {
+    get: (): Promise<Quotas> => this.http.request('GET', '/v1/quotas'),
+    setUser: (userId: string, quotas: QuotaInput[]): Promise<Quotas> =>
+      this.http.request('PUT', `/v1/quotas/users/${encodeURIComponent(userId)}`, {
+        body: { quotas },
+        idempotent: true,
+      }),
+  };
+
+  /** Usage of the stored runs grouped by day, user, model or session (tenant key: its own; admin: any or all). */
+  readonly usage = {
+    get: (query: UsageQuery = {}): Promise<UsageReport> =>
+      this.http.request('GET', '/v1/usage', { query: { ...query } }),
+  };
+
+  /** Tenant key only: the tenant's own provider keys (bring your own key); the key is never read back. */
+  readonly providers = {
+    list: async (): Promise<ProviderKey[]> =>
+      (await this.http.request<{ data: ProviderKey[] }>('GET', '/v1/providers')).data,
+    get: (provider: ProviderName): Promise<ProviderKey> =>
+      this.http.request('GET', `/v1/providers/${encodeURIComponent(provider)}`),
+    put: (
+      provider: ProviderName,
+      input: { apiKey: string; baseUrl?: string; models?: string[] },
+    ): Promise<ProviderKey> =>
+      this.http.request('PUT', `/v1/providers/${encodeURIComponent(provider)}`, {
+        body: input,
+        idempotent: true,
+      }),
+    delete: (provider: ProviderName): Promise<void> =>
+      this.http.request('DELETE', `/v1/providers/${encodeURIComponent(provider)}`),
   };
 
   /** Tenant key only: a token for one of your end users (their browser can then use the API as them). */

@@ -96,5 +96,7 @@ export interface TenantDetail {
   id: string;
   name: string;
   createdAt: string;
+  disabled: boolean;
+  disabledAt: string | null;
   retention: Required<RetentionPolicy>;
 }

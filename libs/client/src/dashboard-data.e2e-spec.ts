@@ -85,7 +85,9 @@ describe('GET /v1/admin/tenants', () => {
     const made = await admin.admin.createTenant('zeta tenant');
     const tenants = await admin.admin.listTenants(1_000);
     expect(tenants).toEqual(
-      expect.arrayContaining([{ id: made.id, name: 'zeta tenant', createdAt: expect.any(String) }]),
+      expect.arrayContaining([
+        { id: made.id, name: 'zeta tenant', createdAt: expect.any(String), disabled: false },
+      ]),
     );
     const names = tenants.map((x) => x.name);
     expect(names).toEqual([...names].sort());

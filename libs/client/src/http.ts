@@ -118,8 +118,12 @@ export class Http {
   }
 }
 
-/** 429 was refused before anything happened; the others only when sending twice does no harm. */
+/**
+ * 429 was refused before anything happened (but a quota stays exceeded until it resets: not retried); the others
+ * only when sending twice does no harm.
+ */
 function retryable(error: CanopyError, idempotent: boolean): boolean {
+  if (error.code === 'quota_exceeded') return false;
   if (error.status === 429) return true;
   if (!idempotent) return false;
   return (

@@ -48,3 +48,4 @@ export {
   type MinuteStats,
   type TenantUsage,
 } from '@canopy/core';
+export * from './saas-types';

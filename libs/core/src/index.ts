@@ -15,3 +15,4 @@ export * from './api/error-codes';
 export * from './api/views';
 export * from './formats';
 export * from './api/catalog-schemas';
+export * from './api/saas-schemas';

@@ -13,3 +13,5 @@ export * from './title';
 export * from './reconcile';
 export * from './session.module';
 export * from './catalog';
+export * from './webhooks';
+export * from './quotas/quota-admission';

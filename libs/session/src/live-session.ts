@@ -13,6 +13,7 @@ import {
 } from '@canopy/core';
 import { isPendingState, awaitingIds } from '@canopy/agent';
 import type { Unsubscribe } from '@canopy/realtime';
+import type { RunRecord, SessionRecord } from '@canopy/store';
 import { RunTracker, type RunResult } from './run-tracker';
 import type { SessionEngineDeps } from './session-deps';
 import { toSessionInfo } from './convert';
@@ -52,6 +53,17 @@ export interface LiveSessionHooks {
   onPresence(session: LiveSession): void;
 }
 
+/**
+ * What the caller opening a session already read in the same transaction as its last change (a run's start:
+ * the claimed session row and its run), so opening need not read them again.
+ */
+export interface KnownState {
+  /** The session row as claimed; with nextNodeId 1 its tree is empty, so nothing at all is read. */
+  session: SessionRecord;
+  /** The run that claimed it. */
+  run: RunRecord;
+}
+
 let nextSubscriberId = 1;
 
 export class LiveSession {
@@ -83,6 +95,7 @@ export class LiveSession {
     tenantId: string,
     id: string,
     hooks: LiveSessionHooks,
+    known?: KnownState,
   ): Promise<LiveSession | null> {
     const buffered: SessionEvent[] = [];
     let live: LiveSession | null = null;
@@ -92,7 +105,12 @@ export class LiveSession {
     });
     try {
       const scope = systemScope(tenantId);
-      const loaded = await deps.store.loadTree(scope, id);
+      // A session that has no node yet and was just claimed by a run: its tree is empty and its row is the one
+      // read with the claim (events published since are buffered above, and replayed below).
+      const loaded =
+        known && known.session.nextNodeId === 1 && known.session.id === id
+          ? { session: known.session, nodes: [] }
+          : await deps.store.loadTree(scope, id);
       if (!loaded) {
         await unsubscribe();
         return null;
@@ -105,7 +123,11 @@ export class LiveSession {
       let startSeq = replay.lastSeq > 0 ? replay.lastSeq : await deps.bus.anchor(tenantId, id);
       const replayFrom: SessionEvent[] = [];
       if (session.activeRunId) {
-        const run = await deps.store.getRun(scope, session.activeRunId);
+        // The run that just claimed the session is known (still busy with it: nothing paused it yet).
+        const run =
+          known?.run.id === session.activeRunId && session.status === 'busy'
+            ? known.run
+            : await deps.store.getRun(scope, session.activeRunId);
         inFlight = {
           runId: session.activeRunId,
           kind: run?.kind ?? 'prompt',

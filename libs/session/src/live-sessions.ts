@@ -6,7 +6,7 @@
 import type { IdleTimer } from '@canopy/queue';
 import type { SessionRecord } from '@canopy/store';
 import type { SessionEngineDeps } from './session-deps';
-import { LiveSession } from './live-session';
+import { LiveSession, type KnownState } from './live-session';
 import type { SessionPublisher } from './session-publisher';
 
 export type CloseReason = 'close' | 'delete' | 'idle' | 'shutdown' | 'expired';
@@ -27,24 +27,31 @@ export class LiveSessions {
   }
 
   /** The live session, opened if needed (concurrent opens share one). Null for an unknown session. */
-  async open(tenantId: string, id: string): Promise<LiveSession | null> {
+  /** The live session, opened if needed (from `known` state when the caller has it: see KnownState). */
+  async open(tenantId: string, id: string, known?: KnownState): Promise<LiveSession | null> {
     const k = key(tenantId, id);
     const existing = this.sessions.get(k);
     if (existing) return existing;
     let opening = this.opening.get(k);
     if (!opening) {
-      opening = LiveSession.open(this.deps, tenantId, id, {
-        onIdle: (s, afterMs) => {
-          const timer: IdleTimer = { kind: 'session-idle', tenantId: s.tenantId, sessionId: s.id };
-          this.deps.timers
-            .set(timer, afterMs)
-            .catch((err: unknown) => this.deps.logger.warn('idle timer not set', { err, sessionId: s.id }));
+      opening = LiveSession.open(
+        this.deps,
+        tenantId,
+        id,
+        {
+          onIdle: (s, afterMs) => {
+            const timer: IdleTimer = { kind: 'session-idle', tenantId: s.tenantId, sessionId: s.id };
+            this.deps.timers
+              .set(timer, afterMs)
+              .catch((err: unknown) => this.deps.logger.warn('idle timer not set', { err, sessionId: s.id }));
+          },
+          // Not before it is registered here: its first presence is written (and awaited) below.
+          onPresence: (s) => {
+            if (this.sessions.get(k) === s) void this.presence(s);
+          },
         },
-        // Not before it is registered here: its first presence is written (and awaited) below.
-        onPresence: (s) => {
-          if (this.sessions.get(k) === s) void this.presence(s);
-        },
-      })
+        known,
+      )
         .then(async (live) => {
           if (!live) return live;
           this.sessions.set(k, live);

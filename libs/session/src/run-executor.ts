@@ -59,6 +59,8 @@ interface RunPosition {
   committed: boolean;
   /** The first prompt this run committed (titles an untitled session). */
   firstPrompt: Message | null;
+  /** Whether the run's last commit carried a title for the untitled session (taken or not). */
+  titleSent: boolean;
 }
 
 export class RunExecutor {
@@ -172,6 +174,7 @@ export class RunExecutor {
       nextNodeId: session.nextNodeId,
       committed: false,
       firstPrompt: null,
+      titleSent: false,
     };
     const spec = this.specFor(actingScope(scope.tenantId, run), session, run, pathNodes, controller.signal);
     if (!spec) {
@@ -343,6 +346,13 @@ export class RunExecutor {
     }
     const stored: PositionRecord = { path, cursors, head };
     const stop = request.stop === 'stop';
+    // A session untitled when the run started with an empty tree takes its title from the first prompt this run
+    // committed, in the commit that ends the run (no transaction of its own).
+    const titleFrom =
+      stop && session.title === null && session.nextNodeId === 1
+        ? (position.firstPrompt ?? request.messages.find(isTitledPrompt) ?? null)
+        : null;
+    const title = titleFrom ? heuristicTitle(messageText(titleFrom)) : null;
     const result = await this.withRetries(() =>
       this.deps.store.commit(scope, {
         sessionId: session.id,
@@ -352,6 +362,7 @@ export class RunExecutor {
         nextNodeId: next,
         usage: request.usage,
         ...(stop ? { finish: { usage: request.runUsage } } : {}),
+        ...(title ? { title } : {}),
       }),
     ).catch(async (err: unknown) => {
       await this.publisher.publish(scope.tenantId, session.id, [
@@ -381,6 +392,12 @@ export class RunExecutor {
       { type: 'tree', data: { newNodes: nodes.map((n) => n.id), nodes, ...stored } },
       { type: 'store', data: { ok: true, kind: 'tree' } },
     );
+    if (ended && title) {
+      position.titleSent = true;
+      if (result.titled) {
+        events.push({ type: 'title', data: { title } }, { type: 'store', data: { ok: true, kind: 'state' } });
+      }
+    }
     await this.publisher.publish(scope.tenantId, session.id, events);
     if (steer === undefined) return null;
     const sender = parseActor(steered?.actor);
@@ -429,16 +446,14 @@ export class RunExecutor {
       data: { id: session.id, runId: run.id, status: 'completed', usage },
       at: Date.now(),
     });
-    if (session.title !== null) return;
-    // Untitled: title it from its first prompt that has text, once a run completes (this run's, when the tree was
-    // empty; a prompt of attachments only gives no title, the next one with text does).
-    let firstPrompt = session.nextNodeId === 1 ? position.firstPrompt : null;
-    if (!firstPrompt) {
-      const current = await this.deps.store.loadTree(scope, session.id);
-      if (!current || current.session.title !== null) return;
-      const nodes = [...current.nodes].sort((a, b) => a.id - b.id);
-      firstPrompt = nodes.find((n) => isTitledPrompt(n.message))?.message ?? null;
-    }
+    // Titled by the run's last commit already (or a title set meanwhile kept), or nothing earlier to title from.
+    if (session.title !== null || position.titleSent || session.nextNodeId === 1) return;
+    // Untitled with earlier turns (none of them completed a run): title it from its first prompt that has text,
+    // once a run completes (a prompt of attachments only gives no title, the next one with text does).
+    const current = await this.deps.store.loadTree(scope, session.id);
+    if (!current || current.session.title !== null) return;
+    const nodes = [...current.nodes].sort((a, b) => a.id - b.id);
+    const firstPrompt = nodes.find((n) => isTitledPrompt(n.message))?.message ?? null;
     const title = firstPrompt ? heuristicTitle(messageText(firstPrompt)) : null;
     if (!title) return;
     try {

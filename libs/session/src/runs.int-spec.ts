@@ -310,7 +310,8 @@ describe('approvals and client tools', () => {
 
 describe('cancel, races and interruptions', () => {
   it('starts exactly one of two prompts sent at the same instant; the other gets session_busy', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    // A reply slow enough (200 ms a word) that the first run is still in flight when the second prompt lands.
+    const s = await engine.service.create(scope, { model: 'mock:echo', opts: { delayMs: 200 } });
     const outcomes = await Promise.allSettled([
       engine.service.prompt(scope, s.id, { content: 'first' }),
       engine.service.prompt(scope, s.id, { content: 'second' }),

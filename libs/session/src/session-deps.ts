@@ -5,6 +5,7 @@ import type { HookRegistry, ModelGateway, RetryPolicy, ToolRegistry } from '@can
 import type { RunControl, Timers, TurnQueue } from '@canopy/queue';
 import type { ActivityFeed, EventBus, LiveRegistry } from '@canopy/realtime';
 import type { SessionStore } from '@canopy/store';
+import type { Scope } from '@canopy/core';
 
 export interface EngineSettings {
   /** This process's name in the live registry. */
@@ -39,6 +40,14 @@ export interface EngineSettings {
   executesRuns: boolean;
 }
 
+/**
+ * Whether a new run may start (quotas): throws a CanopyException (quota_exceeded) to refuse. Asked before a prompt
+ * or a branch starts a run, never for a resume (a run in flight is never cut).
+ */
+export interface RunAdmission {
+  admit(scope: Scope, sessionId: string): Promise<void>;
+}
+
 export interface EngineLogger {
   warn(message: string, context?: Record<string, unknown>): void;
   error(message: string, context?: Record<string, unknown>): void;
@@ -59,6 +68,10 @@ export interface SessionEngineDeps {
   hooks: HookRegistry;
   settings: EngineSettings;
   logger: EngineLogger;
+  /** Quotas; none: every run is admitted. */
+  admission?: RunAdmission;
+  /** The providers each tenant brought its own key for (they make its models usable); none: no such keys. */
+  providerKeys?: { providersOf(tenantId: string): Promise<ReadonlySet<string>> };
 }
 
 export const SESSION_ENGINE_DEPS = Symbol('SESSION_ENGINE_DEPS');

@@ -11,15 +11,19 @@ import {
   type SessionInfo,
 } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
-import type { ModelGateway, ToolRegistry } from '@canopy/agent';
+import type { ModelCheckContext, ModelGateway, ToolRegistry } from '@canopy/agent';
 
 export function requireIdle(status: SessionInfo['status']): void {
   if (status === 'busy') throw new CanopyException('session_busy', 'a run is in flight');
   if (status === 'paused') throw new CanopyException('session_paused', 'a run is waiting for a decision');
 }
 
-export function checkModel(gateway: Pick<ModelGateway, 'check'>, model: string): void {
-  const problem = gateway.check(model);
+export function checkModel(
+  gateway: Pick<ModelGateway, 'check'>,
+  model: string,
+  context?: ModelCheckContext,
+): void {
+  const problem = gateway.check(model, context);
   if (problem) throw CanopyException.badRequest(problem, { field: 'model' });
 }
 

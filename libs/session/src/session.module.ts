@@ -19,6 +19,7 @@ import {
   DEFAULT_RETRY_POLICY,
   HookRegistry,
   MODEL_GATEWAY,
+  TenantCredentialsGateway,
   ToolRegistry,
   createModelGateway,
   registerDemoTools,
@@ -57,11 +58,18 @@ import {
   RetentionRepository,
   SESSION_STORE,
   SessionCatalogStore,
+  ProviderKeysRepository,
+  QuotasRepository,
+  SecretBox,
+  WebhooksRepository,
+  resolveEncryptionKey,
   type SessionStore,
 } from '@canopy/store';
 import { RetentionSweeper, SessionCatalogService, SessionTransferService } from './catalog';
 import { SessionService } from './session.service';
 import type { EngineLogger, SessionEngineDeps } from './session-deps';
+import { WebhookDispatcher } from './webhooks';
+import { QuotaAdmission } from './quotas/quota-admission';
 
 /** The Redis runtime of a distributed deployment, or null when embedded. */
 export const REDIS_REALTIME = Symbol('REDIS_REALTIME');
@@ -194,9 +202,19 @@ export class SessionModule {
               : new InProcessRunControl(),
         },
         {
+          // Provider keys a tenant brought (sealed under the deployment's encryption key).
+          provide: ProviderKeysRepository,
+          inject: [CANOPY_CONFIG, Database],
+          useFactory: (c: CanopyConfig, db: Database) => {
+            const resolved = resolveEncryptionKey(c);
+            return new ProviderKeysRepository(db, resolved ? new SecretBox(resolved.key) : null);
+          },
+        },
+        {
           provide: MODEL_GATEWAY,
-          inject: [CANOPY_CONFIG],
-          useFactory: (c: CanopyConfig) => createModelGateway(c),
+          inject: [CANOPY_CONFIG, ProviderKeysRepository],
+          useFactory: (c: CanopyConfig, keys: ProviderKeysRepository) =>
+            new TenantCredentialsGateway(createModelGateway(c), keys),
         },
         {
           provide: ToolRegistry,
@@ -223,6 +241,8 @@ export class SessionModule {
             MODEL_GATEWAY,
             ToolRegistry,
             HookRegistry,
+            QuotasRepository,
+            ProviderKeysRepository,
           ],
           useFactory: (
             c: CanopyConfig,
@@ -236,6 +256,8 @@ export class SessionModule {
             gateway: ModelGateway,
             tools: ToolRegistry,
             hooks: HookRegistry,
+            quotas: QuotasRepository,
+            providerKeys: ProviderKeysRepository,
           ) => {
             const deps: SessionEngineDeps = {
               store,
@@ -266,6 +288,8 @@ export class SessionModule {
                 executesRuns: queue.runsInline || role === 'worker',
               },
               logger: nestLogger(),
+              admission: new QuotaAdmission(quotas),
+              providerKeys,
             };
             return new SessionService(deps);
           },
@@ -327,9 +351,34 @@ export class SessionModule {
             return sweeper;
           },
         },
+        {
+          provide: QuotasRepository,
+          inject: [Database],
+          useFactory: (db: Database) => new QuotasRepository(db),
+        },
+        {
+          provide: WebhooksRepository,
+          inject: [Database],
+          useFactory: (db: Database) => new WebhooksRepository(db),
+        },
+        {
+          // The webhook outbox is sent where runs execute: the embedded api, a distributed deployment's workers.
+          provide: WebhookDispatcher,
+          inject: [CANOPY_CONFIG, WebhooksRepository, TURN_QUEUE],
+          useFactory: (c: CanopyConfig, repo: WebhooksRepository, queue: TurnQueue) =>
+            new WebhookDispatcher(
+              repo,
+              { ...c.webhooks, autoStart: queue.runsInline || role === 'worker' },
+              nestLogger(),
+            ),
+        },
         SessionEngineLifecycle,
       ],
       exports: [
+        ProviderKeysRepository,
+        QuotasRepository,
+        WebhooksRepository,
+        WebhookDispatcher,
         SessionService,
         SessionCatalogService,
         SessionTransferService,

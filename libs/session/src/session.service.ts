@@ -10,6 +10,7 @@ import {
   systemScope,
   toolUses,
   type Block,
+  type InFlight,
   type MessageContent,
   type NodeId,
   type RunKind,
@@ -33,7 +34,7 @@ import type {
   SessionStatePatch,
 } from '@canopy/store';
 import { toSessionInfo, positionOf } from './convert';
-import type { LiveSession, SubscribeOptions, Subscription } from './live-session';
+import { LiveSession, type SubscribeOptions, type Subscription } from './live-session';
 import { LiveSessions } from './live-sessions';
 import { RunExecutor, type RunInput } from './run-executor';
 import type { RunResult } from './run-tracker';
@@ -200,7 +201,7 @@ export class SessionService {
   // Sessions
 
   async create(scope: Scope, input: CreateSessionInput): Promise<SessionInfo> {
-    checkModel(this.deps.gateway, input.model);
+    await this.checkModelFor(scope, input.model);
     checkTools(this.deps.tools, input.tools ?? [], input.opts);
     checkMockDelays(input.opts);
     const record = await this.deps.store.create(scope, {
@@ -214,6 +215,45 @@ export class SessionService {
     const record = await this.deps.store.get(scope, id);
     if (!record) throw CanopyException.notFound('session');
     return record;
+  }
+
+  /**
+   * A session as a read shows it: its record, its subscribers and the run in flight. A read changes nothing: a
+   * session that is not live in this process is described from the store and the event log through a transient
+   * view (never registered, announced or kept), and its subscribers are counted across the deployment.
+   */
+  async describe(
+    scope: Scope,
+    id: string,
+  ): Promise<{
+    record: SessionRecord;
+    live: { controllers: number; observers: number } | null;
+    inFlight: InFlight | null;
+  }> {
+    const record = await this.get(scope, id);
+    const local = this.live.get(scope.tenantId, id);
+    if (local) {
+      if (scope.userId !== undefined && local.info.userId !== scope.userId)
+        throw CanopyException.notFound('session');
+      return {
+        record,
+        live: { controllers: local.controllers, observers: local.observers },
+        inFlight: local.inFlight,
+      };
+    }
+    const entry = await this.deps.registry.get(scope.tenantId, id).catch(() => null);
+    const live = entry ? { controllers: entry.controllers, observers: entry.observers } : null;
+    if (record.status === 'idle') return { record, live, inFlight: null };
+    const view = await LiveSession.open(this.deps, scope.tenantId, id, {
+      onIdle: () => undefined,
+      onPresence: () => undefined,
+    });
+    if (!view) throw CanopyException.notFound('session');
+    try {
+      return { record, live, inFlight: view.inFlight };
+    } finally {
+      await view.close('described');
+    }
   }
 
   list(scope: Scope, query: ListSessionsQuery): Promise<SessionPage> {
@@ -230,7 +270,7 @@ export class SessionService {
    * always broadcasts `title`; any other field broadcasts `state`; a write (`store`) happens only on change.
    */
   async update(scope: Scope, id: string, patch: SessionStatePatch): Promise<SessionInfo> {
-    if (patch.model !== undefined) checkModel(this.deps.gateway, patch.model);
+    if (patch.model !== undefined) await this.checkModelFor(scope, patch.model);
     const current = await this.get(scope, id);
     if (patch.tools !== undefined || patch.opts !== undefined) {
       checkTools(this.deps.tools, patch.tools ?? current.tools, patch.opts ?? current.opts);
@@ -310,7 +350,8 @@ export class SessionService {
       (await this.deps.registry.get(scope.tenantId, id).catch(() => null)) !== null;
     let resolution: OpenResult['resolution'] = { model: 'persisted', system: 'persisted', opts: 'persisted' };
     if (mode === 'controller') {
-      const resolved = reconcile(session, start, (m) => this.deps.gateway.check(m) === null);
+      const context = await this.modelContext(scope, [session.model, start.model]);
+      const resolved = reconcile(session, start, (m) => this.deps.gateway.check(m, context) === null);
       resolution = {
         model: resolved.model === session.model ? 'persisted' : 'start',
         system: start.system !== undefined ? 'start' : 'persisted',
@@ -530,6 +571,17 @@ export class SessionService {
 
   // Internals
 
+  /** checkModel, with the tenant's own provider keys counted (looked up only when the deployment's fall short). */
+  private async checkModelFor(scope: Scope, model: string): Promise<void> {
+    checkModel(this.deps.gateway, model, await this.modelContext(scope, [model]));
+  }
+
+  private async modelContext(scope: Scope, models: Array<string | undefined>) {
+    const needed = models.some((m) => m !== undefined && this.deps.gateway.check(m) !== null);
+    if (!needed || !this.deps.providerKeys) return undefined;
+    return { tenantProviders: await this.deps.providerKeys.providersOf(scope.tenantId) };
+  }
+
   /**
    * Stops a run executing here or in another process (its executor aborts it and ends it: status idle, cancelled,
    * rollback). False when nothing acknowledged: no process executes it.
@@ -561,6 +613,8 @@ export class SessionService {
     position?: PositionRecord,
     rollback?: PositionRecord,
   ): Promise<CommandResult> {
+    // Quotas first: a prompt over quota starts nothing (a resume continues a run already admitted).
+    if (kind !== 'resume') await this.deps.admission?.admit(scope, id);
     const limit = this.deps.settings.maxBusyPerTenant;
     // startRun is scoped: an invisible session answers not_found here, before anything is opened or published.
     // It also applies the tenant's limit of runs in flight, counted in the database for every process.
@@ -621,7 +675,8 @@ export class SessionService {
     started: { run: RunRecord; session: SessionRecord },
     position: PositionRecord | undefined,
   ): Promise<void> {
-    await this.live.open(scope.tenantId, id); // live before its first event, so waiters and subscribers see it all
+    // Live before its first event, so waiters and subscribers see it all; opened from the claimed row and run.
+    await this.live.open(scope.tenantId, id, { session: started.session, run: started.run });
     if (this.deps.queue.runsInline) this.executor.prepare(started.session, started.run);
     const events: SessionEventInput[] = [{ type: 'status', data: { status: 'busy', runId } }];
     // A branch moved the path (persisted with the run's start): `tree` then `store`, like every tree change.

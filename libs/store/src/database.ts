@@ -21,6 +21,7 @@ import { CanopyException } from '@canopy/common';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool, type PoolClient } from 'pg';
 import { PrismaClient, type Prisma } from './generated/prisma/client';
+import { auditSetting } from './audit';
 import { mapDbError, transactionTimeout } from './prisma-errors';
 
 export type Tx = Prisma.TransactionClient;
@@ -287,7 +288,8 @@ export class Database {
       },
     };
     try {
-      await client.query(`${this.begin}${setting}`);
+      // The request's actor travels too (audit triggers read it); nothing outside a request.
+      await client.query(`${this.begin}${setting}${auditSetting()}`);
       const result = await fn(tx);
       checkDeadline();
       await client.query('COMMIT');

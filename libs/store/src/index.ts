@@ -1,6 +1,7 @@
 // @canopy/store: persistence. The tenant-scoped Database, the embedded PGlite runtime, migrations, and (with
 // the session engine) the SessionStore port and its Postgres adapter. Prisma types never leave this library.
 
+export * from './audit';
 export * from './database';
 export * from './database.module';
 export * from './embedded-postgres';
@@ -14,3 +15,8 @@ export * from './session-filters';
 export * from './session-search';
 export * from './session-catalog.store';
 export * from './retention.repository';
+export * from './audit.repository';
+export * from './webhooks.repository';
+export * from './quotas.repository';
+export * from './secret-box';
+export * from './provider-keys.repository';

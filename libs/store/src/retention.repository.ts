@@ -4,6 +4,7 @@
 
 import { Injectable } from '@nestjs/common';
 import { CanopyException } from '@canopy/common';
+import { writeAudit } from './audit';
 import { Database, isUuid } from './database';
 import { empty, query, raw, sql } from './sql';
 
@@ -18,6 +19,7 @@ export interface TenantView {
   id: string;
   name: string;
   createdAt: Date;
+  disabledAt: Date | null;
   retention: RetentionPolicy;
 }
 
@@ -25,6 +27,7 @@ interface TenantRow {
   id: string;
   name: string;
   created_at: Date;
+  disabled_at: Date | null;
   retention_delete_after_days: number | null;
   retention_keep: 'none' | 'pinned';
 }
@@ -45,8 +48,13 @@ export class RetentionRepository {
   /** Sets the tenant's policy; not_found for an unknown tenant. */
   async setPolicy(tenantId: string, policy: RetentionPolicy): Promise<TenantView> {
     if (!isUuid(tenantId)) throw CanopyException.notFound('tenant');
-    const [row] = await this.db.withTenantSql({ tenantId }, (tx) =>
-      query<TenantRow>(
+    const [row] = await this.db.withTenantSql({ tenantId }, async (tx) => {
+      const [before] = await query<TenantRow>(
+        tx,
+        sql`SELECT ${TENANT_COLUMNS} FROM tenants WHERE tenants.id = ${tenantId}::uuid FOR UPDATE`,
+      );
+      if (!before) return [];
+      const updated = await query<TenantRow>(
         tx,
         sql`
         UPDATE tenants
@@ -54,8 +62,17 @@ export class RetentionRepository {
                updated_at = now()
          WHERE tenants.id = ${tenantId}::uuid
         RETURNING ${TENANT_COLUMNS}`,
-      ),
-    );
+      );
+      await writeAudit(tx, {
+        tenantId,
+        action: 'tenant.retention',
+        targetType: 'tenant',
+        targetId: tenantId,
+        before: { ...toView(before).retention },
+        after: { ...policy },
+      });
+      return updated;
+    });
     if (!row) throw CanopyException.notFound('tenant');
     return toView(row);
   }
@@ -113,7 +130,8 @@ export class RetentionRepository {
 }
 
 const TENANT_COLUMN_LIST =
-  'tenants.id::text AS id, tenants.name, tenants.created_at, tenants.retention_delete_after_days, tenants.retention_keep';
+  'tenants.id::text AS id, tenants.name, tenants.created_at, tenants.disabled_at, tenants.retention_delete_after_days, ' +
+  'tenants.retention_keep';
 const TENANT_COLUMNS = raw(TENANT_COLUMN_LIST);
 
 function toView(row: TenantRow): TenantView {
@@ -121,6 +139,7 @@ function toView(row: TenantRow): TenantView {
     id: row.id,
     name: row.name,
     createdAt: row.created_at,
+    disabledAt: row.disabled_at,
     retention: {
       deleteAfterDays: row.retention_delete_after_days,
       keep: row.retention_keep === 'none' ? 'none' : 'pinned',

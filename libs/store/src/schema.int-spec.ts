@@ -59,6 +59,12 @@ describe('the migrated database', () => {
     ['sessions', Prisma.SessionScalarFieldEnum],
     ['nodes', Prisma.NodeScalarFieldEnum],
     ['runs', Prisma.RunScalarFieldEnum],
+    ['audit_events', Prisma.AuditEventScalarFieldEnum],
+    ['webhooks', Prisma.WebhookScalarFieldEnum],
+    ['webhook_deliveries', Prisma.WebhookDeliveryScalarFieldEnum],
+    ['quotas', Prisma.QuotaScalarFieldEnum],
+    ['provider_keys', Prisma.ProviderKeyScalarFieldEnum],
+    ['usage_daily', Prisma.UsageDailyScalarFieldEnum],
   ])('has exactly the columns of the Prisma model for %s', async (table, fields) => {
     const { rows } = await raw.query<{ column_name: string }>(
       `SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1`,
@@ -88,9 +94,10 @@ describe('the migrated database', () => {
       relforcerowsecurity: boolean;
     }>(
       `SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class
-        WHERE relname IN ('tenants', 'api_keys', 'sessions', 'nodes', 'runs', 'node_search') ORDER BY relname`,
+        WHERE relname IN ('tenants', 'api_keys', 'sessions', 'nodes', 'runs', 'node_search', 'audit_events',
+          'webhooks', 'webhook_deliveries', 'quotas', 'provider_keys', 'usage_daily') ORDER BY relname`,
     );
-    expect(rows).toHaveLength(6);
+    expect(rows).toHaveLength(12);
     for (const r of rows) expect(r).toMatchObject({ relrowsecurity: true, relforcerowsecurity: true });
   });
 
@@ -275,6 +282,27 @@ describe('tree integrity', () => {
       return [await tx.node.count(), await tx.run.count()];
     });
     expect(counts).toEqual([0, 0]);
+  });
+
+  it("holds a node's tenant through its session: no node of a session of another tenant, none left by a deleted tenant", async () => {
+    const tenantId = await newTenant();
+    const other = await newTenant();
+    await db.withTenant({ tenantId }, (tx) => seedSession(tx, tenantId, 'mine'));
+    const message = { role: 'user', content: [], timestamp: 0 };
+    // The other tenant has no session 'mine': its node would belong to no session of its own.
+    await expect(
+      db.withTenant({ tenantId: other }, (tx) =>
+        tx.node.create({ data: { tenantId: other, sessionId: 'mine', id: 1, role: 'user', message } }),
+      ),
+    ).rejects.toBeInstanceOf(CanopyException);
+    await db.withTenant({ tenantId }, (tx) =>
+      tx.node.create({ data: { tenantId, sessionId: 'mine', id: 1, role: 'user', message } }),
+    );
+    const left = await db.withAdmin('test: delete a tenant', async (tx) => {
+      await tx.tenant.delete({ where: { id: tenantId } });
+      return tx.node.count({ where: { tenantId } });
+    });
+    expect(left).toBe(0);
   });
 
   it('answers already_exists for a session id used twice in a tenant, but not across tenants', async () => {

@@ -337,6 +337,31 @@ describe('fork', () => {
     });
   });
 
+  it('forks a node of the active path from the stored path, as the walk up would', async () => {
+    // Tree: 1 -> 2 -> 3 -> 4 -> 5 -> 6 (path), and a branch 4 -> 7 -> 8 off it.
+    const base = linear(['q1', 'a1', 'q2', 'a2', 'q3', 'a3']);
+    base.nodes.push({ id: 7, parentId: 4, message: userMessage('q3 edited', 7_000), usage: null });
+    base.nodes.push({ id: 8, parentId: 7, message: userMessage('a3 edited', 8_000), usage: null });
+    base.nextNodeId = 9;
+    const source = await catalog.importSession(scope, base);
+    const before = (await store.loadTree(scope, source.id))!;
+    const messagesOf = (ids: number[]) => ids.map((id) => before.nodes.find((n) => n.id === id)!.message);
+    for (const [nodeId, path] of [
+      [1, [1]],
+      [4, [1, 2, 3, 4]],
+      [6, [1, 2, 3, 4, 5, 6]],
+      [8, [1, 2, 3, 4, 7, 8]],
+    ] as const) {
+      const forked = await catalog.fork(scope, { sessionId: source.id, nodeId });
+      if (!forked.ok) throw new Error(forked.reason);
+      expect(forked.copied).toBe(path.length);
+      const tree = (await store.loadTree(scope, forked.session.id))!;
+      expect(tree.session.path).toEqual(path.map((_, i) => i + 1));
+      expect(tree.nodes.map((n) => n.message)).toEqual(messagesOf([...path]));
+      expect(tree.session.metadata).toEqual({ forkedFrom: { sessionId: source.id, nodeId } });
+    }
+  });
+
   it('works while the source is busy, reading only its committed nodes', async () => {
     const source = await catalog.importSession(scope, linear(['q1', 'a1']));
     const started = await store.startRun(scope, {

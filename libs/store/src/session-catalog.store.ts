@@ -121,8 +121,10 @@ export class SessionCatalogStore {
 
   /**
    * A new session whose tree is the source's path from its root to the node (ids renumbered from 1, each node's
-   * message and usage kept), in ONE statement: the walk up the parent pointers (O(path length) primary-key
-   * lookups), the session and its nodes. Reads committed nodes only, so the source may be busy; it is not touched.
+   * message and usage kept), in ONE statement: the path (O(path length) primary-key lookups), the session and its
+   * nodes. A node on the source's active path (the default: its tip) takes the stored path's prefix, each node
+   * read by id; any other node walks up the parent pointers. Reads committed nodes only, so the source may be
+   * busy; it is not touched.
    */
   async fork(scope: Scope, input: ForkInput): Promise<ForkResult> {
     const id = randomBytes(16).toString('base64url');
@@ -144,20 +146,32 @@ export class SessionCatalogStore {
         WITH RECURSIVE source AS (
           SELECT sessions.* FROM sessions WHERE ${source}
         ), tip AS (
-          SELECT COALESCE(${input.nodeId ?? null}::int, source.head) AS id FROM source
+          SELECT target.id, array_position(source.path, target.id) AS position
+            FROM source CROSS JOIN LATERAL (SELECT COALESCE(${input.nodeId ?? null}::int, source.head) AS id) AS target
+        ), on_path AS (
+          -- On the active path: its prefix, each node one primary-key lookup (LIMIT 1 keeps it a lookup).
+          SELECT found.*, step.new_id
+            FROM source, tip, unnest(source.path[1:tip.position]) WITH ORDINALITY AS step(id, new_id)
+           CROSS JOIN LATERAL (
+              SELECT nodes.id, nodes.parent_id, nodes.role, nodes.message, nodes.usage
+                FROM nodes WHERE ${nodesOf} AND nodes.id = step.id LIMIT 1) AS found
+           WHERE tip.position IS NOT NULL
         ), up AS (
-          -- Each step one primary-key lookup (LIMIT 1 keeps it a lookup: no plan may scan the session's nodes).
+          -- Elsewhere: the walk up, each step one primary-key lookup.
           SELECT found.*, 1 AS depth
             FROM tip CROSS JOIN LATERAL (
               SELECT nodes.id, nodes.parent_id, nodes.role, nodes.message, nodes.usage
                 FROM nodes WHERE ${nodesOf} AND nodes.id = tip.id LIMIT 1) AS found
+           WHERE tip.position IS NULL
           UNION ALL
           SELECT found.*, up.depth + 1
             FROM up CROSS JOIN LATERAL (
               SELECT nodes.id, nodes.parent_id, nodes.role, nodes.message, nodes.usage
                 FROM nodes WHERE ${nodesOf} AND nodes.id = up.parent_id LIMIT 1) AS found
         ), numbered AS (
-          SELECT up.*, (SELECT max(depth) FROM up) - up.depth + 1 AS new_id FROM up
+          SELECT id, parent_id, role, message, usage, new_id FROM on_path
+          UNION ALL
+          SELECT id, parent_id, role, message, usage, (SELECT max(depth) FROM up) - depth + 1 FROM up
         ), created AS (
           INSERT INTO sessions (tenant_id, id, user_id, title, model, system, opts, tools, metadata,
                                 idle_shutdown_after_ms, path, cursors, head, next_node_id, usage)
@@ -172,7 +186,7 @@ export class SessionCatalogStore {
                  COALESCE((SELECT max(new_id) FROM numbered), 0) + 1,
                  (SELECT ${USAGE_SUM} FROM numbered)
             FROM source, tip
-           WHERE tip.id IS NULL OR EXISTS (SELECT 1 FROM up)
+           WHERE tip.id IS NULL OR EXISTS (SELECT 1 FROM numbered)
           RETURNING ${SESSION_COLUMNS}
         ), copied AS (
           INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage)
@@ -181,7 +195,8 @@ export class SessionCatalogStore {
             FROM numbered, created
           RETURNING 1
         )
-        SELECT created.*, EXISTS (SELECT 1 FROM source) AS found_source, EXISTS (SELECT 1 FROM up) AS found_node,
+        SELECT created.*, EXISTS (SELECT 1 FROM source) AS found_source,
+               EXISTS (SELECT 1 FROM numbered) AS found_node,
                (SELECT count(*) FROM copied) AS copied
           FROM (SELECT 1) AS one LEFT JOIN created ON true`,
       ),

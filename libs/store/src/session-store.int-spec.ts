@@ -134,7 +134,7 @@ const node = (
     ? { id, parentId, message: assistantMessage(text, 1_000 + id), usage: u }
     : { id, parentId, message: userMessage(text, 1_000 + id), usage: null };
 
-const OK = { status: 'ok', steer: null } as const;
+const OK = { status: 'ok', steer: null, titled: false } as const;
 const FENCED = { status: 'fenced' } as const;
 
 const codeOf = (p: Promise<unknown>) =>
@@ -866,6 +866,49 @@ describe('loadRun', () => {
 });
 
 describe('commit', () => {
+  it('titles an untitled session with the commit that ends its run; a title set meanwhile wins', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const first = (await startRun(scope, 's')).run;
+    // A commit that does not end the run titles nothing.
+    const step = {
+      sessionId: 's',
+      runId: first.id,
+      nodes: [node(1, null, 'q')],
+      position: pos([1]),
+      nextNodeId: 2,
+      usage: emptyUsage(),
+      title: 'Not yet',
+    };
+    expect(await store.commit(scope, step)).toEqual(OK);
+    expect((await store.get(scope, 's'))?.title).toBeNull();
+    const end = {
+      ...step,
+      nodes: [node(2, 1, 'a')],
+      position: pos([1, 2]),
+      nextNodeId: 3,
+      finish: { usage: emptyUsage() },
+      title: 'Planning a trip',
+    };
+    expect(await store.commit(scope, end)).toEqual({ ...OK, titled: true });
+    expect((await store.get(scope, 's'))?.title).toBe('Planning a trip');
+
+    // Renamed while the next run is in flight: its end keeps the new name.
+    await store.create(scope, { id: 'r', model: 'm' });
+    const second = (await startRun(scope, 'r')).run;
+    await store.updateState(scope, 'r', { title: 'Chosen by the user' });
+    const ended = await store.commit(scope, {
+      ...end,
+      sessionId: 'r',
+      runId: second.id,
+      nodes: [node(1, null, 'q')],
+      position: pos([1]),
+      nextNodeId: 2,
+    });
+    expect(ended).toEqual(OK);
+    expect((await store.get(scope, 'r'))?.title).toBe('Chosen by the user');
+  });
+
   it('appends nodes, moves the position, sums usage and clears the rollback, in one round trip', async () => {
     const scope = await newScope();
     await store.create(scope, { id: 's', model: 'm' });
@@ -1096,7 +1139,11 @@ describe('commit', () => {
     });
     expect(roundTrips).toBe(1);
     // Handed back with who staged it (a scope made in code acts as the admin).
-    expect(result).toEqual({ status: 'ok', steer: { content: 'then this', actor: { type: 'admin' } } });
+    expect(result).toEqual({
+      status: 'ok',
+      steer: { content: 'then this', actor: { type: 'admin' } },
+      titled: false,
+    });
     // The turn is committed, the run goes on: the session stays busy and owned, the run running and unfinished.
     expect(await store.get(scope, 's')).toMatchObject({
       status: 'busy',
@@ -1166,6 +1213,7 @@ describe('commit', () => {
         expect(committed).toEqual({
           status: 'ok',
           steer: { content: `steer ${i}`, actor: { type: 'admin' } },
+          titled: false,
         });
         expect(session).toMatchObject({ status: 'busy', activeRunId: run.id });
       } else {

@@ -152,6 +152,8 @@ export interface CommitInput {
   usage: Usage;
   /** Set on the run's last commit: the session goes idle and the run ends with this status and usage. */
   finish?: { usage: Usage };
+  /** With finish: the title an untitled session takes when the run ends here (a title set meanwhile wins). */
+  title?: string;
 }
 
 export interface EndRunInput {
@@ -193,7 +195,14 @@ export interface RunContext {
  * `ok`: committed; `steer` is the prompt staged on the run if the commit was asked to finish but found one — then
  * the run did NOT finish (the session stays busy, the steer is cleared) and the caller runs the steered prompt.
  */
-export type CommitResult = { status: 'fenced' } | { status: 'ok'; steer: JsonObject | null };
+export type CommitResult =
+  | { status: 'fenced' }
+  | {
+      status: 'ok';
+      steer: JsonObject | null;
+      /** Whether this commit titled the session (it ended the run and the session had no title). */
+      titled: boolean;
+    };
 
 export interface SessionStore {
   // Sessions

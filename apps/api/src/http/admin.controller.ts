@@ -1,11 +1,17 @@
-// Admin routes (the admin key): tenants (create, list, with their retention policy) and their API keys.
+// Admin routes (the admin key): tenants (create, list and search, rename, disable, retention policy) and their
+// API keys. Disabling a tenant cancels its runs in flight; its credentials then answer 403 tenant_disabled.
 
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CanopyException } from '@canopy/common';
-import { Access, AuthService, TenantsRepository } from '@canopy/auth';
+import { tenantScope } from '@canopy/core';
+import { Access, AuthService, TenantsRepository, type KeyView } from '@canopy/auth';
+import { SessionCatalogService } from '@canopy/session';
 import { RetentionRepository, type TenantView } from '@canopy/store';
 import { CreateKeyDto, CreateTenantDto, ListTenantsQueryDto, UpdateTenantDto } from './dto';
+
+/** At most this many bulk cancels (of 500 runs each) when a tenant is disabled. */
+const DISABLE_CANCEL_ROUNDS = 20;
 
 @ApiTags('admin')
 @ApiBearerAuth()
@@ -16,6 +22,7 @@ export class AdminController {
     private readonly tenants: TenantsRepository,
     private readonly auth: AuthService,
     private readonly retention: RetentionRepository,
+    private readonly catalog: SessionCatalogService,
   ) {}
 
   @Post('tenants')
@@ -26,16 +33,29 @@ export class AdminController {
   }
 
   @Get('tenants')
-  @ApiOperation({ summary: 'List the tenants by name (`limit`, default 100, at most 1000)' })
+  @ApiOperation({
+    summary:
+      'List the tenants by name, a page at a time (`limit`, default 100, at most 1000; `cursor`: the previous page’s nextCursor; `q`: name contains, case-insensitive)',
+  })
   async listTenants(@Query() query: ListTenantsQueryDto) {
-    const tenants = await this.tenants.listTenants(query.limit);
+    const page = await this.tenants.listTenants({
+      limit: query.limit,
+      ...(query.q !== undefined ? { q: query.q } : {}),
+      ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
+    });
     return {
-      data: tenants.map((t) => ({ id: t.id, name: t.name, createdAt: t.createdAt.toISOString() })),
+      data: page.data.map((t) => ({
+        id: t.id,
+        name: t.name,
+        createdAt: t.createdAt.toISOString(),
+        disabled: t.disabledAt !== null,
+      })),
+      nextCursor: page.nextCursor,
     };
   }
 
   @Get('tenants/:tenantId')
-  @ApiOperation({ summary: 'A tenant with its retention policy' })
+  @ApiOperation({ summary: 'A tenant with its state and retention policy' })
   async getTenant(@Param('tenantId') tenantId: string) {
     const tenant = await this.retention.tenant(tenantId);
     if (!tenant) throw CanopyException.notFound('tenant');
@@ -45,16 +65,46 @@ export class AdminController {
   @Patch('tenants/:tenantId')
   @ApiOperation({
     summary:
-      'Set a tenant’s retention policy: {retention: {deleteAfterDays: days | null, keep: "pinned" | "none"}} — sessions not updated for that long are deleted by the sweeper',
+      'Update a tenant: {name?, disabled?, retention?: {deleteAfterDays: days | null, keep: "pinned" | "none"}}. Disabling cancels its runs in flight and makes every credential of it answer 403 tenant_disabled; retention: sessions not updated for that long are deleted by the sweeper',
   })
   async updateTenant(@Param('tenantId') tenantId: string, @Body() body: UpdateTenantDto) {
-    return tenantView(await this.retention.setPolicy(tenantId, body.retention));
+    if (body.name !== undefined || body.disabled !== undefined) {
+      await this.tenants.updateTenant(tenantId, {
+        ...(body.name !== undefined ? { name: body.name } : {}),
+        ...(body.disabled !== undefined ? { disabled: body.disabled } : {}),
+      });
+      this.auth.forgetTenant(tenantId);
+    }
+    if (body.retention) await this.retention.setPolicy(tenantId, body.retention);
+    if (body.disabled === true) {
+      const scope = tenantScope(tenantId);
+      for (let round = 0; round < DISABLE_CANCEL_ROUNDS; round++) {
+        const { more } = await this.catalog.cancelMany(scope, { filter: {} });
+        if (!more) break;
+      }
+    }
+    return this.getTenant(tenantId);
+  }
+
+  @Get('tenants/:tenantId/keys')
+  @ApiOperation({
+    summary: 'A tenant’s API keys (prefix, name, created, last used, expiry, revoked), newest first',
+  })
+  async listKeys(@Param('tenantId') tenantId: string) {
+    return { data: (await this.tenants.listKeys(tenantId)).map(keyView) };
   }
 
   @Post('tenants/:tenantId/keys')
-  @ApiOperation({ summary: 'Create another API key for a tenant (shown once)' })
+  @ApiOperation({
+    summary: 'Create another API key for a tenant: {name?, expiresAt?} (the key is shown once)',
+  })
   async createKey(@Param('tenantId') tenantId: string, @Body() body: CreateKeyDto) {
-    return this.tenants.createKey(tenantId, body?.name ?? null);
+    return createdKeyView(
+      await this.tenants.createKey(tenantId, {
+        name: body?.name ?? null,
+        expiresAt: body?.expiresAt ? new Date(body.expiresAt) : null,
+      }),
+    );
   }
 
   @Delete('keys/:keyId')
@@ -68,5 +118,41 @@ export class AdminController {
 }
 
 function tenantView(t: TenantView) {
-  return { id: t.id, name: t.name, createdAt: t.createdAt.toISOString(), retention: t.retention };
+  return {
+    id: t.id,
+    name: t.name,
+    createdAt: t.createdAt.toISOString(),
+    disabled: t.disabledAt !== null,
+    disabledAt: t.disabledAt?.toISOString() ?? null,
+    retention: t.retention,
+  };
+}
+
+export function keyView(k: KeyView) {
+  return {
+    id: k.id,
+    name: k.name,
+    prefix: k.prefix,
+    createdAt: k.createdAt.toISOString(),
+    lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
+    expiresAt: k.expiresAt?.toISOString() ?? null,
+    revokedAt: k.revokedAt?.toISOString() ?? null,
+    revoked: k.revokedAt !== null,
+  };
+}
+
+export function createdKeyView(k: {
+  id: string;
+  apiKey: string;
+  prefix: string;
+  name: string | null;
+  expiresAt: Date | null;
+}) {
+  return {
+    id: k.id,
+    apiKey: k.apiKey,
+    prefix: k.prefix,
+    name: k.name,
+    expiresAt: k.expiresAt?.toISOString() ?? null,
+  };
 }

@@ -32,6 +32,13 @@ import {
   resumeSchema,
   statsQuerySchema,
   updateSessionSchema,
+  auditQuerySchema,
+  createWebhookSchema,
+  updateWebhookSchema,
+  listDeliveriesQuerySchema,
+  usageQuerySchema,
+  putQuotasSchema,
+  putProviderSchema,
 } from '@canopy/core';
 
 export class CreateTenantDto extends createZodDto(createTenantSchema) {}
@@ -63,3 +70,10 @@ export class BulkImportQueryDto extends createZodDto(bulkImportQuerySchema) {}
 export class BulkTargetDto extends createZodDto(bulkTargetSchema) {}
 export class UpdateTenantDto extends createZodDto(updateTenantSchema) {}
 export class ListTenantsQueryDto extends createZodDto(listTenantsQuerySchema) {}
+export class AuditQueryDto extends createZodDto(auditQuerySchema) {}
+export class CreateWebhookDto extends createZodDto(createWebhookSchema) {}
+export class UpdateWebhookDto extends createZodDto(updateWebhookSchema) {}
+export class ListDeliveriesQueryDto extends createZodDto(listDeliveriesQuerySchema) {}
+export class UsageQueryDto extends createZodDto(usageQuerySchema) {}
+export class PutQuotasDto extends createZodDto(putQuotasSchema) {}
+export class PutProviderDto extends createZodDto(putProviderSchema) {}

@@ -5,7 +5,8 @@ import { Controller, Get, Inject } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { ModelInfo, ServerToolInfo } from '@canopy/core';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
-import { Access } from '@canopy/auth';
+import { Access, CurrentPrincipal, type Principal } from '@canopy/auth';
+import { ProviderKeysRepository } from '@canopy/store';
 import { listModels, ToolRegistry } from '@canopy/agent';
 
 @ApiTags('sessions')
@@ -18,6 +19,7 @@ export class ModelsController {
   constructor(
     @Inject(CANOPY_CONFIG) config: CanopyConfig,
     private readonly tools: ToolRegistry,
+    private readonly providerKeys: ProviderKeysRepository,
   ) {
     this.models = listModels(config);
   }
@@ -25,7 +27,7 @@ export class ModelsController {
   @Get('models')
   @ApiOperation({
     summary:
-      'The models a session can use here: the built-in mocks and the models listed for each configured provider (ANTHROPIC_MODELS, OPENAI_MODELS, OPENAI_COMPATIBLE_MODELS), each with its provider and whether it takes tools',
+      'The models a session can use here: the built-in mocks, the models listed for each configured provider (ANTHROPIC_MODELS, OPENAI_MODELS, OPENAI_COMPATIBLE_MODELS) and those of the caller’s tenant’s own provider keys (PUT /v1/providers/:provider), each with its provider and whether it takes tools',
   })
   @ApiOkResponse({
     schema: {
@@ -37,8 +39,23 @@ export class ModelsController {
       },
     },
   })
-  list(): { data: ModelInfo[] } {
-    return { data: this.models };
+  async list(@CurrentPrincipal() principal: Principal): Promise<{ data: ModelInfo[] }> {
+    if (principal.kind === 'admin') return { data: this.models };
+    // A tenant's own provider keys add the models it listed with them.
+    const own = await this.providerKeys.list({ tenantId: principal.tenantId });
+    const known = new Set(this.models.map((m) => m.id));
+    const added: ModelInfo[] = own.flatMap((p) =>
+      p.models
+        .map((name) => ({
+          id: `${p.provider}:${name}`,
+          provider: p.provider,
+          name,
+          tools: true,
+          description: 'With your own key',
+        }))
+        .filter((m) => !known.has(m.id)),
+    );
+    return { data: [...this.models, ...added] };
   }
 
   @Get('tools')

@@ -63,14 +63,9 @@ export class SessionsController {
   @Get(':id')
   @ApiOperation({ summary: 'A session with its status, path, usage, live subscribers and the run in flight' })
   async get(@CurrentScope() scope: Scope, @Param('id') id: string) {
-    const record = await this.sessions.get(scope, id);
-    let live = this.sessions.live.get(scope.tenantId, id);
-    if (!live && record.status !== 'idle') live = (await this.sessions.open(scope, id, {}, 'observer')).live;
-    return sessionDetailView(
-      record,
-      live ? { controllers: live.controllers, observers: live.observers } : null,
-      live?.inFlight ?? null,
-    );
+    // A read changes nothing: a session live nowhere is described without being opened.
+    const { record, live, inFlight } = await this.sessions.describe(scope, id);
+    return sessionDetailView(record, live, inFlight);
   }
 
   @Patch(':id')

@@ -3,13 +3,17 @@
 import { Body, Controller, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Access, AuthService, CurrentPrincipal, type Principal } from '@canopy/auth';
+import { AuditRepository } from '@canopy/store';
 import { CreateTokenDto } from './dto';
 
 @ApiTags('tokens')
 @ApiBearerAuth()
 @Controller('v1/tokens')
 export class TokensController {
-  constructor(private readonly auth: AuthService) {}
+  constructor(
+    private readonly auth: AuthService,
+    private readonly audit: AuditRepository,
+  ) {}
 
   @Post()
   @Access('tenant')
@@ -25,6 +29,14 @@ export class TokensController {
       body.ttlSeconds,
       principal.keyId,
     );
+    // Issuance writes nothing else: its audit event is its only record (the user and the expiry, never the token).
+    await this.audit.record({
+      tenantId: principal.tenantId,
+      action: 'token.issue',
+      targetType: 'user',
+      targetId: body.userId,
+      after: { expiresAt: expiresAt.toISOString() },
+    });
     return { token, expiresAt: expiresAt.toISOString() };
   }
 }

@@ -8,6 +8,9 @@ import { createApiApp } from '../../src/app.factory';
 
 export { TEST_ADMIN_KEY };
 
+/** The deployment encryption key of test apps (32 bytes, hex). */
+export const TEST_ENCRYPTION_KEY = '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff';
+
 export interface TestApp {
   readonly url: string;
   readonly config: CanopyConfig;
@@ -34,6 +37,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     NODE_ENV: 'test',
     CANOPY_ADMIN_KEY: TEST_ADMIN_KEY,
     CANOPY_JWT_SECRET: TEST_JWT_SECRET,
+    // Provider keys (bring your own key) need one on an external database.
+    CANOPY_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     ...(database ? { DATABASE_URL: database.url } : { CANOPY_DATA_DIR: options.embeddedDataDir }),
     ...options.env,
   });

@@ -19,6 +19,7 @@ import { toCanopyUsage, toFinishReason, toModelPrompt, type ThinkingReplay } fro
 import {
   ModelError,
   type FinishReason,
+  type ModelCheckContext,
   type ModelGateway,
   type ModelRequest,
   type ModelStreamPart,
@@ -47,13 +48,14 @@ export class AiSdkGateway implements ModelGateway {
 
   constructor(private readonly providers: ProvidersConfig) {}
 
-  check(model: string): string | null {
-    const id = this.resolve(model);
+  check(model: string, context?: ModelCheckContext): string | null {
+    const id = this.resolve(model, context?.tenantProviders);
     return isModelProblem(id) ? id.message : null;
   }
 
   async *stream(request: ModelRequest): AsyncGenerator<ModelStreamPart> {
-    const id = this.resolve(request.model);
+    const own = request.credentials;
+    const id = this.resolve(request.model, own ? new Set([parseProvider(request.model)]) : undefined);
     if (isModelProblem(id)) throw new ModelError(id.code, id.message, { retryable: false, streamed: false });
     if (request.signal.aborted) throw abortedError(false);
 
@@ -66,7 +68,7 @@ export class AiSdkGateway implements ModelGateway {
       });
       const { opts } = request;
       const result = streamText({
-        model: this.languageModel(id.provider, id.name),
+        model: own ? this.createFactory(id.provider, own)(id.name) : this.languageModel(id.provider, id.name),
         system: prompt.system,
         messages: prompt.messages,
         tools: toToolSet(request.tools),
@@ -107,12 +109,17 @@ export class AiSdkGateway implements ModelGateway {
   }
 
   /** The provider and model a string names, or why it cannot be used. */
-  private resolve(model: string): { provider: AiSdkProvider; name: string } | ModelProblem {
+  private resolve(
+    model: string,
+    tenantProviders?: ReadonlySet<string>,
+  ): { provider: AiSdkProvider; name: string } | ModelProblem {
     const id = parseModelId(model);
     if (isModelProblem(id)) return id;
     if (id.provider === 'mock') {
       return { code: 'model_not_found', message: `"${model}" is not an AI SDK model` };
     }
+    // A tenant's own key configures the provider for that tenant.
+    if (tenantProviders?.has(id.provider)) return { provider: id.provider, name: id.name };
     return this.configProblem(id.provider) ?? { provider: id.provider, name: id.name };
   }
 
@@ -137,24 +144,28 @@ export class AiSdkGateway implements ModelGateway {
     return factory(name);
   }
 
-  private createFactory(provider: AiSdkProvider): (modelId: string) => LanguageModel {
+  /** A provider's factory: the deployment's key, or a tenant's own (own.baseUrl over the deployment's). */
+  private createFactory(
+    provider: AiSdkProvider,
+    own?: { apiKey: string; baseUrl: string | null },
+  ): (modelId: string) => LanguageModel {
     const p = this.providers;
     switch (provider) {
       case 'anthropic':
         return createAnthropic({
-          apiKey: p.anthropic.apiKey ?? undefined,
-          baseURL: p.anthropic.baseUrl ?? DEFAULT_BASE_URLS.anthropic,
+          apiKey: own?.apiKey ?? p.anthropic.apiKey ?? undefined,
+          baseURL: own?.baseUrl ?? p.anthropic.baseUrl ?? DEFAULT_BASE_URLS.anthropic,
         });
       case 'openai':
         return createOpenAI({
-          apiKey: p.openai.apiKey ?? undefined,
-          baseURL: p.openai.baseUrl ?? DEFAULT_BASE_URLS.openai,
+          apiKey: own?.apiKey ?? p.openai.apiKey ?? undefined,
+          baseURL: own?.baseUrl ?? p.openai.baseUrl ?? DEFAULT_BASE_URLS.openai,
         });
       case 'openai-compatible':
         return createOpenAICompatible({
           name: 'openai-compatible',
-          baseURL: p.openaiCompatible.baseUrl ?? '',
-          apiKey: p.openaiCompatible.apiKey ?? undefined,
+          baseURL: own?.baseUrl ?? p.openaiCompatible.baseUrl ?? '',
+          apiKey: own?.apiKey ?? p.openaiCompatible.apiKey ?? undefined,
           // Ask for usage in the stream (stream_options.include_usage), which OpenAI-style servers omit otherwise.
           includeUsage: true,
         });
@@ -185,4 +196,9 @@ function numberOpt(value: unknown): number | undefined {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The provider part of "provider:model" (the part before the first colon). */
+function parseProvider(model: string): string {
+  return model.slice(0, Math.max(0, model.indexOf(':')));
 }

@@ -8,3 +8,4 @@ export * from './message-mapping';
 export * from './model-id';
 export { toModelError, retryAfterMs } from './provider-errors';
 export * from './model-catalog';
+export * from './tenant-credentials.gateway';

@@ -29,7 +29,7 @@ export class MockGateway implements ModelGateway {
   /** `numbered` echo: replies given so far per conversation (the messages a call answers), in this process. */
   private readonly replies = new Map<string, number>();
 
-  check(model: string): string | null {
+  check(model: string, _context?: unknown): string | null {
     const name = model.startsWith('mock:') ? model.slice('mock:'.length) : '';
     return (MOCK_MODELS as readonly string[]).includes(name)
       ? null

@@ -26,6 +26,15 @@ export interface ModelRequest {
   /** Failed attempts of this model step so far (0 for the first attempt; a retry counts up). */
   attempt: number;
   signal: AbortSignal;
+  /** The tenant the call is for: its own provider key (bring your own key) is used before the deployment's. */
+  tenantId?: string;
+  /** Set by the tenant-credentials gateway: the tenant's own key (and base URL) for this call's provider. */
+  credentials?: { apiKey: string; baseUrl: string | null };
+}
+
+/** What a model check knows of the caller: the providers its tenant brought its own key for. */
+export interface ModelCheckContext {
+  tenantProviders?: ReadonlySet<string>;
 }
 
 export type FinishReason = 'stop' | 'tool_use' | 'length' | 'content_filter' | 'error' | 'other';
@@ -78,7 +87,7 @@ export interface ModelGateway {
    */
   stream(request: ModelRequest): AsyncIterable<ModelStreamPart>;
   /** Checks a "provider:model" string: null when usable, else why not (unknown provider, missing key). */
-  check(model: string): string | null;
+  check(model: string, context?: ModelCheckContext): string | null;
 }
 
 export const MODEL_GATEWAY = Symbol('MODEL_GATEWAY');

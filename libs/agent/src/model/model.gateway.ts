@@ -4,7 +4,13 @@
 import type { CanopyConfig } from '@canopy/common';
 import { AiSdkGateway } from './ai-sdk.gateway';
 import { MockGateway } from './mock.gateway';
-import { ModelError, type ModelGateway, type ModelRequest, type ModelStreamPart } from './model-gateway.port';
+import {
+  ModelError,
+  type ModelCheckContext,
+  type ModelGateway,
+  type ModelRequest,
+  type ModelStreamPart,
+} from './model-gateway.port';
 import { isModelProblem, parseModelId } from './model-id';
 
 export class ModelRouter implements ModelGateway {
@@ -17,10 +23,10 @@ export class ModelRouter implements ModelGateway {
     return new ModelRouter(new MockGateway(), new AiSdkGateway(config.providers));
   }
 
-  check(model: string): string | null {
+  check(model: string, context?: ModelCheckContext): string | null {
     const id = parseModelId(model);
     if (isModelProblem(id)) return id.message;
-    return this.route(id.provider).check(model);
+    return this.route(id.provider).check(model, context);
   }
 
   async *stream(request: ModelRequest): AsyncGenerator<ModelStreamPart> {

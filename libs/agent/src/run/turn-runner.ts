@@ -286,6 +286,7 @@ class TurnRun {
       opts: this.spec.opts,
       attempt,
       signal: this.spec.signal,
+      tenantId: this.spec.scope.tenantId,
     });
     for await (const part of stream) {
       switch (part.type) {

@@ -134,6 +134,30 @@ export const envSchema = z.object({
   /** Session subscriptions one WebSocket connection may hold. */
   WS_MAX_SUBSCRIPTIONS: z.coerce.number().int().min(1).max(10_000).default(100),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  /** Let webhook URLs resolve to loopback, private, link-local or metadata addresses (local receivers, tests). */
+  WEBHOOK_ALLOW_PRIVATE: bool.default(false),
+  /** One delivery attempt's timeout (connect to response). */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  /** First retry delay; each next one doubles (capped at an hour), with jitter. */
+  WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(5_000),
+  /** How long a delivery is retried, and how long an endpoint may fail before it is disabled. */
+  WEBHOOK_RETRY_WINDOW_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(7 * 86_400_000)
+    .default(86_400_000),
+  /** How often senders look for due deliveries. */
+  WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1_000),
+  /**
+   * The deployment key of per-tenant provider keys (AES-256-GCM): 32 bytes as base64 or 64 hex digits. Unset:
+   * embedded runs keep a generated one in the data directory; a distributed deployment must set it (same on
+   * every process) to store provider keys.
+   */
+  CANOPY_ENCRYPTION_KEY: z
+    .string()
+    .regex(/^(?:[0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)$/, 'must be 32 bytes: 64 hex digits or base64')
+    .optional(),
 });
 
 export type Env = z.infer<typeof envSchema>;
@@ -206,6 +230,15 @@ export interface CanopyConfig {
     readonly retentionSweepMs: number;
     readonly retentionSweepBatch: number;
   };
+  readonly webhooks: {
+    readonly allowPrivate: boolean;
+    readonly timeoutMs: number;
+    readonly retryBaseMs: number;
+    readonly retryWindowMs: number;
+    readonly pollMs: number;
+  };
+  /** CANOPY_ENCRYPTION_KEY as given (null: generated into the data directory, embedded only). */
+  readonly encryptionKey: string | null;
 }
 
 /** The configuration is invalid; the message names every offending variable. */
@@ -301,5 +334,13 @@ export function loadConfig(
       retentionSweepMs: e.RETENTION_SWEEP_INTERVAL_MS,
       retentionSweepBatch: e.RETENTION_SWEEP_BATCH,
     },
+    webhooks: {
+      allowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+      retryWindowMs: e.WEBHOOK_RETRY_WINDOW_MS,
+      pollMs: e.WEBHOOK_POLL_MS,
+    },
+    encryptionKey: e.CANOPY_ENCRYPTION_KEY ?? null,
   };
 }

@@ -127,7 +127,17 @@ export const retentionSchema = z
   })
   .strict();
 
-export const updateTenantSchema = z.object({ retention: retentionSchema }).strict();
+/** PATCH /v1/admin/tenants/:id: any of rename, disable / enable, retention policy (at least one). */
+export const updateTenantSchema = z
+  .object({
+    name: z.string().trim().min(1).max(200).optional(),
+    disabled: z.boolean().optional(),
+    retention: retentionSchema.optional(),
+  })
+  .strict()
+  .refine((v) => v.name !== undefined || v.disabled !== undefined || v.retention !== undefined, {
+    message: 'give at least one of name, disabled, retention',
+  });
 
 export type SessionFilterRequest = z.infer<typeof sessionFilterSchema>;
 export type BulkTargetRequest = z.infer<typeof bulkTargetSchema>;

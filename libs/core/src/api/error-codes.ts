@@ -5,6 +5,8 @@ export const ERROR_STATUS = {
   bad_request: 400,
   unauthorized: 401,
   forbidden: 403,
+  /** Every credential of a disabled tenant. */
+  tenant_disabled: 403,
   not_found: 404,
   method_not_allowed: 405,
   already_exists: 409,
@@ -19,6 +21,8 @@ export const ERROR_STATUS = {
   /** Editing after an assistant message with tool uses would leave them without results. */
   tool_use_node: 422,
   rate_limited: 429,
+  /** A run over one of its tenant's or user's quotas (details: the limit, the usage, when it resets). */
+  quota_exceeded: 429,
   internal: 500,
   unavailable: 503,
 } as const;

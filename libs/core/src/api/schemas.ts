@@ -218,7 +218,16 @@ export const openSessionSchema = z
   );
 
 export const createTenantSchema = z.object({ name: z.string().trim().min(1).max(200) }).strict();
-export const createKeySchema = z.object({ name: z.string().trim().min(1).max(200).optional() }).strict();
+export const createKeySchema = z
+  .object({
+    name: z.string().trim().min(1).max(200).optional(),
+    /** When the key stops working (ISO 8601, in the future); none: never. */
+    expiresAt: z.iso
+      .datetime({ offset: true })
+      .refine((v) => Date.parse(v) > Date.now(), { message: 'expiresAt must be in the future' })
+      .optional(),
+  })
+  .strict();
 export const createTokenSchema = z
   .object({ userId: z.string().min(1).max(200), ttlSeconds: z.number().int().min(10).optional() })
   .strict();
@@ -235,7 +244,13 @@ export const statsQuerySchema = z
   .strict();
 
 export const listTenantsQuerySchema = z
-  .object({ limit: z.coerce.number().int().min(1).max(1_000).default(100) })
+  .object({
+    limit: z.coerce.number().int().min(1).max(1_000).default(100),
+    /** Tenants whose name contains this (case-insensitive). */
+    q: z.string().trim().min(1).max(200).optional(),
+    /** The `nextCursor` of the previous page. */
+    cursor: z.string().min(1).max(500).optional(),
+  })
   .strict();
 
 export type CreateSessionRequest = z.infer<typeof createSessionSchema>;

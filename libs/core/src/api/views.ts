@@ -108,4 +108,6 @@ export interface TenantInfo {
   id: string;
   name: string;
   createdAt: string;
+  /** A disabled tenant's credentials answer 403 tenant_disabled. */
+  disabled?: boolean;
 }

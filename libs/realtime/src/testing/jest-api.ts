@@ -1,6 +1,6 @@
 // The jest functions the contract suites use, taken from jest's globals when a suite is defined. Importing
-// '@jest/globals' would throw outside jest, and these modules are reachable from the library's index, so only
-// its types are imported here.
+// '@jest/globals' would throw outside jest (these modules are the `@canopy/realtime/testing` entry, which any
+// code may import), so only its types are imported here.
 
 import type { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 

@@ -1,0 +1,48 @@
+// A tenant's own API keys (a tenant API key): list, create (shown once), revoke. User tokens have no access.
+
+import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { CanopyException } from '@canopy/common';
+import type { Scope } from '@canopy/core';
+import { Access, AuthService, CurrentScope, TenantsRepository } from '@canopy/auth';
+import { createdKeyView, keyView } from './admin.controller';
+import { CreateKeyDto } from './dto';
+
+@ApiTags('keys')
+@ApiBearerAuth()
+@Access('tenant')
+@Controller('v1/keys')
+export class KeysController {
+  constructor(
+    private readonly tenants: TenantsRepository,
+    private readonly auth: AuthService,
+  ) {}
+
+  @Get()
+  @ApiOperation({
+    summary: 'The tenant’s API keys (prefix, name, created, last used, expiry, revoked), newest first',
+  })
+  async list(@CurrentScope() scope: Scope) {
+    return { data: (await this.tenants.listKeys(scope.tenantId)).map(keyView) };
+  }
+
+  @Post()
+  @ApiOperation({ summary: 'Create an API key for the tenant: {name?, expiresAt?} (the key is shown once)' })
+  async create(@CurrentScope() scope: Scope, @Body() body: CreateKeyDto) {
+    return createdKeyView(
+      await this.tenants.createKey(scope.tenantId, {
+        name: body?.name ?? null,
+        expiresAt: body?.expiresAt ? new Date(body.expiresAt) : null,
+      }),
+    );
+  }
+
+  @Delete(':keyId')
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Revoke one of the tenant’s API keys (the calling key included)' })
+  async revoke(@CurrentScope() scope: Scope, @Param('keyId') keyId: string): Promise<void> {
+    const key = await this.tenants.revokeKey(keyId, scope.tenantId);
+    if (!key) throw CanopyException.notFound('key');
+    this.auth.forgetKey(key.id);
+  }
+}

@@ -1,0 +1,89 @@
+// Summary of a V8 CPU profile (`node --cpu-prof`): where the samples' self time went, by function and by the code
+// that owns it (a package under node_modules, a Canopy library, Node's own internals, the garbage collector, idle).
+// Used by `npm run bench -- http --http-profile=DIR` to show what the api spends its CPU on under load.
+
+import { readFileSync } from 'node:fs';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+}
+
+interface CpuProfile {
+  startTime: number;
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+export interface ProfileEntry {
+  name: string;
+  /** Share of the busy (non-idle) samples, in percent. */
+  percent: number;
+}
+
+export interface ProfileSummary {
+  /** Busy samples over all samples, in percent. */
+  busyPercent: number;
+  functions: ProfileEntry[];
+  owners: ProfileEntry[];
+}
+
+/** The code a frame belongs to: a package, a Canopy library or app, Node's internals, or V8's pseudo-frames. */
+export function ownerOf(url: string, functionName: string): string {
+  if (!url) {
+    if (functionName === '(garbage collector)') return 'garbage collector';
+    if (functionName === '(idle)') return 'idle';
+    if (functionName === '(program)') return 'V8 / native (program)';
+    return 'native';
+  }
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+  if (pkg?.[1]) return pkg[1];
+  if (url.startsWith('node:')) return 'node internals';
+  const lib = /\/(?:dist\/apps\/[^/]+\/)?(libs\/[^/]+|apps\/[^/]+)\//.exec(url);
+  if (lib?.[1]) return lib[1];
+  return 'other';
+}
+
+/**
+ * Summarises the samples taken from `skipMs` after the profile started (the profile starts with the process: skip
+ * its start-up, module loading included, to see the load alone).
+ */
+export function summariseCpuProfile(path: string, skipMs = 0, top = 20): ProfileSummary {
+  const profile = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile;
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const hits = new Map<number, number>();
+  let elapsedUs = 0;
+  profile.samples.forEach((id, i) => {
+    elapsedUs += profile.timeDeltas[i] ?? 0;
+    if (elapsedUs >= skipMs * 1000) hits.set(id, (hits.get(id) ?? 0) + 1);
+  });
+  const functions = new Map<string, number>();
+  const owners = new Map<string, number>();
+  let busy = 0;
+  let total = 0;
+  for (const [id, count] of hits) {
+    const node = byId.get(id);
+    if (!node) continue;
+    total += count;
+    const { functionName, url, lineNumber } = node.callFrame;
+    const owner = ownerOf(url, functionName);
+    if (owner === 'idle') continue;
+    busy += count;
+    const file = url ? url.slice(url.lastIndexOf('/') + 1) : '';
+    const name = `${functionName || '(anonymous)'}${file ? ` ${file}:${lineNumber + 1}` : ''} [${owner}]`;
+    functions.set(name, (functions.get(name) ?? 0) + count);
+    owners.set(owner, (owners.get(owner) ?? 0) + count);
+  }
+  const ranked = (m: Map<string, number>, n: number): ProfileEntry[] =>
+    [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([name, count]) => ({ name, percent: busy ? (100 * count) / busy : 0 }));
+  return {
+    busyPercent: total ? (100 * busy) / total : 0,
+    functions: ranked(functions, top),
+    owners: ranked(owners, top),
+  };
+}

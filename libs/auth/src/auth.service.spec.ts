@@ -1,0 +1,70 @@
+import { AuthService } from './auth.service';
+import { generateApiKey } from './api-keys';
+import type { KeyRecord, TenantsRepository } from './tenants.repository';
+import type { UserTokens } from './tokens';
+
+/** A key table in memory whose lookups stay pending until released, counting the queries made. */
+class Keys {
+  queries = 0;
+  revoked = false;
+  private pending: Array<() => void> = [];
+  constructor(private readonly hash: string) {}
+  readonly repository = {
+    findKeyByHash: async (hash: string): Promise<KeyRecord | null> => {
+      this.queries++;
+      const revoked = this.revoked; // what the database said when the query ran
+      await new Promise<void>((resolve) => this.pending.push(resolve));
+      if (hash !== this.hash) return null;
+      return { id: 'key_1', tenantId: 'ten_1', revoked, expiresAt: null };
+    },
+  } as unknown as TenantsRepository;
+  /** Answers the pending queries, newest first when `newestFirst`. */
+  release(newestFirst = false): void {
+    const waiting = newestFirst ? this.pending.reverse() : this.pending;
+    this.pending = [];
+    waiting.forEach((resolve) => resolve());
+  }
+}
+
+const tokens = {} as UserTokens;
+
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+}
+
+describe('AuthService API key lookups', () => {
+  it('shares one lookup among concurrent requests with the same key, then answers from the cache', async () => {
+    const { key, hash } = generateApiKey();
+    const keys = new Keys(hash);
+    const auth = new AuthService('admin-key-admin-key', keys.repository, tokens);
+    const answers = Array.from({ length: 100 }, () => auth.authenticate(key));
+    await settle();
+    expect(keys.queries).toBe(1);
+    keys.release();
+    const principals = await Promise.all(answers);
+    expect(new Set(principals.map((p) => JSON.stringify(p)))).toEqual(
+      new Set([JSON.stringify({ kind: 'tenant', tenantId: 'ten_1', keyId: 'key_1' })]),
+    );
+    await auth.authenticate(key);
+    expect(keys.queries).toBe(1);
+  });
+
+  it('does not cache or share a lookup that a revocation overtook', async () => {
+    const { key, hash } = generateApiKey();
+    const keys = new Keys(hash);
+    const auth = new AuthService('admin-key-admin-key', keys.repository, tokens);
+    const before = auth.authenticate(key); // its query reads the key before it is revoked
+    await settle();
+    keys.revoked = true;
+    auth.forgetKey('key_1');
+    // A request after the revocation makes its own query rather than waiting on the stale one.
+    const after = auth.authenticate(key).catch((err: Error) => err);
+    await settle();
+    expect(keys.queries).toBe(2);
+    keys.release(true); // the stale answer lands last: it must not overwrite the fresh one
+    expect(await before).toMatchObject({ kind: 'tenant' }); // in flight before the revocation, as any request
+    expect(await after).toMatchObject({ code: 'unauthorized' });
+    // The stale answer was not cached: later requests are refused.
+    expect(await auth.authenticate(key).catch((err: Error) => err)).toMatchObject({ code: 'unauthorized' });
+  });
+});

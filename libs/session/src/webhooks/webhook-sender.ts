@@ -1,0 +1,92 @@
+// One delivery attempt over HTTP, as the Standard Webhooks convention says: a JSON body, `webhook-id` (the
+// delivery's id: receivers dedupe retries by it), `webhook-timestamp` and `webhook-signature` (v1, HMAC-SHA256
+// under the endpoint's secret, signed by the `standardwebhooks` library). Redirects are not followed (a 3xx is a
+// failed attempt), the target is checked by the SSRF guard at connection time, and the attempt is bounded by a
+// timeout from connection to the end of the response.
+
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { Webhook } from 'standardwebhooks';
+import { guardedLookup } from './ssrf-guard';
+
+export interface SendResult {
+  ok: boolean;
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+}
+
+/** Response bodies are read (so the connection can be reused) up to this much, and dropped. */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+export class WebhookSender {
+  constructor(private readonly options: { timeoutMs: number; allowPrivate: boolean }) {}
+
+  /** Signs and sends one message; never throws (the result says what happened). */
+  async send(input: { url: string; secret: string; messageId: string; body: string }): Promise<SendResult> {
+    const started = performance.now();
+    const at = new Date();
+    const signature = new Webhook(input.secret).sign(input.messageId, at, input.body);
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'Canopy-Webhooks/1',
+      'webhook-id': input.messageId,
+      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+      'webhook-signature': signature,
+    };
+    try {
+      const statusCode = await this.post(input.url, headers, input.body);
+      const ok = statusCode >= 200 && statusCode < 300;
+      return {
+        ok,
+        statusCode,
+        latencyMs: Math.round(performance.now() - started),
+        error: ok
+          ? null
+          : statusCode >= 300 && statusCode < 400
+            ? `redirect (HTTP ${statusCode}) not followed`
+            : `HTTP ${statusCode}`,
+      };
+    } catch (err) {
+      return {
+        ok: false,
+        statusCode: null,
+        latencyMs: Math.round(performance.now() - started),
+        error: err instanceof Error ? err.message : String(err),
+      };
+    }
+  }
+
+  private post(url: string, headers: Record<string, string>, body: string): Promise<number> {
+    const target = new URL(url);
+    const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
+    return new Promise<number>((resolve, reject) => {
+      const req = request(
+        target,
+        {
+          method: 'POST',
+          headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+          lookup: guardedLookup(this.options.allowPrivate),
+          agent: false,
+        },
+        (res: IncomingMessage) => {
+          let read = 0;
+          res.on('data', (chunk: Buffer) => {
+            read += chunk.length;
+            if (read > MAX_RESPONSE_BYTES) res.destroy();
+          });
+          res.on('end', () => resolve(res.statusCode ?? 0));
+          res.on('close', () => resolve(res.statusCode ?? 0));
+          res.on('error', () => resolve(res.statusCode ?? 0));
+        },
+      );
+      const timer = setTimeout(
+        () => req.destroy(new Error(`timed out after ${this.options.timeoutMs} ms`)),
+        this.options.timeoutMs,
+      );
+      req.on('error', reject);
+      req.on('close', () => clearTimeout(timer));
+      req.end(body);
+    });
+  }
+}

@@ -1,0 +1,53 @@
+-- canopy_load_run(p_tenant uuid, p_user text, p_session text, p_run uuid, p_timeout_ms integer, OUT session sessions, OUT run runs, OUT path_nodes json)
+--
+-- Defined last by prisma/migrations/20261122000000_hot_path_functions/migration.sql.
+-- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
+-- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
+--
+-- SessionStore.loadRun: takes run p_run for execution. A queued run becomes running, a running one is taken over;
+-- one more attempt either way. Answers the session, the run and the nodes of the active path, root first
+-- (json: [{id, parentId, message, usage}]). All NULL when the run is not the session's active run (or the
+-- session is not p_user's when p_user is given), or is not queued or running: nothing to execute, nothing written.
+CREATE OR REPLACE FUNCTION public.canopy_load_run(p_tenant uuid, p_user text, p_session text, p_run uuid, p_timeout_ms integer, OUT session sessions, OUT run runs, OUT path_nodes json)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    PERFORM canopy_enter(p_tenant, p_timeout_ms);
+    IF p_session IS NULL OR p_run IS NULL THEN
+        RAISE EXCEPTION 'canopy_load_run: invalid arguments' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- 1. The session the run must own, locked FOR SHARE: no end, pause or commit slips in, and the row read is
+    --    the latest.
+    SELECT sessions.* INTO session
+      FROM sessions
+     WHERE sessions.tenant_id = p_tenant AND sessions.id = p_session
+       AND (p_user IS NULL OR sessions.user_id = p_user)
+       AND sessions.status = 'busy' AND sessions.active_run_id = p_run
+       FOR SHARE;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+
+    -- 2. Take the run.
+    UPDATE runs
+       SET status = 'running', attempts = runs.attempts + 1,
+           started_at = COALESCE(runs.started_at, now()), updated_at = now()
+     WHERE runs.tenant_id = p_tenant AND runs.id = p_run AND runs.status IN ('queued', 'running')
+    RETURNING runs.* INTO run;
+    IF NOT FOUND THEN
+        session := NULL;
+        RETURN;
+    END IF;
+
+    -- 3. The active path's nodes, in path order (ids not found are left out). This statement's snapshot is newer
+    --    than the lock, so it sees the nodes of a commit the lock waited for.
+    SELECT COALESCE(json_agg(json_build_object('id', nodes.id, 'parentId', nodes.parent_id,
+                                               'message', nodes.message, 'usage', nodes.usage)
+                             ORDER BY step.ord), '[]')
+      INTO path_nodes
+      FROM unnest(session.path) WITH ORDINALITY AS step(id, ord)
+      JOIN nodes ON nodes.tenant_id = p_tenant AND nodes.session_id = p_session AND nodes.id = step.id;
+END
+$function$;

@@ -1,0 +1,38 @@
+-- canopy_runs_usage()
+--
+-- Defined last by prisma/migrations/20261206020100_usage_rollup/migration.sql.
+-- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
+-- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
+CREATE OR REPLACE FUNCTION public.canopy_runs_usage()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    v_runs INTEGER := 0;
+    v_usage JSONB := '{}'::jsonb;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        v_runs := 1;
+    ELSIF NEW.status IN ('completed', 'error', 'cancelled')
+          AND OLD.status NOT IN ('completed', 'error', 'cancelled') THEN
+        v_usage := coalesce(NEW.usage, '{}'::jsonb);
+    ELSE
+        RETURN NULL;
+    END IF;
+    INSERT INTO usage_daily AS u (tenant_id, day, session_id, user_id, model, runs, input_tokens, output_tokens,
+                                  total_tokens, total_cost)
+    SELECT NEW.tenant_id, (NEW.created_at AT TIME ZONE 'UTC')::date, NEW.session_id, s.user_id, s.model, v_runs,
+           coalesce((v_usage->>'inputTokens')::float8, 0), coalesce((v_usage->>'outputTokens')::float8, 0),
+           coalesce((v_usage->>'totalTokens')::float8, 0), coalesce((v_usage->>'totalCost')::float8, 0)
+      FROM (SELECT 1) one
+      LEFT JOIN sessions s ON s.tenant_id = NEW.tenant_id AND s.id = NEW.session_id
+    ON CONFLICT (tenant_id, day, session_id) DO UPDATE
+       SET runs = u.runs + EXCLUDED.runs,
+           input_tokens = u.input_tokens + EXCLUDED.input_tokens,
+           output_tokens = u.output_tokens + EXCLUDED.output_tokens,
+           total_tokens = u.total_tokens + EXCLUDED.total_tokens,
+           total_cost = u.total_cost + EXCLUDED.total_cost,
+           user_id = coalesce(EXCLUDED.user_id, u.user_id),
+           model = coalesce(EXCLUDED.model, u.model);
+    RETURN NULL;
+END $function$;

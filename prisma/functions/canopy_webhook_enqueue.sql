@@ -1,0 +1,23 @@
+-- canopy_webhook_enqueue(p_tenant uuid, p_type text, p_data jsonb)
+--
+-- Defined last by prisma/migrations/20261206020000_saas_admin_webhooks_quotas/migration.sql.
+-- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
+-- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
+--
+-- The outbox writer: one delivery per enabled endpoint of the tenant that wants the event. SECURITY INVOKER, so
+-- row-level security applies (the transaction's tenant sees only its own endpoints).
+CREATE OR REPLACE FUNCTION public.canopy_webhook_enqueue(p_tenant uuid, p_type text, p_data jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    INSERT INTO webhook_deliveries (tenant_id, webhook_id, event_type, payload)
+    SELECT w.tenant_id, w.id, p_type,
+           jsonb_build_object('type', p_type,
+                              'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                              'data', p_data || jsonb_build_object('tenantId', p_tenant))
+      FROM webhooks w
+     WHERE w.tenant_id = p_tenant AND w.enabled AND p_type = ANY (w.events)
+       -- Not while the tenant itself is being deleted (its endpoints go with it).
+       AND EXISTS (SELECT 1 FROM tenants t WHERE t.id = p_tenant);
+END $function$;
