@@ -17,6 +17,8 @@ class Keys {
       if (hash !== this.hash) return null;
       return { id: 'key_1', tenantId: 'ten_1', revoked, expiresAt: null };
     },
+    isDisabled: () => Promise.resolve(false),
+    touchKey: () => Promise.resolve(),
   } as unknown as TenantsRepository;
   /** Answers the pending queries, newest first when `newestFirst`. */
   release(newestFirst = false): void {
