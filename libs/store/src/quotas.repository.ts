@@ -64,13 +64,20 @@ export function periodEnd(period: QuotaPeriod, now = new Date()): Date {
     : new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
 }
 
+/** How long a tenant found without any quota skips the check (a quota set on another api applies within it). */
+const QUOTALESS_CACHE_MS = 10_000;
+
 @Injectable()
 export class QuotasRepository {
+  /** Tenants found with no quota at all, until when: their runs start without a quota query. */
+  private readonly quotaless = new Map<string, number>();
+
   constructor(private readonly db: Database) {}
 
   /** Replaces the quotas of the tenant (userId null) or of one of its users; not_found for an unknown tenant. */
   async set(tenantId: string, userId: string | null, quotas: Quota[]): Promise<void> {
     if (!isUuid(tenantId)) throw CanopyException.notFound('tenant');
+    this.quotaless.delete(tenantId);
     await this.db.withTenantSql({ tenantId }, async (tx) => {
       const [tenant] = await tx.query(`SELECT 1 FROM tenants WHERE id = $1::uuid`, [tenantId]);
       if (!tenant) throw CanopyException.notFound('tenant');
@@ -120,15 +127,25 @@ export class QuotasRepository {
     sessionId: string,
     now = new Date(),
   ): Promise<QuotaStatus | null> {
+    const quotaless = this.quotaless.get(scope.tenantId);
+    if (quotaless !== undefined && quotaless > Date.now()) return null;
     return this.db.withTenantSql(scope, async (tx) => {
-      const quotas = await tx.query<QuotaRow>(
-        `SELECT q.user_id, q.metric, q.period, q."limit" FROM quotas q
-          WHERE q.tenant_id = $1::uuid
-            AND (q.user_id IS NULL
+      // Every quota of the tenant, each saying whether it applies to this session (the tenant's, or its user's).
+      const rows = await tx.query<QuotaRow & { applies: boolean }>(
+        `SELECT q.user_id, q.metric, q.period, q."limit",
+                (q.user_id IS NULL
                  OR q.user_id = (SELECT s.user_id FROM sessions s WHERE s.tenant_id = $1::uuid AND s.id = $2))
+                  IS TRUE AS applies
+           FROM quotas q
+          WHERE q.tenant_id = $1::uuid
           ORDER BY q.user_id NULLS FIRST, q.metric, q.period`,
         [scope.tenantId, sessionId],
       );
+      if (rows.length === 0) {
+        if (this.quotaless.size >= 10_000) this.quotaless.clear();
+        this.quotaless.set(scope.tenantId, Date.now() + QUOTALESS_CACHE_MS);
+      }
+      const quotas = rows.filter((r) => r.applies);
       for (const q of quotas) {
         const status = await this.measure(tx, scope.tenantId, q, now);
         if (status.usage >= status.limit) return status;

@@ -1,0 +1,57 @@
+// Run admission's quota check against the real database: a tenant without any quota is not queried again for a
+// while (its runs start without the check's transaction), and setting a quota applies at once in this process.
+
+import { randomUUID } from 'node:crypto';
+import { createTestDatabase, type TestDatabase } from '@canopy/testing';
+import { Database } from './database';
+import { QuotasRepository } from './quotas.repository';
+
+let testDb: TestDatabase;
+let db: Database;
+let quotas: QuotasRepository;
+
+beforeAll(async () => {
+  testDb = await createTestDatabase();
+  db = new Database({ url: testDb.url, poolMax: 4, txMaxWaitMs: 5_000, txTimeoutMs: 10_000 });
+  quotas = new QuotasRepository(db);
+});
+
+afterAll(async () => {
+  await db?.disconnect();
+  await testDb?.drop();
+});
+
+async function newTenantWithSession(): Promise<string> {
+  const id = randomUUID();
+  await db.withTenant({ tenantId: id }, async (tx) => {
+    await tx.tenant.create({ data: { id, name: 'quota-test' } });
+    await tx.session.create({ data: { tenantId: id, id: 's', model: 'mock:echo' } });
+  });
+  return id;
+}
+
+async function sent(fn: () => Promise<unknown>): Promise<number> {
+  const before = db.roundTripsSent;
+  await fn();
+  return db.roundTripsSent - before;
+}
+
+it('skips the query for a tenant without quotas, and applies a quota set in this process at once', async () => {
+  const tenantId = await newTenantWithSession();
+  expect(await sent(() => quotas.exceeded({ tenantId }, 's'))).toBeGreaterThan(0);
+  // Found without any quota: the next checks send nothing.
+  expect(await sent(() => quotas.exceeded({ tenantId }, 's'))).toBe(0);
+  expect(await quotas.exceeded({ tenantId }, 's')).toBeNull();
+
+  await quotas.set(tenantId, null, [{ metric: 'runs', period: 'day', limit: 0 }]);
+  const over = await quotas.exceeded({ tenantId }, 's');
+  expect(over).toMatchObject({ metric: 'runs', period: 'day', limit: 0 });
+});
+
+it('keeps checking a tenant whose only quotas are for other users', async () => {
+  const tenantId = await newTenantWithSession();
+  await quotas.set(tenantId, 'someone-else', [{ metric: 'runs', period: 'day', limit: 0 }]);
+  expect(await quotas.exceeded({ tenantId }, 's')).toBeNull();
+  // It has quotas (not this session's user's): the check still runs for its next runs.
+  expect(await sent(() => quotas.exceeded({ tenantId }, 's'))).toBeGreaterThan(0);
+});
