@@ -18,14 +18,13 @@
 
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 import { Redis } from 'ioredis';
 import WebSocket from 'ws';
 
-import { Cluster, prepareTemplate } from '../libs/testing/src';
+import { Cluster, freePort, prepareTemplate } from '../libs/testing/src';
 import { formatTime, printTable } from './report';
 
 const DEFAULT_SCALES = [100, 300, 1_000] as const;
@@ -937,18 +936,6 @@ class LoopDelayProbe {
   remove(): void {
     rmSync(this.dir, { recursive: true, force: true });
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
 }
 
 // HTTP

@@ -16,7 +16,6 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -28,6 +27,7 @@ import {
   adminUrl,
   createTestDatabase,
   eventually,
+  freePort,
   prepareTemplate,
   type TestDatabase,
 } from '../libs/testing/src';
@@ -661,18 +661,6 @@ function adminUrlFor(database: string): string {
   const u = new URL(adminUrl());
   u.pathname = `/${database}`;
   return u.toString();
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
 }
 
 /** The summary of the newest CPU profile in a directory (the api writes one as it exits), from skipMs on. */

@@ -232,9 +232,8 @@ export class SessionService {
   }> {
     const record = await this.get(scope, id);
     const local = this.live.get(scope.tenantId, id);
+    // The record was read in the caller's scope: another user's session answered not_found already.
     if (local) {
-      if (scope.userId !== undefined && local.info.userId !== scope.userId)
-        throw CanopyException.notFound('session');
       return {
         record,
         live: { controllers: local.controllers, observers: local.observers },
