@@ -18,7 +18,7 @@ import { tenantScope, type Scope, type SessionEvent } from '../libs/core/src';
 import { InlineTurnQueue, InProcessRunControl, InProcessTimers } from '../libs/queue/src';
 import { InProcessActivityFeed, InProcessEventBus, InProcessLiveRegistry } from '../libs/realtime/src';
 import { SessionService, type SessionEngineDeps, type Subscription } from '../libs/session/src';
-import { Database, PrismaSessionStore } from '../libs/store/src';
+import { Database, PostgresSessionStore } from '../libs/store/src';
 import { createTestDatabase, prepareTemplate, roleUrl, type TestDatabase } from '../libs/testing/src';
 import { formatTime, printTable } from './report';
 
@@ -163,7 +163,7 @@ export function printEngineReport(title: string, result: EngineBenchResult): voi
 /** The engine as the test harness assembles it (in-process bus, registry, feed; inline queue), coalescing off. */
 function engineDeps(db: Database): SessionEngineDeps {
   return {
-    store: new PrismaSessionStore(db),
+    store: new PostgresSessionStore(db),
     bus: new InProcessEventBus({ replayLimit: 1_000 }),
     registry: new InProcessLiveRegistry(),
     feed: new InProcessActivityFeed(),

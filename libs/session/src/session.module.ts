@@ -54,7 +54,7 @@ import {
 } from '@canopy/realtime';
 import {
   Database,
-  PrismaSessionStore,
+  PostgresSessionStore,
   RetentionRepository,
   SESSION_STORE,
   SessionCatalogStore,
@@ -117,7 +117,7 @@ export class SessionModule {
         {
           provide: SESSION_STORE,
           inject: [Database],
-          useFactory: (db: Database) => new PrismaSessionStore(db),
+          useFactory: (db: Database) => new PostgresSessionStore(db),
         },
         {
           provide: REDIS_REALTIME,

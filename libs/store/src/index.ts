@@ -7,7 +7,7 @@ export * from './database.module';
 export * from './embedded-postgres';
 export * from './migrator';
 export * from './prisma-errors';
-export * from './prisma-session.store';
+export * from './postgres-session.store';
 export * from './run-stats';
 export * from './session-store.port';
 export * from './table-maintenance';

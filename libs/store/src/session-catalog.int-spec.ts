@@ -15,7 +15,7 @@ import {
   type TreeNode,
 } from '@canopy/core';
 import { Database, type SqlTx } from './database';
-import { PrismaSessionStore } from './prisma-session.store';
+import { PostgresSessionStore } from './postgres-session.store';
 import { RetentionRepository } from './retention.repository';
 import { SessionCatalogStore, type ImportSessionInput } from './session-catalog.store';
 import { declareSearch, searchStatement } from './session-search';
@@ -25,7 +25,7 @@ const userScope = (tenantId: string, userId: string) => tenantScope(tenantId, { 
 let testDb: TestDatabase;
 let db: StatementCountingDatabase;
 let catalog: SessionCatalogStore;
-let store: PrismaSessionStore;
+let store: PostgresSessionStore;
 let retention: RetentionRepository;
 
 /** Counts the statements sent inside tenant transactions (BEGIN, settings and COMMIT excluded). */
@@ -52,7 +52,7 @@ beforeAll(async () => {
     txTimeoutMs: 20_000,
   });
   catalog = new SessionCatalogStore(db);
-  store = new PrismaSessionStore(db);
+  store = new PostgresSessionStore(db);
   retention = new RetentionRepository(db);
 });
 

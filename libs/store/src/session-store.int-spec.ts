@@ -16,7 +16,7 @@ import {
   type Scope,
 } from '@canopy/core';
 import { Database, type SqlTx, type Tx } from './database';
-import { PrismaSessionStore } from './prisma-session.store';
+import { PostgresSessionStore } from './postgres-session.store';
 import type { NewNode, PositionRecord, StartRunInput } from './session-store.port';
 
 /**
@@ -56,12 +56,12 @@ class CountingDatabase extends Database {
 
 let testDb: TestDatabase;
 let db: CountingDatabase;
-let store: PrismaSessionStore;
+let store: PostgresSessionStore;
 
 beforeAll(async () => {
   testDb = await createTestDatabase();
   db = new CountingDatabase({ url: testDb.url, poolMax: 8, txMaxWaitMs: 5_000, txTimeoutMs: 10_000 });
-  store = new PrismaSessionStore(db);
+  store = new PostgresSessionStore(db);
 });
 
 afterAll(async () => {
@@ -390,7 +390,7 @@ describe('loadTree', () => {
       }),
     ).toEqual(OK);
 
-    let tree: Awaited<ReturnType<PrismaSessionStore['loadTree']>> = null;
+    let tree: Awaited<ReturnType<PostgresSessionStore['loadTree']>> = null;
     expect(
       await count(async () => {
         tree = await store.loadTree(scope, 't');
@@ -774,7 +774,7 @@ describe('loadRun', () => {
     });
     const { run } = await startRun(scope, 's', { status: 'queued' });
 
-    let context: Awaited<ReturnType<PrismaSessionStore['loadRun']>> = null;
+    let context: Awaited<ReturnType<PostgresSessionStore['loadRun']>> = null;
     expect(
       await countRoundTrips(async () => {
         context = await store.loadRun(scope, 's', run.id);
@@ -1034,7 +1034,7 @@ describe('commit', () => {
       });
       await isLocked;
       const started = performance.now();
-      const commit = new PrismaSessionStore(quick).commit(scope, {
+      const commit = new PostgresSessionStore(quick).commit(scope, {
         sessionId: 's',
         runId: run.id,
         nodes: [node(1, null, 'q')],

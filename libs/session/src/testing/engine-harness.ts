@@ -9,7 +9,7 @@ import { tenantScope, type Scope, type SessionEvent, type SessionEventType } fro
 import { DEFAULT_RETRY_POLICY, HookRegistry, ToolRegistry, createModelGateway } from '@canopy/agent';
 import { InlineTurnQueue, InProcessRunControl, InProcessTimers } from '@canopy/queue';
 import { InProcessActivityFeed, InProcessEventBus, InProcessLiveRegistry } from '@canopy/realtime';
-import { Database, PrismaSessionStore } from '@canopy/store';
+import { Database, PostgresSessionStore } from '@canopy/store';
 import { createTestDatabase, eventually, type TestDatabase } from '@canopy/testing';
 import { SessionService } from '../session.service';
 import type { EngineSettings, SessionEngineDeps } from '../session-deps';
@@ -50,7 +50,7 @@ export class EngineHarness {
     const tools = previous?.tools ?? new ToolRegistry();
     const hooks = previous?.hooks ?? new HookRegistry({ parallelTimeoutMs: 500, injectionBudgetTokens: 200 });
     const deps: SessionEngineDeps = {
-      store: new PrismaSessionStore(this.db),
+      store: new PostgresSessionStore(this.db),
       bus,
       registry,
       feed,

@@ -68,7 +68,7 @@ import type {
 const MAX_PAGE = 100;
 
 @Injectable()
-export class PrismaSessionStore implements SessionStore {
+export class PostgresSessionStore implements SessionStore {
   constructor(private readonly db: Database) {}
 
   // Sessions
