@@ -14,38 +14,23 @@ import {
   type Scope,
   type TreeNode,
 } from '@canopy/core';
-import { Database, type SqlTx } from './database';
 import { PostgresSessionStore } from './postgres-session.store';
 import { RetentionRepository } from './retention.repository';
 import { SessionCatalogStore, type ImportSessionInput } from './session-catalog.store';
 import { declareSearch, searchStatement } from './session-search';
+import { CountingDatabase } from './testing/counting-database';
 
 const userScope = (tenantId: string, userId: string) => tenantScope(tenantId, { userId });
 
 let testDb: TestDatabase;
-let db: StatementCountingDatabase;
+let db: CountingDatabase;
 let catalog: SessionCatalogStore;
 let store: PostgresSessionStore;
 let retention: RetentionRepository;
 
-/** Counts the statements sent inside tenant transactions (BEGIN, settings and COMMIT excluded). */
-class StatementCountingDatabase extends Database {
-  statements = 0;
-  override withTenantSql<T>(scope: Pick<Scope, 'tenantId'>, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
-    return super.withTenantSql(scope, (tx) =>
-      fn({
-        query: <R>(text: string, params?: unknown[]) => {
-          this.statements++;
-          return tx.query<R>(text, params);
-        },
-      }),
-    );
-  }
-}
-
 beforeAll(async () => {
   testDb = await createTestDatabase();
-  db = new StatementCountingDatabase({
+  db = new CountingDatabase({
     url: testDb.url,
     poolMax: 4,
     txMaxWaitMs: 5_000,
@@ -300,9 +285,9 @@ describe('fork', () => {
     });
     const before = await store.loadTree(scope, source.id);
 
-    db.statements = 0;
+    db.statements = db.roundTrips = 0;
     const forked = await catalog.fork(scope, { sessionId: source.id, nodeId: 5 });
-    expect(db.statements).toBe(1);
+    expect([db.statements, db.roundTrips]).toEqual([1, 1]);
     if (!forked.ok) throw new Error(forked.reason);
     expect(forked.copied).toBe(3);
     const tree = (await store.loadTree(scope, forked.session.id))!;
@@ -326,6 +311,17 @@ describe('fork', () => {
     });
     expect(tree.session.usage).toEqual(sumUsage(tree.nodes.map((n) => n.usage)));
     expect(await store.loadTree(scope, source.id)).toEqual(before);
+
+    // Search finds the fork's copied messages under their new ids (vectors copied from the source's index), and
+    // not the source's messages the fork left out.
+    const hits = async (q: string) =>
+      (await catalog.search(scope, { q, filter: {}, limit: 20, cursor: null })).data
+        .filter((h) => h.session.id === forked.session.id)
+        .map((h) => h.nodeIds);
+    expect(await hits('edited')).toEqual([[3]]);
+    expect(await hits('q1')).toEqual([[1]]);
+    expect(await hits('q2')).toEqual([[3]]);
+    expect(await hits('a2')).toEqual([]);
 
     // Default: the active path's tip; title and metadata given.
     const tip = await catalog.fork(scope, { sessionId: source.id, title: 'mine', metadata: { x: 1 } });

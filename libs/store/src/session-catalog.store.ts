@@ -14,6 +14,7 @@ import {
   NODE_JSON,
   SESSION_COLUMNS,
   json,
+  sessionOf,
   toNode,
   toSession,
   toUsage,
@@ -21,38 +22,9 @@ import {
   type SessionRow,
 } from './session-rows';
 import type { JsonObject, PositionRecord, SessionRecord } from './session-store.port';
-import { join, query, raw, sql } from './sql';
+import { join, query, sql } from './sql';
 
 const MAX_PAGE = 100;
-
-const USAGE_PARTS = [
-  'inputTokens',
-  'outputTokens',
-  'cacheReadTokens',
-  'cacheWriteTokens',
-  'inputCost',
-  'outputCost',
-  'cacheReadCost',
-  'cacheWriteCost',
-] as const;
-
-/**
- * The usage of `numbered`'s nodes summed field by field in node order, as sumUsage does (a missing field counts 0,
- * a missing total is the sum of its parts). canopy_usage_number is a plain expression the planner inlines, so this
- * costs a few microseconds a node where folding canopy_usage_add over rows cost a millisecond.
- */
-const USAGE_SUM = (() => {
-  const field = (f: string) => `COALESCE(canopy_usage_number(numbered.usage, '${f}'), 0)`;
-  const total = (f: string, parts: readonly string[]) =>
-    `COALESCE(canopy_usage_number(numbered.usage, '${f}'), ${parts.map(field).join(' + ')})`;
-  const sum = (expr: string) => `COALESCE(sum(${expr} ORDER BY numbered.new_id), 0)`;
-  const entries = [
-    ...USAGE_PARTS.map((f) => `'${f}', ${sum(field(f))}`),
-    `'totalTokens', ${sum(total('totalTokens', USAGE_PARTS.slice(0, 4)))}`,
-    `'totalCost', ${sum(total('totalCost', USAGE_PARTS.slice(4)))}`,
-  ];
-  return raw(`jsonb_build_object(${entries.join(', ')})`);
-})();
 
 export interface ForkInput {
   sessionId: string;
@@ -121,89 +93,25 @@ export class SessionCatalogStore {
 
   /**
    * A new session whose tree is the source's path from its root to the node (ids renumbered from 1, each node's
-   * message and usage kept), in ONE statement: the path (O(path length) primary-key lookups), the session and its
-   * nodes. A node on the source's active path (the default: its tip) takes the stored path's prefix, each node
-   * read by id; any other node walks up the parent pointers. Reads committed nodes only, so the source may be
-   * busy; it is not touched.
+   * message and usage kept): ONE call of canopy_fork in autocommit (one round trip, its statements planned once per
+   * connection), O(path length). A node on the source's active path (the default: its tip) takes the stored path's
+   * prefix; any other node walks up the parent pointers. Reads committed nodes only, so the source may be busy; it
+   * is not touched.
    */
   async fork(scope: Scope, input: ForkInput): Promise<ForkResult> {
-    const id = randomBytes(16).toString('base64url');
-    const source = sql`sessions.tenant_id = ${scope.tenantId}::uuid AND sessions.id = ${input.sessionId}::text
-                       ${scope.userId !== undefined ? sql`AND sessions.user_id = ${scope.userId}::text` : sql``}`;
-    const nodesOf = sql`nodes.tenant_id = ${scope.tenantId}::uuid AND nodes.session_id = ${input.sessionId}::text`;
-    const title = input.title !== undefined ? sql`${input.title}::text` : sql`source.title`;
-    const metadata = input.metadata !== undefined ? json(input.metadata) : sql`source.metadata`;
-    const userId =
-      scope.userId !== undefined
-        ? sql`${scope.userId}::text`
-        : input.userId !== undefined
-          ? sql`${input.userId}::text`
-          : sql`source.user_id`;
-    const [row] = await this.db.withTenantSql(scope, (tx) =>
-      query<Partial<SessionRow> & { found_source: boolean; found_node: boolean; copied: string }>(
-        tx,
-        sql`
-        WITH RECURSIVE source AS (
-          SELECT sessions.* FROM sessions WHERE ${source}
-        ), tip AS (
-          SELECT target.id, array_position(source.path, target.id) AS position
-            FROM source CROSS JOIN LATERAL (SELECT COALESCE(${input.nodeId ?? null}::int, source.head) AS id) AS target
-        ), on_path AS (
-          -- On the active path: its prefix, each node one primary-key lookup (LIMIT 1 keeps it a lookup).
-          SELECT found.*, step.new_id
-            FROM source, tip, unnest(source.path[1:tip.position]) WITH ORDINALITY AS step(id, new_id)
-           CROSS JOIN LATERAL (
-              SELECT nodes.id, nodes.parent_id, nodes.role, nodes.message, nodes.usage
-                FROM nodes WHERE ${nodesOf} AND nodes.id = step.id LIMIT 1) AS found
-           WHERE tip.position IS NOT NULL
-        ), up AS (
-          -- Elsewhere: the walk up, each step one primary-key lookup.
-          SELECT found.*, 1 AS depth
-            FROM tip CROSS JOIN LATERAL (
-              SELECT nodes.id, nodes.parent_id, nodes.role, nodes.message, nodes.usage
-                FROM nodes WHERE ${nodesOf} AND nodes.id = tip.id LIMIT 1) AS found
-           WHERE tip.position IS NULL
-          UNION ALL
-          SELECT found.*, up.depth + 1
-            FROM up CROSS JOIN LATERAL (
-              SELECT nodes.id, nodes.parent_id, nodes.role, nodes.message, nodes.usage
-                FROM nodes WHERE ${nodesOf} AND nodes.id = up.parent_id LIMIT 1) AS found
-        ), numbered AS (
-          SELECT id, parent_id, role, message, usage, new_id FROM on_path
-          UNION ALL
-          SELECT id, parent_id, role, message, usage, (SELECT max(depth) FROM up) - depth + 1 FROM up
-        ), created AS (
-          INSERT INTO sessions (tenant_id, id, user_id, title, model, system, opts, tools, metadata,
-                                idle_shutdown_after_ms, path, cursors, head, next_node_id, usage)
-          SELECT source.tenant_id, ${id}::text, ${userId}, ${title}, source.model, source.system, source.opts,
-                 source.tools,
-                 ${metadata} || jsonb_build_object('forkedFrom',
-                                  jsonb_build_object('sessionId', source.id, 'nodeId', tip.id)),
-                 source.idle_shutdown_after_ms,
-                 COALESCE((SELECT array_agg(new_id ORDER BY new_id) FROM numbered), '{}'),
-                 COALESCE((SELECT jsonb_object_agg((new_id - 1)::text, new_id) FROM numbered WHERE new_id > 1), '{}'),
-                 (SELECT max(new_id) FROM numbered),
-                 COALESCE((SELECT max(new_id) FROM numbered), 0) + 1,
-                 (SELECT ${USAGE_SUM} FROM numbered)
-            FROM source, tip
-           WHERE tip.id IS NULL OR EXISTS (SELECT 1 FROM numbered)
-          RETURNING ${SESSION_COLUMNS}
-        ), copied AS (
-          INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage)
-          SELECT ${scope.tenantId}::uuid, created.id, numbered.new_id, NULLIF(numbered.new_id - 1, 0),
-                 numbered.role, numbered.message, numbered.usage
-            FROM numbered, created
-          RETURNING 1
-        )
-        SELECT created.*, EXISTS (SELECT 1 FROM source) AS found_source,
-               EXISTS (SELECT 1 FROM numbered) AS found_node,
-               (SELECT count(*) FROM copied) AS copied
-          FROM (SELECT 1) AS one LEFT JOIN created ON true`,
-      ),
-    );
-    if (!row?.found_source) return { ok: false, reason: 'not_found' };
-    if (row.id == null) return { ok: false, reason: 'node_not_found' };
-    return { ok: true, session: toSession(row as SessionRow), copied: Number(row.copied) };
+    const statement = sql`
+      SELECT forked.outcome, forked.copied, ${sessionOf('forked')}
+        FROM canopy_fork(${scope.tenantId}::uuid, ${scope.userId ?? null}::text, ${input.sessionId}::text,
+                         ${input.nodeId ?? null}::int, ${randomBytes(16).toString('base64url')}::text,
+                         ${input.title ?? null}::text, ${input.title !== undefined}::boolean,
+                         ${input.metadata !== undefined ? json(input.metadata) : null}::jsonb,
+                         ${input.userId ?? null}::text, ${this.db.txTimeoutMs}::int) AS forked`;
+    const [row] = await this.db.callSql<
+      { outcome: 'ok' | 'not_found' | 'node_not_found'; copied: number } & SessionRow
+    >(scope, statement.text, statement.values);
+    if (!row || row.outcome === 'not_found') return { ok: false, reason: 'not_found' };
+    if (row.outcome === 'node_not_found') return { ok: false, reason: 'node_not_found' };
+    return { ok: true, session: toSession(row), copied: row.copied };
   }
 
   /** Stores a session with its whole tree, in one transaction: all of it, or nothing (already_exists for a taken id). */

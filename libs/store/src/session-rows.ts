@@ -88,6 +88,11 @@ function fieldsOf(columns: readonly string[], table: string, row: string, prefix
 }
 
 /** The session and run columns of a canopy_* function's result, from its `session` and `run` row values. */
+/** The session columns of a function's OUT parameter `session` (e.g. canopy_fork's), named as SESSION_COLUMNS names them. */
+export function sessionOf(result: string): Sql {
+  return fieldsOf(SESSION_COLUMN_LIST, 'sessions', `(${result}.session)`);
+}
+
 export function sessionAndRunOf(result: string): Sql {
   return sql`${fieldsOf(SESSION_COLUMN_LIST, 'sessions', `(${result}.session)`)},
              ${fieldsOf(RUN_COLUMN_LIST, 'runs', `(${result}.run)`, 'run_')}`;

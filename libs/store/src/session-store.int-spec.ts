@@ -15,44 +15,10 @@ import {
   userMessage,
   type Scope,
 } from '@canopy/core';
-import { Database, type SqlTx, type Tx } from './database';
+import { Database, type Tx } from './database';
 import { PostgresSessionStore } from './postgres-session.store';
 import type { NewNode, PositionRecord, StartRunInput } from './session-store.port';
-
-/**
- * Counts the SQL statements a store method sends (BEGIN, the transaction's settings and COMMIT excluded), and the
- * round trips: a transaction's statements plus its BEGIN and COMMIT, or one for a statement sent in autocommit.
- */
-class CountingDatabase extends Database {
-  statements = 0;
-  roundTrips = 0;
-
-  override callSql<R>(scope: Pick<Scope, 'tenantId'>, text: string, params: unknown[]): Promise<R[]> {
-    this.statements++;
-    this.roundTrips++;
-    return super.callSql<R>(scope, text, params);
-  }
-
-  override withTenantSql<T>(scope: Pick<Scope, 'tenantId'>, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
-    this.roundTrips += 2;
-    return super.withTenantSql(scope, (tx) => fn(this.counting(tx)));
-  }
-
-  override withAdminSql<T>(reason: string, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
-    this.roundTrips += 2;
-    return super.withAdminSql(reason, (tx) => fn(this.counting(tx)));
-  }
-
-  private counting(tx: SqlTx): SqlTx {
-    return {
-      query: <R>(text: string, params?: unknown[]) => {
-        this.statements++;
-        this.roundTrips++;
-        return tx.query<R>(text, params);
-      },
-    };
-  }
-}
+import { CountingDatabase } from './testing/counting-database';
 
 let testDb: TestDatabase;
 let db: CountingDatabase;
