@@ -53,6 +53,8 @@ export interface HttpBenchOptions {
   history: boolean;
   /** A directory for the api's CPU profiles (node --cpu-prof), or none. */
   profileDir: string | null;
+  /** DATABASE_POOL_MAX of the api under load (--http-pool=N); unset: the service's default. */
+  poolMax: number | null;
 }
 
 export interface HttpLevel {
@@ -74,6 +76,8 @@ export interface HttpLevel {
   xactsPerRunLessCreates: number | null;
   rowsFetchedPerRun: number | null;
   statementsPerRun: number;
+  /** Time the api's statements waited for a pooled connection (DATABASE_POOL_MAX), per run, in ms. */
+  poolWaitMsPerRun: number;
   /** Where the rows were read, per table (Postgres only): scans and rows per run. */
   tables: Array<{ table: string; idxScans: number; idxRows: number; seqScans: number; seqRows: number }>;
   errors: Record<string, number>;
@@ -116,6 +120,11 @@ export function httpBenchOptions(argv: readonly string[], env: NodeJS.ProcessEnv
   const measureMs = Number(opt('measure-ms') ?? 6_000);
   if (!Number.isInteger(measureMs) || measureMs < 1_000) throw new Error('--http-measure-ms: at least 1000');
   const profile = opt('profile');
+  const pool = opt('pool');
+  const poolMax = pool === undefined ? null : Number(pool);
+  if (poolMax !== null && (!Number.isInteger(poolMax) || poolMax < 1 || poolMax > 200)) {
+    throw new Error(`--http-pool: an integer from 1 to 200, got "${pool}"`);
+  }
   return {
     modes,
     levels,
@@ -123,6 +132,7 @@ export function httpBenchOptions(argv: readonly string[], env: NodeJS.ProcessEnv
     measureMs,
     history: opt('history') !== 'false',
     profileDir: profile ? resolve(profile) : null,
+    poolMax,
   };
 }
 
@@ -137,7 +147,7 @@ export async function runHttpBench(options: HttpBenchOptions): Promise<HttpBench
       rmSync(profileDir, { recursive: true, force: true });
       mkdirSync(profileDir, { recursive: true });
     }
-    const service = await Service.start(runtime, profileDir);
+    const service = await Service.start(runtime, profileDir, options.poolMax);
     try {
       for (const mode of options.modes) {
         for (const concurrency of options.levels) {
@@ -188,6 +198,7 @@ export function printHttpReport(title: string, result: HttpBenchResult): void {
     'tx/run',
     'rows/run',
     'stmts/run',
+    'pool wait/run',
     'errors',
   ];
   const num = (v: number | null, digits = 1) => (v === null ? '-' : v.toFixed(digits));
@@ -207,11 +218,12 @@ export function printHttpReport(title: string, result: HttpBenchResult): void {
     num(l.xactsPerRun, 2),
     num(l.rowsFetchedPerRun, 0),
     l.statementsPerRun.toFixed(1),
+    formatTime(l.poolWaitMsPerRun),
     Object.entries(l.errors)
       .map(([k, v]) => `${k}:${v}`)
       .join(' ') || '0',
   ];
-  printTable(title, header, result.levels.map(row), new Set([2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]));
+  printTable(title, header, result.levels.map(row), new Set([2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]));
   console.log(
     `Each virtual user creates a session and plays ${TURNS_PER_SESSION} mock:echo turns on it, then starts again; ` +
       `${WARMUP_MS / 1000} s warm-up, ${result.measureMs / 1000} s measured. per run: database work over the whole ` +
@@ -359,7 +371,11 @@ class Service {
   /** Milliseconds from the process's start until it served its first tenant: the start-up a profile skips. */
   readyAfterMs = 0;
 
-  static async start(runtime: RuntimeName, profileDir: string | null = null): Promise<Service> {
+  static async start(
+    runtime: RuntimeName,
+    profileDir: string | null = null,
+    poolMax: number | null = null,
+  ): Promise<Service> {
     const port = await freePort();
     const database = runtime === 'postgres' ? await createTestDatabase() : null;
     const dataDir = runtime === 'embedded' ? mkdtempSync(join(tmpdir(), 'canopy-http-bench-')) : null;
@@ -379,6 +395,7 @@ class Service {
         RATE_LIMIT_PER_KEY: '0',
         RATE_LIMIT_PER_TENANT: '0',
         MAX_CONCURRENT_RUNS_PER_TENANT: '10000',
+        ...(poolMax === null ? {} : { DATABASE_POOL_MAX: String(poolMax) }),
         ...(database ? { DATABASE_URL: database.url } : { CANOPY_DATA_DIR: dataDir! }),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -424,6 +441,7 @@ class Service {
     const db = this.database ? await this.dbCounters() : null;
     const tablesBefore = db ? await this.tableCounters() : null;
     const statementsBefore = await this.statementsSent();
+    const poolWaitBefore = await this.poolWaitSeconds();
     const apiTicks = processTicks(pid);
     let peakRss = rssMiB(pid);
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMiB(pid))), 250);
@@ -443,6 +461,7 @@ class Service {
     const dbAfter = db ? await this.dbCounters() : null;
     const tablesAfter = db ? await this.tableCounters() : null;
     const statements = (await this.statementsSent()) - statementsBefore;
+    const poolWait = (await this.poolWaitSeconds()) - poolWaitBefore;
     const units = mode === 'create' ? load.totalSessions : load.totalTurns;
     const per = (n: number) => (units > 0 ? n / units : Number.NaN);
     const xacts = db && dbAfter ? dbAfter.xacts - db.xacts : null;
@@ -468,6 +487,7 @@ class Service {
       xactsPerRunLessCreates: xacts === null || mode === 'create' ? null : per(xacts - load.totalSessions),
       rowsFetchedPerRun: db && dbAfter ? per(dbAfter.fetched - db.fetched) : null,
       statementsPerRun: per(statements),
+      poolWaitMsPerRun: per(poolWait * 1000),
       tables:
         tablesBefore && tablesAfter
           ? [...tablesAfter.entries()]
@@ -536,9 +556,17 @@ class Service {
     return ((await res.json()) as { apiKey: string }).apiKey;
   }
 
-  private async statementsSent(): Promise<number> {
+  private statementsSent(): Promise<number> {
+    return this.metric('canopy_db_round_trips_total');
+  }
+
+  private poolWaitSeconds(): Promise<number> {
+    return this.metric('canopy_db_pool_wait_seconds_total');
+  }
+
+  private async metric(name: string): Promise<number> {
     const text = await (await fetch(`${this.url}/metrics`)).text();
-    const match = /^canopy_db_round_trips_total (\d+(?:\.\d+)?)/m.exec(text);
+    const match = new RegExp(`^${name} ([\\d.e+-]+)`, 'm').exec(text);
     return match ? Number(match[1]) : Number.NaN;
   }
 

@@ -800,6 +800,10 @@ describe('metrics', () => {
     expect(value(/^canopy_live_sessions (\d+)/m)).toBeGreaterThanOrEqual(1);
     expect(value(/^canopy_events_published_total (\d+)/m)).toBeGreaterThan(0);
     expect(value(/^canopy_subscribers\{mode="controller"\} (\d+)/m)).toBeGreaterThanOrEqual(1);
+    // The run's statements took pooled connections; the waits are a sum of times (maybe zero when idle).
+    expect(value(/^canopy_db_pool_checkouts_total (\d+)/m)).toBeGreaterThan(0);
+    expect(value(/^canopy_db_pool_wait_seconds_total ([\d.e+-]+)/m)).toBeGreaterThanOrEqual(0);
+    expect(value(/^canopy_db_pool_waiting (\d+)/m)).toBeGreaterThanOrEqual(0);
     sse.close();
   });
 });

@@ -63,6 +63,9 @@ export class Database {
   private readonly begin: string;
   private ended = false;
   private statementsSent = 0;
+  /** Checkouts of a pooled connection by the raw-SQL roads, and the time they waited for one (poolStats). */
+  private checkouts = 0;
+  private checkoutWaitMs = 0;
 
   constructor(private readonly options: DatabaseOptions) {
     // One pool for both roads, so poolMax bounds the connections this process opens (Postgres allows few).
@@ -152,12 +155,7 @@ export class Database {
     params: unknown[],
   ): Promise<R[]> {
     if (!isUuid(scope.tenantId)) throw CanopyException.notFound('tenant');
-    let client: PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (err) {
-      throw mapDbError(err);
-    }
+    const client = await this.checkout();
     // As in sqlTransaction: a connection that dies while we hold it is discarded, not returned to the pool.
     let broken: Error | undefined;
     const onError = (err: Error) => (broken ??= err);
@@ -169,6 +167,33 @@ export class Database {
     } finally {
       client.removeListener('error', onError);
       client.release(broken);
+    }
+  }
+
+  /**
+   * The pool as the raw-SQL roads (the session store, the hot path) see it: checkouts since start, the time they
+   * waited for a free connection (all poolMax busy: the pool queues), and the pool's state now. Prisma's typed
+   * client takes its connections from the same pool without passing here.
+   */
+  get poolStats(): { checkouts: number; waitSeconds: number; waiting: number; total: number; idle: number } {
+    return {
+      checkouts: this.checkouts,
+      waitSeconds: this.checkoutWaitMs / 1000,
+      waiting: this.pool.waitingCount,
+      total: this.pool.totalCount,
+      idle: this.pool.idleCount,
+    };
+  }
+
+  private async checkout(): Promise<PoolClient> {
+    const started = performance.now();
+    try {
+      return await this.pool.connect();
+    } catch (err) {
+      throw mapDbError(err);
+    } finally {
+      this.checkouts++;
+      this.checkoutWaitMs += performance.now() - started;
     }
   }
 
@@ -264,12 +289,7 @@ export class Database {
    * ROLLBACK on any failure. A client whose connection broke, or that could not roll back, leaves the pool.
    */
   private async sqlTransaction<T>(setting: string, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
-    let client: PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (err) {
-      throw mapDbError(err);
-    }
+    const client = await this.checkout();
     // A connection that dies while we hold it emits 'error' on the client: without a listener that would crash
     // the process. The failing query rejects on its own; remember the error so the client is discarded.
     let broken: Error | undefined;

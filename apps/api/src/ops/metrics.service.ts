@@ -56,6 +56,32 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
       },
     });
     new Counter({
+      name: 'canopy_db_pool_checkouts_total',
+      help: 'Connections taken from the database pool by the session store and other raw-SQL work',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(database.poolStats.checkouts);
+      },
+    });
+    new Counter({
+      name: 'canopy_db_pool_wait_seconds_total',
+      help: 'Time those checkouts waited for a free connection (every pooled connection busy: DATABASE_POOL_MAX)',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(database.poolStats.waitSeconds);
+      },
+    });
+    new Gauge({
+      name: 'canopy_db_pool_waiting',
+      help: 'Requests waiting for a pooled database connection now',
+      registers: [this.registry],
+      collect() {
+        this.set(database.poolStats.waiting);
+      },
+    });
+    new Counter({
       name: 'canopy_live_clients_cut_total',
       help: 'SSE streams and WebSocket connections cut off for not reading (reason slow_consumer), by transport',
       labelNames: ['transport'],
