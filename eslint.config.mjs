@@ -1,9 +1,15 @@
-// Lint rules that guard Canopy's architecture as well as its code: the core stays pure and isomorphic, and only
-// entry points and test tooling read process.env (everything else gets the validated config).
+// Lint rules that guard Canopy's architecture as well as its code: the core stays pure and isomorphic, imports
+// point down the layers only (apps -> manager -> session -> agent/store/realtime/queue -> core), and only entry
+// points and test tooling read process.env (everything else gets the validated config).
 
 import eslint from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
+
+const noApps = {
+  group: ['**/apps/**', 'apps/**'],
+  message: 'libraries never import an app: apps compose libraries, not the other way round.',
+};
 
 export default tseslint.config(
   {
@@ -47,6 +53,57 @@ export default tseslint.config(
             {
               group: ['@nestjs/*', '@prisma/*', 'pg', 'ioredis', 'bullmq', '@canopy/*'],
               message: 'libs/core depends on nothing.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Layers import downwards only: no library reaches into an app (end-to-end tests boot one, that is all).
+    files: ['libs/*/src/**/*.ts'],
+    ignores: [
+      '**/*.e2e-spec.ts',
+      'libs/core/src/**',
+      'libs/session/src/**',
+      'libs/{store,agent,realtime,queue}/src/**',
+    ],
+    rules: { 'no-restricted-imports': ['error', { patterns: [noApps] }] },
+  },
+  {
+    // The session layer declares the ports it needs from the manager (LiveSessionHost); it never imports it.
+    // Its integration tests compose the whole engine through the manager's harness, as a deployable does.
+    files: ['libs/session/src/**/*.ts'],
+    ignores: ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.e2e-spec.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            noApps,
+            {
+              group: ['@canopy/manager', '@canopy/manager/*'],
+              message:
+                'libs/session is below the manager: declare a port here and let the manager implement it.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Infrastructure is under the session engine and the manager.
+    files: ['libs/{store,agent,realtime,queue}/src/**/*.ts'],
+    ignores: ['**/*.e2e-spec.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            noApps,
+            {
+              group: ['@canopy/session', '@canopy/session/*', '@canopy/manager', '@canopy/manager/*'],
+              message: 'infrastructure libraries are below the session and manager layers.',
             },
           ],
         },

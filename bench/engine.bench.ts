@@ -17,7 +17,8 @@ import { loadConfig } from '../libs/common/src';
 import { tenantScope, type Scope, type SessionEvent } from '../libs/core/src';
 import { InlineTurnQueue, InProcessRunControl, InProcessTimers } from '../libs/queue/src';
 import { InProcessActivityFeed, InProcessEventBus, InProcessLiveRegistry } from '../libs/realtime/src';
-import { SessionService, type SessionEngineDeps, type Subscription } from '../libs/session/src';
+import { createSessionEngine, type SessionEngine } from '../libs/manager/src';
+import type { SessionEngineDeps, SessionService, Subscription } from '../libs/session/src';
 import { Database, PostgresSessionStore } from '../libs/store/src';
 import { createTestDatabase, prepareTemplate, roleUrl, type TestDatabase } from '../libs/testing/src';
 import { formatTime, printTable } from './report';
@@ -65,19 +66,19 @@ export async function runEngineBench(): Promise<EngineBenchResult> {
     txMaxWaitMs: 10_000,
     txTimeoutMs: 15_000,
   });
-  const service = new SessionService(engineDeps(db));
+  const engine = startEngine(db);
   try {
     const scope = await newTenant(db);
     const raw = await RawBench.create(testDb);
     const levels: EngineLevel[] = [];
     for (const concurrency of CONCURRENCY) {
-      const engine = await measureEngine(service, scope, concurrency);
+      const measured = await measureEngine(engine, scope, concurrency);
       const limit = await raw.measure(concurrency);
-      levels.push({ concurrency, ...engine, ...limit });
+      levels.push({ concurrency, ...measured, ...limit });
     }
     return { enginePool: ENGINE_POOL, levels };
   } finally {
-    await service.shutdown().catch(() => undefined);
+    await engine.manager.shutdown().catch(() => undefined);
     await db.disconnect().catch(() => undefined);
     await testDb.drop();
   }
@@ -94,12 +95,12 @@ export async function measureEngineAt(
     txMaxWaitMs: 10_000,
     txTimeoutMs: 15_000,
   });
-  const service = new SessionService(engineDeps(db));
+  const engine = startEngine(db);
   try {
-    const { runsPerSec, p50Ms, p99Ms } = await measureEngine(service, await newTenant(db), concurrency);
+    const { runsPerSec, p50Ms, p99Ms } = await measureEngine(engine, await newTenant(db), concurrency);
     return { runsPerSec, p50Ms, p99Ms };
   } finally {
-    await service.shutdown().catch(() => undefined);
+    await engine.manager.shutdown().catch(() => undefined);
     await db.disconnect().catch(() => undefined);
     await testDb.drop();
   }
@@ -160,6 +161,13 @@ export function printEngineReport(title: string, result: EngineBenchResult): voi
 
 // The engine
 
+/** The engine assembled and its processor registered, as the test harness does. */
+function startEngine(db: Database): SessionEngine {
+  const engine = createSessionEngine(engineDeps(db));
+  engine.processor.register();
+  return engine;
+}
+
 /** The engine as the test harness assembles it (in-process bus, registry, feed; inline queue), coalescing off. */
 function engineDeps(db: Database): SessionEngineDeps {
   return {
@@ -186,7 +194,7 @@ function engineDeps(db: Database): SessionEngineDeps {
       retry: { ...DEFAULT_RETRY_POLICY, baseDelayMs: 5, maxDelayMs: 20 },
       resultTtlMs: 60_000,
     },
-    logger: { warn: () => undefined, error: () => undefined },
+    logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
   };
 }
 
@@ -204,14 +212,14 @@ async function newTenant(db: Database): Promise<Scope> {
  * warm-up alone would leave most of them in the window.
  */
 async function measureEngine(
-  service: SessionService,
+  engine: SessionEngine,
   scope: Scope,
   concurrency: number,
 ): Promise<Pick<EngineLevel, 'runsPerSec' | 'p50Ms' | 'p99Ms' | 'samples' | 'cpuPct'>> {
   const clients = await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      const session = await service.create(scope, { model: 'mock:echo', opts: {} });
-      return SessionClient.start(service, scope, session.id);
+      const session = await engine.manager.create(scope, { model: 'mock:echo', opts: {} });
+      return SessionClient.start(engine.sessions, scope, session.id);
     }),
   );
   try {
@@ -239,7 +247,7 @@ async function measureEngine(
     };
   } finally {
     for (const client of clients) client.stop();
-    await Promise.all(clients.map((c) => service.close(scope, c.sessionId).catch(() => undefined)));
+    await Promise.all(clients.map((c) => engine.manager.close(scope, c.sessionId).catch(() => undefined)));
   }
 }
 

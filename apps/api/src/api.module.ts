@@ -1,4 +1,5 @@
-// The api deployable: wiring only. Capabilities live in libs and are imported here.
+// The api deployable: wiring only. Capabilities live in libs and are imported here: the manager layer in its 'api'
+// role (it executes runs itself only when embedded), the store, realtime and agent modules the controllers use.
 
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
@@ -12,9 +13,10 @@ import {
   type CanopyConfig,
 } from '@canopy/common';
 import { AuthGuard, AuthModule } from '@canopy/auth';
-import { REDIS_REALTIME, SessionModule } from '@canopy/session';
-import type { RedisRealtime } from '@canopy/realtime';
-import { AuditRepository, DatabaseModule } from '@canopy/store';
+import { AgentModule } from '@canopy/agent';
+import { ManagerModule } from '@canopy/manager';
+import { REDIS_REALTIME, RealtimeModule, type RedisRealtime } from '@canopy/realtime';
+import { StoreModule } from '@canopy/store';
 import { AdminController } from './http/admin.controller';
 import { AuditController } from './http/audit.controller';
 import { KeysController } from './http/keys.controller';
@@ -28,6 +30,7 @@ import { LiveGateway } from './http/live.gateway';
 import { StatsController } from './http/stats.controller';
 import { RunsController } from './http/runs.controller';
 import { SessionBulkController } from './http/session-bulk.controller';
+import { SessionCommands } from './http/session-commands';
 import { SessionSearchController } from './http/session-search.controller';
 import { SessionTransferController } from './http/session-transfer.controller';
 import { SessionsController } from './http/sessions.controller';
@@ -49,10 +52,13 @@ export class ApiModule {
       imports: [
         ConfigModule.forRoot(config),
         LoggingModule,
-        DatabaseModule,
-        SessionModule.forRoot('api'),
+        StoreModule.forRoot(),
+        RealtimeModule.forRoot(),
+        AgentModule.forRoot(),
+        ManagerModule.forRoot('api'),
         AuthModule,
         ThrottlerModule.forRootAsync({
+          imports: [RealtimeModule.forRoot()],
           inject: [CANOPY_CONFIG, REDIS_REALTIME],
           useFactory: (c: CanopyConfig, redis: RedisRealtime | null) => rateLimitOptions(c, redis),
         }),
@@ -88,11 +94,11 @@ export class ApiModule {
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_GUARD, useClass: RateLimitGuard },
         SseRegistry,
+        SessionCommands,
         LiveGateway,
         MetricsService,
         ShutdownService,
         LiveHistory,
-        AuditRepository,
       ],
     };
   }

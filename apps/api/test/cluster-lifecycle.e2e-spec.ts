@@ -1,6 +1,7 @@
 // The distributed runtime's lifecycle with real processes (2 api + 2 workers): a worker stopped with SIGTERM
 // finishes a short run and hands a long one back to the other worker at once; decision expiry is a durable timer
-// that fires even after every worker was killed; idle shutdown and close are decided for the whole deployment.
+// that fires even after every worker was killed; idle shutdown and close are decided for the whole deployment, and
+// the `live` list filter is answered for the whole deployment by either api.
 
 import { Api, newTenant } from './support/api-client';
 import { WsClient, wsUrl } from './support/ws-client';
@@ -206,6 +207,39 @@ describe('live sessions across the deployment', () => {
     expect(about('opened')).toHaveLength(1);
     expect(about('closed')).toMatchObject([{ data: { id: session.id, reason: 'idle' } }]);
     await Promise.all([observer.close(), controller.close(), feed.close()]);
+  }, 30_000);
+
+  it('lists by ?live=true|false on either api whatever api serves the session, in pages never empty with a cursor', async () => {
+    const tag = `live-filter-${Date.now()}`;
+    const created: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const session = await api1.post('/v1/sessions', { model: 'mock:echo', metadata: { case: tag } });
+      created.push(session.body.id as string);
+    }
+    // Every other one live, on api #2 only: the live ones and the others interleave in the list's order.
+    const liveIds = created.filter((_, i) => i % 2 === 0);
+    const idleIds = created.filter((id) => !liveIds.includes(id));
+    const holder = await WsClient.connect(wsUrl(cluster.api(2), key));
+    for (const id of liveIds) await holder.request('subscribe', { sessionId: id });
+    const listed = async (api: Api, live: boolean): Promise<string[]> => {
+      const ids: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const after: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
+        const page = await api.get(`/v1/sessions?metadata.case=${tag}&live=${live}&limit=1${after}`);
+        expect(page.status).toBe(200);
+        // The filter is answered before the store pages: a page that says more follow is never empty.
+        if (page.body.nextCursor) expect(page.body.data.length).toBeGreaterThan(0);
+        ids.push(...(page.body.data as Array<{ id: string }>).map((s) => s.id));
+        cursor = page.body.nextCursor as string | null;
+      } while (cursor);
+      return ids.sort();
+    };
+    for (const api of [api1, api2]) {
+      expect(await listed(api, true)).toEqual([...liveIds].sort());
+      expect(await listed(api, false)).toEqual([...idleIds].sort());
+    }
+    await holder.close();
   }, 30_000);
 
   it('closes a session on every api when the close comes through one of them', async () => {

@@ -1,10 +1,10 @@
-// The worker deployable: wiring only. It executes runs taken from the BullMQ queue (the session engine in its
-// 'worker' role), publishing their events through Redis.
+// The worker deployable: wiring only. It executes runs taken from the BullMQ queue (the manager layer in its
+// 'worker' role, which needs REDIS_URL), publishing their events through Redis.
 
 import { DynamicModule, Module } from '@nestjs/common';
 import { ConfigModule, LoggingModule, type CanopyConfig } from '@canopy/common';
-import { SessionModule } from '@canopy/session';
-import { DatabaseModule } from '@canopy/store';
+import { ManagerModule } from '@canopy/manager';
+import { StoreModule } from '@canopy/store';
 import { WorkerHeartbeat } from './worker-heartbeat.service';
 
 @Module({})
@@ -12,7 +12,12 @@ export class WorkerModule {
   static forRoot(config: CanopyConfig): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(config), LoggingModule, DatabaseModule, SessionModule.forRoot('worker')],
+      imports: [
+        ConfigModule.forRoot(config),
+        LoggingModule,
+        StoreModule.forRoot(),
+        ManagerModule.forRoot('worker'),
+      ],
       providers: [WorkerHeartbeat],
     };
   }

@@ -12,3 +12,4 @@ export * from './run/tool-executor';
 export * from './run/turn-runner';
 export * from './tools/demo-tools';
 export * from './tools/arithmetic';
+export * from './agent.module';

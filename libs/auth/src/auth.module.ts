@@ -1,15 +1,16 @@
 // Authentication for the api: secrets, tenants and keys, user tokens, and the global guard.
 
-import { Global, Logger, Module } from '@nestjs/common';
+import { Logger, Module } from '@nestjs/common';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
+import { StoreModule } from '@canopy/store';
 import { AuthGuard } from './auth.guard';
 import { AuthService } from './auth.service';
 import { describeSecretSources, resolveSecrets } from './secrets';
 import { TenantsRepository } from './tenants.repository';
 import { UserTokens } from './tokens';
 
-@Global()
 @Module({
+  imports: [StoreModule.forRoot()],
   providers: [
     TenantsRepository,
     {

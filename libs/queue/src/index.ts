@@ -10,3 +10,4 @@ export * from './timers.port';
 export * from './timer-jobs';
 export * from './in-process-timers';
 export * from './bullmq-timers';
+export * from './queue.module';

@@ -10,3 +10,4 @@ export * from './in-process/in-process-activity-feed';
 export type { ListenerErrorHandler } from './in-process/listener-errors';
 export * from './redis';
 export * from './delta-coalescer';
+export * from './realtime.module';

@@ -2,7 +2,7 @@
 // navigate; idle-only refusals; a branch that fails or is cancelled before its first commit rolls back.
 
 import { allTurns, Tree, type Scope } from '@canopy/core';
-import { EngineHarness, EventLog, type Engine } from './testing/engine-harness';
+import { EngineHarness, EventLog, type Engine } from '@canopy/manager/testing/engine-harness';
 
 const h = new EngineHarness();
 let engine: Engine;
@@ -35,7 +35,7 @@ describe('branching (regenerate, edit, new root, navigate), through the engine',
 
   beforeAll(async () => {
     scope = await h.newTenant();
-    id = (await engine.service.create(scope, { model: 'mock:echo', title: 'Mountains' })).id;
+    id = (await engine.manager.create(scope, { model: 'mock:echo', title: 'Mountains' })).id;
     await converse(scope, id, 'Name three mountains.');
     await converse(scope, id, 'Now three rivers.');
   });
@@ -123,7 +123,7 @@ describe('branch and navigate validation', () => {
 
   beforeAll(async () => {
     scope = await h.newTenant();
-    id = (await engine.service.create(scope, { model: 'mock:echo' })).id;
+    id = (await engine.manager.create(scope, { model: 'mock:echo' })).id;
     await converse(scope, id, 'one');
   });
 
@@ -147,27 +147,27 @@ describe('branch and navigate validation', () => {
   });
 
   it('refuses idle-only commands while busy (session_busy) and while paused (session_paused)', async () => {
-    await engine.service.update(scope, id, { opts: { delayMs: 100 } });
+    await engine.manager.update(scope, id, { opts: { delayMs: 100 } });
     const { runId } = await engine.service.prompt(scope, id, { content: 'slow reply please' });
     await expect(engine.service.navigate(scope, id, 1)).rejects.toMatchObject({ code: 'session_busy' });
     await expect(engine.service.branch(scope, id, { nodeId: 1 })).rejects.toMatchObject({
       code: 'session_busy',
     });
-    await expect(engine.service.update(scope, id, { model: 'mock:script' })).rejects.toMatchObject({
+    await expect(engine.manager.update(scope, id, { model: 'mock:script' })).rejects.toMatchObject({
       code: 'session_busy',
     });
     await expect(engine.service.prompt(scope, id, { content: 'again' })).rejects.toMatchObject({
       code: 'session_busy',
     });
     // Metadata and title are not idle-only.
-    await expect(engine.service.update(scope, id, { metadata: { k: 'v' } })).resolves.toMatchObject({
+    await expect(engine.manager.update(scope, id, { metadata: { k: 'v' } })).resolves.toMatchObject({
       metadata: { k: 'v' },
     });
     await engine.service.waitForRun(scope, id, runId);
-    await engine.service.update(scope, id, { opts: {} });
+    await engine.manager.update(scope, id, { opts: {} });
 
     const paused = (
-      await engine.service.create(scope, {
+      await engine.manager.create(scope, {
         model: 'mock:script',
         opts: { script: [{ toolCalls: [{ name: 'ask', input: {} }] }] },
         tools: [{ name: 'ask', description: 'ask the user', inputSchema: { type: 'object' } }],
@@ -191,7 +191,7 @@ describe('rollback of a branch that never committed', () => {
 
   it('restores path and cursors when the branch run fails: status idle, error, tree, store', async () => {
     const id = (
-      await engine.service.create(scope, {
+      await engine.manager.create(scope, {
         model: 'mock:script',
         opts: { script: [{ text: 'first' }, { text: 'second' }] },
       })
@@ -199,7 +199,7 @@ describe('rollback of a branch that never committed', () => {
     await converse(scope, id, 'q1');
     await converse(scope, id, 'q2');
     const before = await engine.service.tree(scope, id);
-    await engine.service.update(scope, id, { opts: { script: [{ error: 'model exploded' }] } });
+    await engine.manager.update(scope, id, { opts: { script: [{ error: 'model exploded' }] } });
     const log = await EventLog.of(engine, scope, id);
     const from = log.events.length;
     const result = await branch(scope, id, 1);
@@ -226,11 +226,11 @@ describe('rollback of a branch that never committed', () => {
   });
 
   it('restores the path when a branch run is cancelled mid-stream, and commits nothing of it', async () => {
-    const id = (await engine.service.create(scope, { model: 'mock:echo' })).id;
+    const id = (await engine.manager.create(scope, { model: 'mock:echo' })).id;
     await converse(scope, id, 'alpha beta');
     await converse(scope, id, 'gamma delta');
     const before = await engine.service.tree(scope, id);
-    await engine.service.update(scope, id, { opts: { delayMs: 50 } });
+    await engine.manager.update(scope, id, { opts: { delayMs: 50 } });
     const log = await EventLog.of(engine, scope, id);
     const from = log.events.length;
     const { runId } = await engine.service.branch(scope, id, { nodeId: 1 });
@@ -258,7 +258,7 @@ describe('rollback of a branch that never committed', () => {
   });
 
   it('keeps what a branch committed: no rollback once the first commit happened', async () => {
-    const id = (await engine.service.create(scope, { model: 'mock:echo' })).id;
+    const id = (await engine.manager.create(scope, { model: 'mock:echo' })).id;
     await converse(scope, id, 'root');
     const result = await branch(scope, id, 1);
     expect(result.status).toBe('completed');

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { defineTool } from '@canopy/agent';
 import type { Message, Scope, ToolResultBlock } from '@canopy/core';
 import { eventually } from '@canopy/testing';
-import { EngineHarness, EventLog, type Engine } from './testing/engine-harness';
+import { EngineHarness, EventLog, type Engine } from '@canopy/manager/testing/engine-harness';
 
 const TIMEOUT_MS = 400;
 const h = new EngineHarness({ decisionTimeoutMs: TIMEOUT_MS });
@@ -35,7 +35,7 @@ const CLIENT_TOOL = {
 };
 
 function scripted(script: unknown[]) {
-  return engine.service.create(scope, {
+  return engine.manager.create(scope, {
     model: 'mock:script',
     opts: { script, serverTools: ['transfer'] },
     tools: [CLIENT_TOOL],
@@ -156,7 +156,7 @@ describe('decision expiry', () => {
     ]);
     const paused = await run(s.id);
     expect(paused.status).toBe('paused');
-    await engine.service.shutdown();
+    await engine.manager.shutdown();
     const restarted = h.engine(engine);
     engine = restarted;
     // This run's pause is set again (other tests' runs are all finished by now).

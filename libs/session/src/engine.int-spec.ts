@@ -1,6 +1,6 @@
 // The session engine end to end on the machine's Postgres: a conversation, its events in order, its tree.
 
-import { EngineHarness, EventLog, type Engine } from './testing/engine-harness';
+import { EngineHarness, EventLog, type Engine } from '@canopy/manager/testing/engine-harness';
 
 const h = new EngineHarness();
 let engine: Engine;
@@ -13,7 +13,7 @@ afterAll(() => h.teardown());
 describe('a prompt with mock:echo', () => {
   it('streams, commits and emits events in the contract order', async () => {
     const scope = await h.newTenant();
-    const session = await engine.service.create(scope, { model: 'mock:echo' });
+    const session = await engine.manager.create(scope, { model: 'mock:echo' });
     const log = await EventLog.of(engine, scope, session.id);
     const { runId } = await engine.service.prompt(scope, session.id, { content: 'hello there world' });
     const result = await engine.service.waitForRun(scope, session.id, runId);

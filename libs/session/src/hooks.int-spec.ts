@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { defineTool, type HookTurn, type PreHookResult } from '@canopy/agent';
 import { messageText, systemScope, tenantScope, type Scope, type ToolResultBlock } from '@canopy/core';
 import { eventually } from '@canopy/testing';
-import { EngineHarness, EventLog, type Engine } from './testing/engine-harness';
+import { EngineHarness, EventLog, type Engine } from '@canopy/manager/testing/engine-harness';
 
 // The harness's hooks: parallel ones time out after 500 ms, injections are capped at 200 tokens (~800 chars).
 const h = new EngineHarness();
@@ -83,7 +83,7 @@ async function prompt(sessionId: string, content: string) {
 }
 
 const script = (entries: unknown[]) =>
-  engine.service.create(scope, { model: 'mock:script', opts: { script: entries, serverTools: ['count'] } });
+  engine.manager.create(scope, { model: 'mock:script', opts: { script: entries, serverTools: ['count'] } });
 
 describe('post-hooks', () => {
   it('see every assistant message; a throwing one counts as continue', async () => {
@@ -121,7 +121,7 @@ describe('post-hooks', () => {
 
 describe('pre-hooks', () => {
   it('run sequential hooks in order, each seeing the injections before it, then the parallel ones', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const s = await engine.manager.create(scope, { model: 'mock:echo' });
     const order: string[] = [];
     pre.set(s.id, {
       'seq-a': (turn) => {
@@ -146,7 +146,7 @@ describe('pre-hooks', () => {
   });
 
   it('skip a parallel hook that throws or times out; the others’ injections still reach the model', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const s = await engine.manager.create(scope, { model: 'mock:echo' });
     pre.set(s.id, {
       'par-slow': async () => {
         await new Promise((r) => setTimeout(r, 2_000).unref());
@@ -165,7 +165,7 @@ describe('pre-hooks', () => {
   });
 
   it('end the run with a clear error when a sequential hook throws: no model call, nothing committed', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const s = await engine.manager.create(scope, { model: 'mock:echo' });
     pre.set(s.id, {
       'seq-b': () => {
         throw new Error('database of rules unreachable');
@@ -184,7 +184,7 @@ describe('pre-hooks', () => {
   });
 
   it('halt the run when injections overflow their budget, naming the hook that crossed it', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const s = await engine.manager.create(scope, { model: 'mock:echo' });
     pre.set(s.id, {
       'seq-a': () => ({ action: 'continue', inject: [{ type: 'text', text: 'x'.repeat(500) }] }),
       'seq-b': () => ({ action: 'continue', inject: [{ type: 'text', text: 'y'.repeat(500) }] }),
@@ -201,7 +201,7 @@ describe('pre-hooks', () => {
 describe('the scope an execution acts in', () => {
   async function execute(dies: boolean) {
     const caller = tenantScope(scope.tenantId, { keyId: 'key-1' });
-    const s = await engine.service.create(caller, { model: 'mock:echo' });
+    const s = await engine.manager.create(caller, { model: 'mock:echo' });
     const seen: Scope[] = [];
     pre.set(s.id, {
       'seq-a': (turn) => {
@@ -220,7 +220,7 @@ describe('the scope an execution acts in', () => {
     const runId = started.run.id;
     // A worker that took the run and died before doing anything: the next execution is a takeover.
     if (dies) await engine.deps.store.loadRun(systemScope(scope.tenantId), s.id, runId);
-    await engine.service.executor.execute({ tenantId: scope.tenantId, sessionId: s.id, runId });
+    await engine.service.executeRun({ tenantId: scope.tenantId, sessionId: s.id, runId });
     const run = await eventually(async () => {
       const r = await engine.service.getRun(caller, runId);
       expect(r.status).toBe('completed');
@@ -238,7 +238,7 @@ describe('the scope an execution acts in', () => {
   it('is the sender’s for the turn of a steered prompt', async () => {
     const key = tenantScope(scope.tenantId, { keyId: 'key-2' });
     const alice = tenantScope(scope.tenantId, { userId: 'alice' });
-    const s = await engine.service.create(key, {
+    const s = await engine.manager.create(key, {
       model: 'mock:echo',
       opts: { delayMs: 30 },
       userId: 'alice',

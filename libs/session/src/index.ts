@@ -4,7 +4,8 @@
 export * from './session-deps';
 export * from './session.service';
 export * from './live-session';
-export * from './live-sessions';
+export * from './live-session-host';
+export * from './session-input';
 export * from './run-executor';
 export * from './run-tracker';
 export * from './session-publisher';
@@ -12,6 +13,5 @@ export * from './convert';
 export * from './title';
 export * from './reconcile';
 export * from './session.module';
-export * from './catalog';
 export * from './webhooks';
 export * from './quotas/quota-admission';

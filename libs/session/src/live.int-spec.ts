@@ -4,7 +4,7 @@
 
 import { allTurns, newTurn, Tree, type ActivityEvent, type Scope, type SessionEvent } from '@canopy/core';
 import { eventually } from '@canopy/testing';
-import { EngineHarness, EventLog, type Engine } from './testing/engine-harness';
+import { EngineHarness, EventLog, type Engine } from '@canopy/manager/testing/engine-harness';
 
 const h = new EngineHarness({ idleShutdownMs: 150 });
 let engine: Engine;
@@ -23,7 +23,7 @@ async function converse(id: string, content: string) {
 
 describe('subscriptions', () => {
   it('start with a snapshot whose seq is the state it reflects, then every later event once, in order', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const s = await engine.manager.create(scope, { model: 'mock:echo' });
     await converse(s.id, 'before subscribing');
     const log = await EventLog.of(engine, scope, s.id);
     const snapshot = log.events[0]!;
@@ -39,7 +39,7 @@ describe('subscriptions', () => {
   });
 
   it('resumes with `after`: exactly the missed events, once, then live ones', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const s = await engine.manager.create(scope, { model: 'mock:echo' });
     const full = await EventLog.of(engine, scope, s.id);
     await converse(s.id, 'one two three');
     const cut = full.events[4]!.seq; // a client that saw up to here and then dropped
@@ -60,7 +60,7 @@ describe('subscriptions', () => {
   });
 
   it('falls back to a snapshot when `after` is older than the replay log or unknown', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const s = await engine.manager.create(scope, { model: 'mock:echo' });
     const log = await EventLog.of(engine, scope, s.id, 1); // a seq from before this log
     expect(log.events[0]!.type).toBe('snapshot');
     const future = await EventLog.of(engine, scope, s.id, Number.MAX_SAFE_INTEGER);
@@ -68,7 +68,7 @@ describe('subscriptions', () => {
   });
 
   it('gives a mid-run joiner the pending and partial messages of the run in flight', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo', opts: { delayMs: 60 } });
+    const s = await engine.manager.create(scope, { model: 'mock:echo', opts: { delayMs: 60 } });
     const watcher = await EventLog.of(engine, scope, s.id);
     const { runId } = await engine.service.prompt(scope, s.id, { content: 'alpha beta gamma delta' });
     await watcher.waitFor('text_delta', (e) => e.data.delta.includes('beta'));
@@ -93,7 +93,7 @@ describe('subscriptions', () => {
   });
 
   it('projects the same tree for every subscriber (the UI turns match the stored tree)', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const s = await engine.manager.create(scope, { model: 'mock:echo' });
     await converse(s.id, 'q');
     const log = await EventLog.of(engine, scope, s.id);
     await engine.service
@@ -122,7 +122,7 @@ describe('subscriptions', () => {
 
 describe('liveness', () => {
   it('counts controllers and observers in the registry; re-subscribing changes the mode', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const s = await engine.manager.create(scope, { model: 'mock:echo' });
     const a = await engine.service.subscribe(scope, s.id, () => undefined, { mode: 'controller' });
     const b = await engine.service.subscribe(scope, s.id, () => undefined, { mode: 'observer' });
     await eventually(async () =>
@@ -141,7 +141,7 @@ describe('liveness', () => {
   });
 
   it('shuts a session down after idleShutdownAfterMs with no controller and no run; its data stays', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo', idleShutdownAfterMs: 100 });
+    const s = await engine.manager.create(scope, { model: 'mock:echo', idleShutdownAfterMs: 100 });
     const ended: string[] = [];
     const sub = await engine.service.subscribe(scope, s.id, () => undefined, { mode: 'controller' });
     const observer = await engine.service.subscribe(scope, s.id, () => undefined, {
@@ -150,9 +150,9 @@ describe('liveness', () => {
     });
     await converse(s.id, 'kept');
     await new Promise((r) => setTimeout(r, 200));
-    expect(engine.service.live.get(scope.tenantId, s.id)).toBeDefined(); // a controller holds it open
+    expect(engine.live.get(scope.tenantId, s.id)).toBeDefined(); // a controller holds it open
     sub.unsubscribe(); // the transition that starts the idle timer
-    await eventually(() => expect(engine.service.live.get(scope.tenantId, s.id)).toBeUndefined(), {
+    await eventually(() => expect(engine.live.get(scope.tenantId, s.id)).toBeUndefined(), {
       timeoutMs: 2_000,
     });
     expect(ended).toEqual(['idle']);
@@ -162,16 +162,16 @@ describe('liveness', () => {
   });
 
   it('never shuts down while a run is in flight, even without controllers', async () => {
-    const s = await engine.service.create(scope, {
+    const s = await engine.manager.create(scope, {
       model: 'mock:echo',
       idleShutdownAfterMs: 50,
       opts: { delayMs: 60 },
     });
     const { runId } = await engine.service.prompt(scope, s.id, { content: 'a b c d e' });
     await new Promise((r) => setTimeout(r, 200));
-    expect(engine.service.live.get(scope.tenantId, s.id)?.status).toBe('busy');
+    expect(engine.live.get(scope.tenantId, s.id)?.status).toBe('busy');
     expect((await engine.service.waitForRun(scope, s.id, runId)).status).toBe('completed');
-    await eventually(() => expect(engine.service.live.get(scope.tenantId, s.id)).toBeUndefined(), {
+    await eventually(() => expect(engine.live.get(scope.tenantId, s.id)).toBeUndefined(), {
       timeoutMs: 2_000,
     });
   });
@@ -186,10 +186,10 @@ describe('activity feed and lifecycle', () => {
     const u1 = await engine.feed.subscribe(scope.tenantId, (e) => mine.push(e));
     const u2 = await engine.feed.subscribe(null, (e) => all.push(e));
     const u3 = await engine.feed.subscribe(other.tenantId, (e) => theirs.push(e));
-    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const s = await engine.manager.create(scope, { model: 'mock:echo' });
     await converse(s.id, 'name me');
     await eventually(() => expect(mine.map((e) => e.type)).toContain('title'));
-    await engine.service.close(scope, s.id);
+    await engine.manager.close(scope, s.id);
     const types = mine.filter((e) => 'id' in e.data && e.data.id === s.id).map((e) => e.type);
     // The title comes with the run's last commit, before the run is announced finished.
     expect(types).toEqual(['opened', 'status', 'run_started', 'status', 'title', 'run_finished', 'closed']);
@@ -199,33 +199,33 @@ describe('activity feed and lifecycle', () => {
   });
 
   it('close never loses a run in flight: session_busy while busy, and the run still completes', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo', opts: { delayMs: 30 } });
+    const s = await engine.manager.create(scope, { model: 'mock:echo', opts: { delayMs: 30 } });
     const { runId } = await engine.service.prompt(scope, s.id, { content: 'keep me safe' });
-    await expect(engine.service.close(scope, s.id)).rejects.toMatchObject({ code: 'session_busy' });
+    await expect(engine.manager.close(scope, s.id)).rejects.toMatchObject({ code: 'session_busy' });
     const result = await engine.service.waitForRun(scope, s.id, runId);
     expect(result.status).toBe('completed');
-    await engine.service.close(scope, s.id);
+    await engine.manager.close(scope, s.id);
     expect((await engine.service.tree(scope, s.id)).nodes).toHaveLength(2);
   });
 
   it('close is idempotent and leaves the data; delete removes it and answers not_found after', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const s = await engine.manager.create(scope, { model: 'mock:echo' });
     await converse(s.id, 'to delete');
-    await engine.service.close(scope, s.id);
-    await engine.service.close(scope, s.id);
+    await engine.manager.close(scope, s.id);
+    await engine.manager.close(scope, s.id);
     expect((await engine.service.tree(scope, s.id)).nodes).toHaveLength(2);
     const events: SessionEvent[] = [];
     const ended: string[] = [];
     await engine.service.subscribe(scope, s.id, (e) => events.push(e), { onEnd: (r) => ended.push(r) });
-    await engine.service.delete(scope, s.id);
+    await engine.manager.delete(scope, s.id);
     expect(ended).toEqual(['delete']);
     await expect(engine.service.get(scope, s.id)).rejects.toMatchObject({ code: 'not_found' });
-    await expect(engine.service.delete(scope, s.id)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(engine.manager.delete(scope, s.id)).rejects.toMatchObject({ code: 'not_found' });
   });
 
   it('hides sessions of other tenants and of other users: not_found everywhere', async () => {
     const other = await h.newTenant();
-    const s = await engine.service.create(scope, { model: 'mock:echo', userId: 'alice' });
+    const s = await engine.manager.create(scope, { model: 'mock:echo', userId: 'alice' });
     await expect(engine.service.get(other, s.id)).rejects.toMatchObject({ code: 'not_found' });
     await expect(engine.service.prompt(other, s.id, { content: 'x' })).rejects.toMatchObject({
       code: 'not_found',
@@ -242,12 +242,12 @@ describe('activity feed and lifecycle', () => {
 
 describe('opening a stored session with start options (load-mode resolution)', () => {
   it('keeps the persisted model and title, applies system and opts from the start options', async () => {
-    const s = await engine.service.create(scope, {
+    const s = await engine.manager.create(scope, {
       model: 'mock:echo',
       title: 'Stored',
       system: 'old system',
     });
-    const { live } = await engine.service.open(scope, s.id, {
+    const { live } = await engine.manager.open(scope, s.id, {
       model: 'mock:script',
       system: 'new system',
       opts: { delayMs: 1 },

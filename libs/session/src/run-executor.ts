@@ -34,7 +34,7 @@ import { RunHandedBack, type RunJob } from '@canopy/queue';
 import type { NewNode, PositionRecord, RunContext, RunRecord, SessionRecord } from '@canopy/store';
 import type { SessionEngineDeps } from './session-deps';
 import type { SessionPublisher } from './session-publisher';
-import type { LiveSessions } from './live-sessions';
+import type { LiveSessionHost } from './live-session-host';
 import type { Decisions } from './decisions';
 import { heuristicTitle } from './title';
 import { actingScope, type ActingScope } from './acting-scope';
@@ -71,7 +71,7 @@ export class RunExecutor {
   constructor(
     private readonly deps: SessionEngineDeps,
     private readonly publisher: SessionPublisher,
-    private readonly live: LiveSessions,
+    private readonly live: LiveSessionHost,
     private readonly decisions: Decisions,
   ) {}
 

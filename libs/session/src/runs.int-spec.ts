@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { defineTool } from '@canopy/agent';
 import { toolUses, type Message, type Scope, type ToolResultBlock } from '@canopy/core';
 import { eventually } from '@canopy/testing';
-import { EngineHarness, EventLog, type Engine } from './testing/engine-harness';
+import { EngineHarness, EventLog, type Engine } from '@canopy/manager/testing/engine-harness';
 
 const h = new EngineHarness();
 let engine: Engine;
@@ -79,7 +79,7 @@ beforeAll(async () => {
 afterAll(() => h.teardown());
 
 async function scripted(script: unknown[], extra: Record<string, unknown> = {}, tools: unknown[] = []) {
-  return engine.service.create(scope, {
+  return engine.manager.create(scope, {
     model: 'mock:script',
     opts: { script, serverTools: ['add', 'boom', 'hang', 'slow', 'transfer'], ...extra },
     tools: tools as never,
@@ -271,7 +271,7 @@ describe('approvals and client tools', () => {
       { text: 'after restart' },
     ]);
     expect((await run(s.id)).status).toBe('paused');
-    await engine.service.shutdown();
+    await engine.manager.shutdown();
     const restarted = h.engine(engine);
     expect(await restarted.service.recoverInterruptedRuns()).toBe(0); // paused runs wait, they are not lost
     const snapshot = await restarted.service.snapshot(scope, s.id);
@@ -311,7 +311,7 @@ describe('approvals and client tools', () => {
 describe('cancel, races and interruptions', () => {
   it('starts exactly one of two prompts sent at the same instant; the other gets session_busy', async () => {
     // A reply slow enough (200 ms a word) that the first run is still in flight when the second prompt lands.
-    const s = await engine.service.create(scope, { model: 'mock:echo', opts: { delayMs: 200 } });
+    const s = await engine.manager.create(scope, { model: 'mock:echo', opts: { delayMs: 200 } });
     const outcomes = await Promise.allSettled([
       engine.service.prompt(scope, s.id, { content: 'first' }),
       engine.service.prompt(scope, s.id, { content: 'second' }),
@@ -364,10 +364,10 @@ describe('cancel, races and interruptions', () => {
     expect((await survivor.service.tree(scope, s.id)).nodes).toHaveLength(0);
     // The old executor finishes its tool, calls the model, tries to commit, is fenced out and stops.
     const dead = engine;
-    await eventually(() => expect(dead.service.executor.isRunning(runId)).toBe(false), { timeoutMs: 5_000 });
+    await eventually(() => expect(dead.service.isExecuting(runId)).toBe(false), { timeoutMs: 5_000 });
     expect((await survivor.service.tree(scope, s.id)).nodes).toHaveLength(0);
     expect(await survivor.service.getRun(scope, runId)).toMatchObject({ status: 'error' });
-    await survivor.service.update(scope, s.id, { opts: { script: [{ text: 'fresh start' }] } });
+    await survivor.manager.update(scope, s.id, { opts: { script: [{ text: 'fresh start' }] } });
     const next = await survivor.service.prompt(scope, s.id, { content: 'again' });
     const done = await survivor.service.waitForRun(scope, s.id, next.runId);
     expect(done.status).toBe('completed');
@@ -412,7 +412,7 @@ describe('hooks, retries, step cap, steering', () => {
   });
 
   it('runs a steered prompt at the boundary: the first turn commits, the steered one follows in the same run', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo', opts: { delayMs: 40 } });
+    const s = await engine.manager.create(scope, { model: 'mock:echo', opts: { delayMs: 40 } });
     const log = await EventLog.of(engine, scope, s.id);
     const { runId } = await engine.service.prompt(scope, s.id, { content: 'first question' });
     await log.waitFor('text_delta');
@@ -437,7 +437,7 @@ describe('hooks, retries, step cap, steering', () => {
   });
 
   it('starts exactly one run for concurrent steered prompts on an idle session and stages the others', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo', opts: { delayMs: 20 } });
+    const s = await engine.manager.create(scope, { model: 'mock:echo', opts: { delayMs: 20 } });
     const results = await Promise.allSettled(
       Array.from({ length: 20 }, (_, i) =>
         engine.service.prompt(scope, s.id, { content: `steer ${i}`, ifBusy: 'steer' }),
@@ -474,13 +474,13 @@ describe('hooks, retries, step cap, steering', () => {
           ? { action: 'halt', reason: 'not allowed' }
           : { action: 'continue' },
     });
-    const hooked = await engine.service.create(scope, { id: 'hooked-1', model: 'mock:echo' });
+    const hooked = await engine.manager.create(scope, { id: 'hooked-1', model: 'mock:echo' });
     const result = await run(hooked.id, 'hello');
     expect(engine.service.toTurnResult(hooked.id, result).finalResponse).toBe('Echo: hello\n\n[tip]');
     const tree = await engine.service.tree(scope, hooked.id);
     expect(tree.nodes[0]!.message.content).toEqual([{ type: 'text', text: 'hello' }]); // never persisted
 
-    const halted = await engine.service.create(scope, { id: 'halted-1', model: 'mock:echo' });
+    const halted = await engine.manager.create(scope, { id: 'halted-1', model: 'mock:echo' });
     const stopped = await run(halted.id, 'hi');
     expect(stopped).toMatchObject({ status: 'error', error: { code: 'hook_halted' } });
     expect(stopped.error!.message).toMatch(/gate: not allowed/);
@@ -499,7 +499,7 @@ describe('store failures', () => {
         'CREATE TRIGGER reject_poison BEFORE INSERT ON nodes FOR EACH ROW EXECUTE FUNCTION reject_poison()',
       );
     });
-    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const s = await engine.manager.create(scope, { model: 'mock:echo' });
     const log = await EventLog.of(engine, scope, s.id);
     const result = await run(s.id, 'poison pill');
     expect(result.status).toBe('error');
@@ -520,10 +520,10 @@ describe('store failures', () => {
 
 describe('a run the queue gives up on', () => {
   it('ends as an error with a rollback, the session idle, and its late commit fenced out', async () => {
-    const s = await engine.service.create(scope, { model: 'mock:echo' });
+    const s = await engine.manager.create(scope, { model: 'mock:echo' });
     await run(s.id, 'first question');
     const before = await engine.service.tree(scope, s.id);
-    await engine.service.update(scope, s.id, { opts: { delayMs: 80 } });
+    await engine.manager.update(scope, s.id, { opts: { delayMs: 80 } });
     const log = await EventLog.of(engine, scope, s.id);
     const { runId } = await engine.service.branch(scope, s.id, { nodeId: 1 });
     await log.waitFor('text_delta');
@@ -541,7 +541,7 @@ describe('a run the queue gives up on', () => {
     expect(await engine.service.getRun(scope, runId)).toMatchObject({ status: 'error' });
     expect((await engine.service.get(scope, s.id)).status).toBe('idle');
     // The executor still streaming it finishes and is fenced: nothing of the run lands in the tree.
-    await eventually(() => expect(engine.service.executor.isRunning(runId)).toBe(false), {
+    await eventually(() => expect(engine.service.isExecuting(runId)).toBe(false), {
       timeoutMs: 5_000,
     });
     const after = await engine.service.tree(scope, s.id);

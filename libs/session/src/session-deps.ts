@@ -49,6 +49,7 @@ export interface RunAdmission {
 }
 
 export interface EngineLogger {
+  info(message: string, context?: Record<string, unknown>): void;
   warn(message: string, context?: Record<string, unknown>): void;
   error(message: string, context?: Record<string, unknown>): void;
 }

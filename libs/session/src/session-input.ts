@@ -12,6 +12,7 @@ import {
 } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
 import type { ModelCheckContext, ModelGateway, ToolRegistry } from '@canopy/agent';
+import type { SessionEngineDeps } from './session-deps';
 
 export function requireIdle(status: SessionInfo['status']): void {
   if (status === 'busy') throw new CanopyException('session_busy', 'a run is in flight');
@@ -25,6 +26,29 @@ export function checkModel(
 ): void {
   const problem = gateway.check(model, context);
   if (problem) throw CanopyException.badRequest(problem, { field: 'model' });
+}
+
+/**
+ * What a model check needs to know of the tenant: the providers it brought its own key for, looked up only when
+ * the deployment's own keys fall short for one of `models`.
+ */
+export async function modelContext(
+  deps: Pick<SessionEngineDeps, 'gateway' | 'providerKeys'>,
+  tenantId: string,
+  models: Array<string | undefined>,
+): Promise<ModelCheckContext | undefined> {
+  const needed = models.some((m) => m !== undefined && deps.gateway.check(m) !== null);
+  if (!needed || !deps.providerKeys) return undefined;
+  return { tenantProviders: await deps.providerKeys.providersOf(tenantId) };
+}
+
+/** checkModel, with the tenant's own provider keys counted. */
+export async function checkModelFor(
+  deps: Pick<SessionEngineDeps, 'gateway' | 'providerKeys'>,
+  tenantId: string,
+  model: string,
+): Promise<void> {
+  checkModel(deps.gateway, model, await modelContext(deps, tenantId, [model]));
 }
 
 export function checkTools(

@@ -10,13 +10,20 @@ export class SessionPublisher {
     private readonly bus: EventBus,
     private readonly feed: ActivityFeed,
     private readonly logger: EngineLogger,
-    private readonly onPublished: (count: number) => void = () => undefined,
   ) {}
+
+  private readonly listeners = new Set<(count: number) => void>();
+
+  /** Tells `listener` how many events each publish carried (metrics); the returned function stops it. */
+  onPublished(listener: (count: number) => void): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
 
   async publish(tenantId: string, sessionId: string, events: SessionEventInput[]): Promise<SessionEvent[]> {
     if (events.length === 0) return [];
     const published = await this.bus.publish(tenantId, sessionId, events);
-    this.onPublished(published.length);
+    for (const listener of this.listeners) listener(published.length);
     for (const e of events) {
       if (e.type === 'status') {
         await this.activity({

@@ -1,7 +1,9 @@
-// Session commands with Omni.Session's semantics over a persisted tree: create / get / list / update / close /
-// delete, prompt (with steering), branch (regenerate, edit, new root), navigate, cancel, resume, subscribe and
-// wait. Status changes are compare-and-set in the store, so two commands racing for an idle session never both
-// win; events follow every change, `status` first.
+// The commands on one session, with Omni.Session's semantics over a persisted tree: get, prompt (with steering),
+// branch (regenerate, edit, new root), navigate, cancel, resume, subscribe and wait; the executor that drives its
+// runs, their decisions and their recovery. Status changes are compare-and-set in the store, so two commands
+// racing for an idle session never both win; events follow every change, `status` first. Sessions as a
+// population (create, open, close, delete, list, where each is live) belong to the manager, which gives this
+// engine its live sessions through the LiveSessionHost port.
 
 import {
   Tree,
@@ -10,40 +12,28 @@ import {
   systemScope,
   toolUses,
   type Block,
-  type InFlight,
   type MessageContent,
   type NodeId,
   type RunKind,
   type Scope,
   type SessionEvent,
   type SessionEventInput,
-  type SessionInfo,
   type SessionSnapshot,
 } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
 import { isPendingState } from '@canopy/agent';
-import type {
-  CreateSessionInput,
-  FailedTurn,
-  JsonObject,
-  ListSessionsQuery,
-  PositionRecord,
-  RunRecord,
-  SessionPage,
-  SessionRecord,
-  SessionStatePatch,
-} from '@canopy/store';
-import { toSessionInfo, positionOf } from './convert';
-import { LiveSession, type SubscribeOptions, type Subscription } from './live-session';
-import { LiveSessions } from './live-sessions';
+import type { RunJob, DecisionTimer } from '@canopy/queue';
+import type { FailedTurn, JsonObject, PositionRecord, RunRecord, SessionRecord } from '@canopy/store';
+import { positionOf } from './convert';
+import type { LiveSession, SubscribeOptions, Subscription } from './live-session';
+import type { LiveSessionHost } from './live-session-host';
 import { RunExecutor, type RunInput } from './run-executor';
 import type { RunResult } from './run-tracker';
 import type { SessionEngineDeps } from './session-deps';
-import { SessionPublisher } from './session-publisher';
-import { reconcile, type StartOptions } from './reconcile';
+import type { SessionPublisher } from './session-publisher';
 import { Decisions, type ResumeInput } from './decisions';
 import { RunRecovery } from './run-recovery';
-import { checkContent, checkMockDelays, checkModel, checkTools, requireIdle } from './session-input';
+import { checkContent, requireIdle } from './session-input';
 
 export type { ResumeInput } from './decisions';
 
@@ -59,18 +49,6 @@ export interface BranchInput {
   maxSteps?: number;
 }
 
-export type OpenMode = 'controller' | 'observer';
-
-export interface OpenResult {
-  live: LiveSession;
-  /** The session as stored after the open. */
-  session: SessionRecord;
-  /** `started`: the open made the session live; `existing`: it was live already (here or elsewhere). */
-  opened: 'started' | 'existing';
-  /** Where each reconciled field came from: the persisted state or the start options. */
-  resolution: { model: 'persisted' | 'start'; system: 'persisted' | 'start'; opts: 'persisted' | 'start' };
-}
-
 export interface CommandResult {
   runId: string;
   /** True when a prompt was staged on a busy run instead of starting one. */
@@ -84,45 +62,52 @@ const CANCEL_ACK_TIMEOUT_MS = 3_000;
 const STEER_START_ATTEMPTS = 5;
 
 export class SessionService {
-  readonly live: LiveSessions;
-  readonly executor: RunExecutor;
+  private readonly executor: RunExecutor;
   private readonly decisions: Decisions;
   private readonly recovery: RunRecovery;
-  private readonly publisher: SessionPublisher;
-  private readonly publishedListeners = new Set<(count: number) => void>();
-  private retentionSweeper: (() => Promise<void>) | null = null;
   private lostRunSweep: NodeJS.Timeout | null = null;
   private sweeping = false;
+  private stopping: Promise<void> | null = null;
 
-  constructor(private readonly deps: SessionEngineDeps) {
-    this.publisher = new SessionPublisher(deps.bus, deps.feed, deps.logger, (count) => {
-      for (const listener of this.publishedListeners) listener(count);
-    });
-    this.live = new LiveSessions(deps, this.publisher);
+  constructor(
+    private readonly deps: SessionEngineDeps,
+    private readonly live: LiveSessionHost,
+    private readonly publisher: SessionPublisher,
+  ) {
     this.decisions = new Decisions(deps, this.publisher);
     this.executor = new RunExecutor(deps, this.publisher, this.live, this.decisions);
     this.recovery = new RunRecovery(deps, this.executor, this.decisions);
-    // Every process serves live sessions: a close decided anywhere ends them here too.
-    deps.control.onClose(async (tenantId, id, reason) => {
-      await this.live.close(tenantId, id, reason);
-    });
-    if (deps.settings.executesRuns) {
-      deps.queue.process(
-        (job) => this.executor.execute(job),
-        (job, error) => this.giveUpRun(job.tenantId, job.sessionId, job.runId, error),
-      );
-      deps.control.onCancel((runId) => this.executor.abortIfHere(runId));
-      deps.timers.process({
-        'session-idle': (timer) => this.live.shutDownIfIdle(timer),
-        'decision-expiry': (timer) => this.decisions.expire(timer),
-        'retention-sweep': () => this.retentionSweeper?.() ?? Promise.resolve(),
-      });
-      this.scheduleRetentionSweep();
-      const sweepMs = deps.settings.lostRunSweepMs;
-      if (sweepMs) {
-        this.lostRunSweep = setInterval(() => void this.sweepLostRuns(), sweepMs);
-        this.lostRunSweep.unref();
-      }
+  }
+
+  // What the processor registers where runs execute (the queue's, the timers' and run control's handlers)
+
+  /** Executes a run taken from the queue. */
+  executeRun(job: RunJob): Promise<void> {
+    return this.executor.execute(job);
+  }
+
+  /** A cancel was requested anywhere: aborts the run if this process executes it (true when it does). */
+  abortIfHere(runId: string): boolean {
+    return this.executor.abortIfHere(runId);
+  }
+
+  /** Whether this process executes the run now. */
+  isExecuting(runId: string): boolean {
+    return this.executor.isRunning(runId);
+  }
+
+  /** A paused run's decision expiry fired: the decisions still awaited are rejected. */
+  expireDecisions(timer: DecisionTimer): Promise<void> {
+    return this.decisions.expire(timer);
+  }
+
+  /** Starts the periodic work of a process that executes runs: the retention schedule and the lost-run sweep. */
+  startSweeps(): void {
+    this.scheduleRetentionSweep();
+    const sweepMs = this.deps.settings.lostRunSweepMs;
+    if (sweepMs) {
+      this.lostRunSweep = setInterval(() => void this.sweepLostRuns(), sweepMs);
+      this.lostRunSweep.unref();
     }
   }
 
@@ -150,15 +135,9 @@ export class SessionService {
     }
   }
 
-  /** What the retention timer runs (the sweeper registers itself; it lives beside this service). */
-  setRetentionSweeper(sweep: () => Promise<void>): void {
-    this.retentionSweeper = sweep;
-  }
-
   /** Tells `listener` how many events each publish carried (metrics); the returned function stops it. */
   onEventsPublished(listener: (count: number) => void): () => void {
-    this.publishedListeners.add(listener);
-    return () => void this.publishedListeners.delete(listener);
+    return this.publisher.onPublished(listener);
   }
 
   // Lifecycle
@@ -182,194 +161,45 @@ export class SessionService {
   }
 
   /**
-   * Stops this process's part. Embedded: every run here ends as cancelled (branches roll back). A worker stops
-   * taking runs, lets the ones in flight finish for up to the grace period, then hands the rest back to the queue
-   * for another worker. Then the live sessions here close.
+   * Stops executing runs; the one owner of the shutdown grace period (SHUTDOWN_GRACE_MS). Embedded: runs here get
+   * up to the grace period to end, then the rest end as cancelled (branches roll back). A worker stops taking
+   * runs, lets the ones in flight finish for up to the grace period, then hands the rest back to the queue for
+   * another worker. Timers stop too. Idempotent: every caller waits for the same stop.
    */
-  async shutdown(): Promise<void> {
+  stopExecuting(): Promise<void> {
+    this.stopping ??= this.stopRuns();
+    return this.stopping;
+  }
+
+  private async stopRuns(): Promise<void> {
     if (this.lostRunSweep) clearInterval(this.lostRunSweep);
+    const graceMs = this.deps.settings.shutdownGraceMs;
     if (this.deps.queue.runsInline) {
+      const runs = this.executor.activeRuns;
+      if (runs > 0) this.deps.logger.info(`stopping: ${runs} run(s) in flight`);
+      const deadline = Date.now() + (graceMs ?? 0);
+      while (this.executor.activeRuns > 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      if (this.executor.activeRuns > 0) {
+        this.deps.logger.warn(
+          `${this.executor.activeRuns} run(s) still in flight after the grace period: cancelling`,
+        );
+      }
       await this.executor.abortAll('shutdown');
       await this.deps.queue.close();
     } else {
-      await this.deps.queue.close(this.deps.settings.shutdownGraceMs, () => this.executor.handBackAll());
+      await this.deps.queue.close(graceMs, () => this.executor.handBackAll());
     }
     await this.deps.timers.close();
-    await this.live.closeAll('shutdown');
   }
 
   // Sessions
-
-  async create(scope: Scope, input: CreateSessionInput): Promise<SessionInfo> {
-    await this.checkModelFor(scope, input.model);
-    checkTools(this.deps.tools, input.tools ?? [], input.opts);
-    checkMockDelays(input.opts);
-    const record = await this.deps.store.create(scope, {
-      ...input,
-      userId: scope.userId ?? input.userId ?? null,
-    });
-    return toSessionInfo(record);
-  }
 
   async get(scope: Scope, id: string): Promise<SessionRecord> {
     const record = await this.deps.store.get(scope, id);
     if (!record) throw CanopyException.notFound('session');
     return record;
-  }
-
-  /**
-   * A session as a read shows it: its record, its subscribers and the run in flight. A read changes nothing: a
-   * session that is not live in this process is described from the store and the event log through a transient
-   * view (never registered, announced or kept), and its subscribers are counted across the deployment.
-   */
-  async describe(
-    scope: Scope,
-    id: string,
-  ): Promise<{
-    record: SessionRecord;
-    live: { controllers: number; observers: number } | null;
-    inFlight: InFlight | null;
-  }> {
-    const record = await this.get(scope, id);
-    const local = this.live.get(scope.tenantId, id);
-    // The record was read in the caller's scope: another user's session answered not_found already.
-    if (local) {
-      return {
-        record,
-        live: { controllers: local.controllers, observers: local.observers },
-        inFlight: local.inFlight,
-      };
-    }
-    const entry = await this.deps.registry.get(scope.tenantId, id).catch(() => null);
-    const live = entry ? { controllers: entry.controllers, observers: entry.observers } : null;
-    if (record.status === 'idle') return { record, live, inFlight: null };
-    const view = await LiveSession.open(this.deps, scope.tenantId, id, {
-      onIdle: () => undefined,
-      onPresence: () => undefined,
-    });
-    if (!view) throw CanopyException.notFound('session');
-    try {
-      return { record, live, inFlight: view.inFlight };
-    } finally {
-      await view.close('described');
-    }
-  }
-
-  list(scope: Scope, query: ListSessionsQuery): Promise<SessionPage> {
-    if (scope.userId === undefined) return this.deps.store.list(scope, query);
-    // A user sees only their own sessions: a filter naming someone else matches nothing (it is not replaced).
-    if (query.userId !== undefined && query.userId !== scope.userId) {
-      return Promise.resolve({ data: [], nextCursor: null });
-    }
-    return this.deps.store.list(scope, { ...query, userId: scope.userId });
-  }
-
-  /**
-   * Changes title, model, system, opts, tools and metadata. Model, system, opts and tools are idle-only. A title
-   * always broadcasts `title`; any other field broadcasts `state`; a write (`store`) happens only on change.
-   */
-  async update(scope: Scope, id: string, patch: SessionStatePatch): Promise<SessionInfo> {
-    if (patch.model !== undefined) await this.checkModelFor(scope, patch.model);
-    const current = await this.get(scope, id);
-    if (patch.tools !== undefined || patch.opts !== undefined) {
-      checkTools(this.deps.tools, patch.tools ?? current.tools, patch.opts ?? current.opts);
-    }
-    if (patch.opts !== undefined) checkMockDelays(patch.opts);
-    const idleOnly =
-      patch.model !== undefined ||
-      patch.system !== undefined ||
-      patch.opts !== undefined ||
-      patch.tools !== undefined;
-    const { session, changed } = await this.deps.store.updateState(scope, id, patch, { idleOnly });
-    const events = [];
-    if (patch.title !== undefined) events.push({ type: 'title' as const, data: { title: session.title } });
-    const stateFields = ['model', 'system', 'opts', 'tools', 'metadata'] as const;
-    if (stateFields.some((f) => patch[f] !== undefined)) {
-      events.push({
-        type: 'state' as const,
-        data: {
-          model: session.model,
-          system: session.system,
-          opts: session.opts,
-          tools: session.tools,
-          metadata: session.metadata,
-        },
-      });
-    }
-    if (changed) events.push({ type: 'store' as const, data: { ok: true as const, kind: 'state' as const } });
-    await this.publisher.publish(scope.tenantId, id, events);
-    return toSessionInfo(session);
-  }
-
-  /**
-   * Stops the session being live on every instance (a run in flight is cancelled wherever it executes; stored data
-   * untouched). Idempotent.
-   */
-  /**
-   * Stops serving the session live everywhere. Never loses work: with a run in flight it answers session_busy
-   * (cancel first, or close once the run ends); a paused run keeps waiting for its decision.
-   */
-  async close(scope: Scope, id: string): Promise<void> {
-    const session = await this.get(scope, id);
-    if (session.status === 'busy') {
-      throw new CanopyException(
-        'session_busy',
-        'a run is in flight: close once it ends, or cancel it first',
-        {
-          runId: session.activeRunId,
-        },
-      );
-    }
-    await this.deps.control.closeEverywhere(scope.tenantId, id, 'close');
-  }
-
-  async delete(scope: Scope, id: string): Promise<void> {
-    const session = await this.get(scope, id);
-    if (session.status === 'busy' && session.activeRunId) await this.stopRun(session.activeRunId, 'deleted');
-    await this.deps.control.closeEverywhere(scope.tenantId, id, 'delete');
-    if (!(await this.deps.store.delete(scope, id))) throw CanopyException.notFound('session');
-    await this.deps.bus.forget(scope.tenantId, id);
-  }
-
-  /**
-   * Opens a stored session live (reconciling start options with its persisted state). A controller's start options are reconciled with the persisted
-   * state by the load table (the persisted model wins while usable; system and opts from the start options win)
-   * and the result persisted through `update` (a `state` event reports it; idle-only when something is given);
-   * an observer opens it as it is. `opened`: whether it was live anywhere in the deployment before.
-   */
-  async open(
-    scope: Scope,
-    id: string,
-    start: StartOptions = {},
-    mode: OpenMode = 'controller',
-  ): Promise<OpenResult> {
-    const session = await this.get(scope, id);
-    const wasLive =
-      this.live.get(scope.tenantId, id) !== undefined ||
-      (await this.deps.registry.get(scope.tenantId, id).catch(() => null)) !== null;
-    let resolution: OpenResult['resolution'] = { model: 'persisted', system: 'persisted', opts: 'persisted' };
-    if (mode === 'controller') {
-      const context = await this.modelContext(scope, [session.model, start.model]);
-      const resolved = reconcile(session, start, (m) => this.deps.gateway.check(m, context) === null);
-      resolution = {
-        model: resolved.model === session.model ? 'persisted' : 'start',
-        system: start.system !== undefined ? 'start' : 'persisted',
-        opts: start.opts !== undefined ? 'start' : 'persisted',
-      };
-      const patch: SessionStatePatch = {};
-      if (resolved.model !== session.model) patch.model = resolved.model;
-      if (start.system !== undefined) patch.system = resolved.system;
-      if (start.opts !== undefined) patch.opts = resolved.opts;
-      if (start.tools !== undefined) patch.tools = resolved.tools;
-      if (Object.keys(patch).length > 0) await this.update(scope, id, patch);
-    }
-    const live = await this.liveSession(scope, id);
-    return {
-      live,
-      session: await this.get(scope, id),
-      opened: wasLive ? 'existing' : 'started',
-      resolution,
-    };
   }
 
   // Tree
@@ -570,28 +400,17 @@ export class SessionService {
 
   // Internals
 
-  /** checkModel, with the tenant's own provider keys counted (looked up only when the deployment's fall short). */
-  private async checkModelFor(scope: Scope, model: string): Promise<void> {
-    checkModel(this.deps.gateway, model, await this.modelContext(scope, [model]));
-  }
-
-  private async modelContext(scope: Scope, models: Array<string | undefined>) {
-    const needed = models.some((m) => m !== undefined && this.deps.gateway.check(m) !== null);
-    if (!needed || !this.deps.providerKeys) return undefined;
-    return { tenantProviders: await this.deps.providerKeys.providersOf(scope.tenantId) };
-  }
-
   /**
    * Stops a run executing here or in another process (its executor aborts it and ends it: status idle, cancelled,
    * rollback). False when nothing acknowledged: no process executes it.
    */
-  private async stopRun(runId: string, reason: string): Promise<boolean> {
+  async stopRun(runId: string, reason: string): Promise<boolean> {
     if (await this.executor.abort(runId, reason)) return true;
     return this.deps.control.requestCancel(runId, CANCEL_ACK_TIMEOUT_MS);
   }
 
   /** The live session, opened if needed. The caller's scope decides visibility: the live session is shared. */
-  private async liveSession(scope: Scope, id: string): Promise<LiveSession> {
+  async liveSession(scope: Scope, id: string): Promise<LiveSession> {
     const open = this.live.get(scope.tenantId, id);
     if (open) {
       if (scope.userId !== undefined && open.info.userId !== scope.userId)

@@ -3,7 +3,7 @@
 
 export * from './audit';
 export * from './database';
-export * from './database.module';
+export * from './store.module';
 export * from './embedded-postgres';
 export * from './migrator';
 export * from './prisma-errors';

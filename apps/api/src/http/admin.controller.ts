@@ -6,7 +6,7 @@ import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CanopyException } from '@canopy/common';
 import { tenantScope } from '@canopy/core';
 import { Access, AuthService, TenantsRepository, type KeyView } from '@canopy/auth';
-import { SessionCatalogService } from '@canopy/session';
+import { SessionCatalogService } from '@canopy/manager';
 import { RetentionRepository, type TenantView } from '@canopy/store';
 import { CreateKeyDto, CreateTenantDto, ListTenantsQueryDto, UpdateTenantDto } from './dto';
 

@@ -1,6 +1,6 @@
-// Commands on a session: prompt, branch, navigate, cancel, resume. Runs answer 202 {runId} at once, or with
-// `wait: true` the run's TurnResult (or the snake_case JsonResult for `format: "json"`) once it completes,
-// pauses, fails or is cancelled.
+// Commands on a session over HTTP: prompt, branch, navigate, cancel, resume. Answered by SessionCommands (the
+// WebSocket gateway's too): runs answer 202 {runId} at once, or with `wait: true` the run's TurnResult (or the
+// snake_case JsonResult for `format: "json"`) once it completes, pauses, fails or is cancelled.
 
 import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
 import {
@@ -14,7 +14,6 @@ import {
 import type { Response } from 'express';
 import type { Scope } from '@canopy/core';
 import { CurrentScope } from '@canopy/auth';
-import { SessionService, type CommandResult } from '@canopy/session';
 import {
   AcceptedDto,
   BranchDto,
@@ -24,6 +23,7 @@ import {
   ResumeDto,
   TurnResultDto,
 } from './dto';
+import { SessionCommands, type CommandAnswer } from './session-commands';
 
 /** The answers of a command that starts a run: at once, or its result with `wait: true`. */
 const RunAnswers = () => (target: object, key: string | symbol, descriptor: PropertyDescriptor) => {
@@ -40,17 +40,12 @@ const RunAnswers = () => (target: object, key: string | symbol, descriptor: Prop
   })(target, key, descriptor);
 };
 
-interface WaitOptions {
-  wait?: boolean;
-  format?: 'turn' | 'json';
-}
-
 @ApiTags('commands')
 @ApiBearerAuth()
 @ApiExtraModels(TurnResultDto, JsonResultDto)
 @Controller('v1/sessions/:id')
 export class CommandsController {
-  constructor(private readonly sessions: SessionService) {}
+  constructor(private readonly commands: SessionCommands) {}
 
   @Post('prompt')
   @ApiOperation({ summary: 'Prompt the session (202 {runId}; `ifBusy: "steer"` stages it on a busy run)' })
@@ -61,8 +56,7 @@ export class CommandsController {
     @Body() body: PromptDto,
     @Res({ passthrough: true }) res: Response,
   ) {
-    const result = await this.sessions.prompt(scope, id, body);
-    return this.answer(scope, id, result, body, res);
+    return send(res, await this.commands.prompt(scope, id, body));
   }
 
   @Post('branch')
@@ -81,27 +75,21 @@ export class CommandsController {
     @Body() body: BranchDto,
     @Res({ passthrough: true }) res: Response,
   ) {
-    const result = await this.sessions.branch(scope, id, {
-      nodeId: body.nodeId,
-      ...(body.content !== undefined ? { content: body.content } : {}),
-      ...(body.maxSteps !== undefined ? { maxSteps: body.maxSteps } : {}),
-    });
-    return this.answer(scope, id, result, body, res);
+    return send(res, await this.commands.branch(scope, id, body));
   }
 
   @Post('navigate')
   @HttpCode(200)
   @ApiOperation({ summary: 'Move the active path to a node and down to a tip (null clears it)' })
-  async navigate(@CurrentScope() scope: Scope, @Param('id') id: string, @Body() body: NavigateDto) {
-    const { path, head } = await this.sessions.navigate(scope, id, body.nodeId);
-    return { path, head };
+  navigate(@CurrentScope() scope: Scope, @Param('id') id: string, @Body() body: NavigateDto) {
+    return this.commands.navigate(scope, id, body.nodeId);
   }
 
   @Post('cancel')
   @HttpCode(200)
   @ApiOperation({ summary: 'Cancel the run in flight (busy or paused); nothing of it is committed' })
   cancel(@CurrentScope() scope: Scope, @Param('id') id: string) {
-    return this.sessions.cancel(scope, id);
+    return this.commands.cancel(scope, id);
   }
 
   @Post('resume')
@@ -121,21 +109,11 @@ export class CommandsController {
     @Body() body: ResumeDto,
     @Res({ passthrough: true }) res: Response,
   ) {
-    const result = await this.sessions.resume(scope, id, {
-      ...(body.toolUseId !== undefined ? { toolUseId: body.toolUseId } : {}),
-      decision: body.decision,
-    });
-    return this.answer(scope, id, result, body, res);
+    return send(res, await this.commands.resume(scope, id, body));
   }
+}
 
-  private async answer(scope: Scope, id: string, result: CommandResult, options: WaitOptions, res: Response) {
-    if (!options.wait || result.staged) {
-      res.status(202);
-      return result.staged ? { runId: result.runId, staged: true } : { runId: result.runId };
-    }
-    res.status(200);
-    const run = await this.sessions.waitForRun(scope, id, result.runId);
-    const turn = this.sessions.toTurnResult(id, run);
-    return options.format === 'json' ? turn.toJsonResult() : turn.toJSON();
-  }
+function send(res: Response, answer: CommandAnswer): unknown {
+  res.status(answer.status);
+  return answer.body;
 }

@@ -1,11 +1,10 @@
 // Live: the deployment's live sessions (the registry), a session's event stream (SSE, resumable with `after` or
 // Last-Event-ID) and the tenant's activity feed (SSE; the admin key sees every tenant).
 
-import { Controller, Get, Headers, HttpException, Inject, Param, Query, Req, Res } from '@nestjs/common';
+import { Controller, Get, Headers, HttpException, Param, Query, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import type { Scope } from '@canopy/core';
-import { CanopyException } from '@canopy/common';
 import {
   Access,
   CurrentPrincipal,
@@ -15,11 +14,11 @@ import {
   scopeOf,
   type Principal,
 } from '@canopy/auth';
+import { SessionManager } from '@canopy/manager';
 import { SessionService } from '@canopy/session';
-import { ACTIVITY_FEED, LIVE_REGISTRY, type ActivityFeed, type LiveRegistry } from '@canopy/realtime';
 import { EventsQueryDto } from './dto';
 import { SseRegistry, SseStream } from './sse';
-import { liveView } from './views';
+import { activityView, liveView } from './views';
 
 @ApiTags('live')
 @ApiBearerAuth()
@@ -27,9 +26,8 @@ import { liveView } from './views';
 export class LiveController {
   constructor(
     private readonly sessions: SessionService,
+    private readonly manager: SessionManager,
     private readonly streams: SseRegistry,
-    @Inject(LIVE_REGISTRY) private readonly registry: LiveRegistry,
-    @Inject(ACTIVITY_FEED) private readonly feed: ActivityFeed,
   ) {}
 
   @Get('live')
@@ -40,24 +38,17 @@ export class LiveController {
   })
   async list(@CurrentPrincipal() principal: Principal) {
     if (principal.kind === 'admin') {
-      const all = await this.registry.list(null);
+      const all = await this.manager.whereLiveEverywhere();
       return { data: all.map((e) => ({ tenantId: e.tenantId, ...liveView(e) })) };
     }
-    const scope = scopeOf(principal)!;
-    const entries = await this.registry.list(scope.tenantId);
-    return {
-      data: entries.filter((e) => scope.userId === undefined || e.userId === scope.userId).map(liveView),
-    };
+    const entries = await this.manager.whereLive(scopeOf(principal)!);
+    return { data: entries.map(liveView) };
   }
 
   @Get('live/:id')
   @ApiOperation({ summary: 'Where a live session is served (404 when it is not live)' })
   async whereis(@CurrentScope() scope: Scope, @Param('id') id: string) {
-    const entry = await this.registry.get(scope.tenantId, id);
-    if (!entry || (scope.userId !== undefined && entry.userId !== scope.userId)) {
-      throw CanopyException.notFound('live session');
-    }
-    return liveView(entry);
+    return liveView(await this.manager.whereis(scope, id));
   }
 
   @Get('sessions/:id/events')
@@ -100,8 +91,8 @@ export class LiveController {
   ): Promise<void> {
     const tenantId = principal.kind === 'admin' ? null : scopeOf(principal)!.tenantId;
     const stream = new SseStream(req, res, this.streams);
-    const unsubscribe = await this.feed.subscribe(tenantId, (event) =>
-      stream.send({ event: event.type, data: { tenantId: event.tenantId, ...event.data, at: event.at } }),
+    const unsubscribe = await this.manager.followActivity(tenantId, (event) =>
+      stream.send({ event: event.type, data: activityView(event) }),
     );
     stream.whenClosed(() => void unsubscribe());
   }

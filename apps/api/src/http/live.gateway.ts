@@ -27,10 +27,13 @@ import {
 } from '@canopy/core';
 import { CanopyException, InjectConfig, describe as describeError, type CanopyConfig } from '@canopy/common';
 import { AuthService, credentialOf, scopeOf, type Principal } from '@canopy/auth';
-import { SessionService, type CommandResult, type Subscription } from '@canopy/session';
-import { ACTIVITY_FEED, type ActivityFeed, type Unsubscribe } from '@canopy/realtime';
+import { SessionManager } from '@canopy/manager';
+import { SessionService, type Subscription } from '@canopy/session';
+import type { Unsubscribe } from '@canopy/realtime';
 import { ThrottlerStorage } from '@nestjs/throttler';
 import { chargeRequest } from '../ops/rate-limit.guard';
+import { SessionCommands } from './session-commands';
+import { activityView } from './views';
 
 const ref = z.union([z.string().max(200), z.number()]).optional();
 const frameSchema = z.discriminatedUnion('op', [
@@ -79,8 +82,9 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
   constructor(
     private readonly auth: AuthService,
     private readonly sessions: SessionService,
+    private readonly manager: SessionManager,
+    private readonly commands: SessionCommands,
     @InjectConfig() private readonly config: CanopyConfig,
-    @Inject(ACTIVITY_FEED) private readonly feed: ActivityFeed,
     @Inject(ThrottlerStorage) private readonly limits: ThrottlerStorage,
   ) {}
 
@@ -215,12 +219,8 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
         throw new CanopyException('forbidden', 'the activity feed needs a tenant API key');
       if (!client.activity) {
         const tenantId = client.principal.kind === 'admin' ? null : client.scope!.tenantId;
-        client.activity = await this.feed.subscribe(tenantId, (event) =>
-          send(ws, {
-            type: 'activity',
-            event: event.type,
-            data: { tenantId: event.tenantId, ...event.data, at: event.at },
-          }),
+        client.activity = await this.manager.followActivity(tenantId, (event) =>
+          send(ws, { type: 'activity', event: event.type, data: activityView(event) }),
         );
       }
       return undefined;
@@ -298,53 +298,16 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
         client.subscriptions.delete(frame.sessionId);
         return undefined;
       case 'prompt':
-        return this.run(
-          scope,
-          frame.sessionId,
-          frame,
-          await this.sessions.prompt(scope, frame.sessionId, frame),
-        );
+        return (await this.commands.prompt(scope, frame.sessionId, frame)).body;
       case 'branch':
-        return this.run(
-          scope,
-          frame.sessionId,
-          frame,
-          await this.sessions.branch(scope, frame.sessionId, {
-            nodeId: frame.nodeId,
-            ...(frame.content !== undefined ? { content: frame.content } : {}),
-            ...(frame.maxSteps !== undefined ? { maxSteps: frame.maxSteps } : {}),
-          }),
-        );
-      case 'navigate': {
-        const { path, head } = await this.sessions.navigate(scope, frame.sessionId, frame.nodeId);
-        return { path, head };
-      }
+        return (await this.commands.branch(scope, frame.sessionId, frame)).body;
+      case 'navigate':
+        return this.commands.navigate(scope, frame.sessionId, frame.nodeId);
       case 'cancel':
-        return this.sessions.cancel(scope, frame.sessionId);
+        return this.commands.cancel(scope, frame.sessionId);
       case 'resume':
-        return this.run(
-          scope,
-          frame.sessionId,
-          frame,
-          await this.sessions.resume(scope, frame.sessionId, {
-            ...(frame.toolUseId !== undefined ? { toolUseId: frame.toolUseId } : {}),
-            decision: frame.decision,
-          }),
-        );
+        return (await this.commands.resume(scope, frame.sessionId, frame)).body;
     }
-  }
-
-  private async run(
-    scope: Scope,
-    sessionId: string,
-    options: { wait?: boolean; format?: 'turn' | 'json' },
-    result: CommandResult,
-  ): Promise<unknown> {
-    if (!options.wait || result.staged)
-      return result.staged ? { runId: result.runId, staged: true } : { runId: result.runId };
-    const run = await this.sessions.waitForRun(scope, sessionId, result.runId);
-    const turn = this.sessions.toTurnResult(sessionId, run);
-    return options.format === 'json' ? turn.toJsonResult() : turn.toJSON();
   }
 
   private reply(ws: WebSocket, ref: string | number | undefined, err: unknown): void {

@@ -5,7 +5,7 @@ import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Scope } from '@canopy/core';
 import { CurrentScope } from '@canopy/auth';
-import { SessionCatalogService, type BulkTarget } from '@canopy/session';
+import { SessionCatalogService, type BulkTarget } from '@canopy/manager';
 import { AuditRepository } from '@canopy/store';
 import { BulkTargetDto } from './dto';
 import { filterFromBody } from './session-filter.query';

@@ -5,7 +5,7 @@
 import type { Request } from 'express';
 import { CanopyException } from '@canopy/common';
 import type { SessionFilterRequest, SessionStatus } from '@canopy/core';
-import type { CatalogFilter } from '@canopy/session';
+import type { CatalogFilter } from '@canopy/manager';
 
 const MAX_METADATA_FILTERS = 16;
 

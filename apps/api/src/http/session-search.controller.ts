@@ -6,7 +6,7 @@ import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import type { Scope } from '@canopy/core';
 import { CurrentScope } from '@canopy/auth';
-import { SessionCatalogService } from '@canopy/session';
+import { SessionCatalogService } from '@canopy/manager';
 import { CountQueryDto, SearchQueryDto } from './dto';
 import { filterFromQuery } from './session-filter.query';
 

@@ -8,7 +8,7 @@ import type { Request, Response } from 'express';
 import { CanopyException, CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
 import type { Scope } from '@canopy/core';
 import { CurrentScope } from '@canopy/auth';
-import { SessionCatalogService, SessionTransferService } from '@canopy/session';
+import { SessionCatalogService, SessionTransferService } from '@canopy/manager';
 import { BulkExportQueryDto, BulkImportQueryDto, ExportQueryDto, ForkDto, ImportDto } from './dto';
 import { NDJSON, bytesOf, ndjsonLines, writeLine } from './ndjson';
 import { filterFromQuery } from './session-filter.query';

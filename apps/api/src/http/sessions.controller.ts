@@ -1,24 +1,11 @@
-// Sessions: create, list, read, update (pinned too), open (with start options), close, delete.
+// Sessions: create, list, read, update (pinned too), open (with start options), close, delete — the manager's.
 
-import {
-  Body,
-  Controller,
-  Delete,
-  Get,
-  HttpCode,
-  Inject,
-  Param,
-  Patch,
-  Post,
-  Query,
-  Req,
-} from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import type { Scope } from '@canopy/core';
 import { CurrentScope } from '@canopy/auth';
-import { LIVE_REGISTRY, type LiveRegistry } from '@canopy/realtime';
-import { resolveFilter, SessionService } from '@canopy/session';
+import { SessionManager } from '@canopy/manager';
 import {
   CreateSessionDto,
   ListSessionsQueryDto,
@@ -33,10 +20,7 @@ import { sessionDetailView, sessionView } from './views';
 @ApiBearerAuth()
 @Controller('v1/sessions')
 export class SessionsController {
-  constructor(
-    private readonly sessions: SessionService,
-    @Inject(LIVE_REGISTRY) private readonly registry: LiveRegistry,
-  ) {}
+  constructor(private readonly sessions: SessionManager) {}
 
   @Post()
   @ApiOperation({ summary: 'Create a session (persisted at once); a user token’s userId is forced' })
@@ -50,12 +34,10 @@ export class SessionsController {
       'List sessions, newest updatedAt first; filter by userId, live, model, status, pinned, created/updated ranges, metadata.<key>=<value> and metadataAny.<key>=<value> (repeatable)',
   })
   async list(@CurrentScope() scope: Scope, @Query() query: ListSessionsQueryDto, @Req() req: Request) {
-    const filter = await resolveFilter(scope, filterFromQuery(query, req), this.registry);
-    if (!filter) return { data: [], nextCursor: null };
     const page = await this.sessions.list(scope, {
       limit: query.limit,
       cursor: query.cursor ?? null,
-      ...filter,
+      ...filterFromQuery(query, req),
     });
     return { data: page.data.map(sessionView), nextCursor: page.nextCursor };
   }

@@ -1,6 +1,6 @@
 // Response bodies of the API, mapped from domain records (Prisma and store types never reach a response).
 
-import { emptyUsage, type InFlight, type SessionInfo, type TreeNode } from '@canopy/core';
+import { emptyUsage, type ActivityEvent, type InFlight, type SessionInfo, type TreeNode } from '@canopy/core';
 import type { LiveEntry } from '@canopy/realtime';
 import type { RunRecord, SessionRecord } from '@canopy/store';
 import { toSessionInfo } from '@canopy/session';
@@ -72,4 +72,9 @@ export function liveView(entry: LiveEntry) {
     since: entry.since,
     where: entry.where,
   };
+}
+
+/** An activity event as both the SSE feed and the WebSocket `activity` frame carry it. */
+export function activityView(event: ActivityEvent) {
+  return { tenantId: event.tenantId, ...event.data, at: event.at };
 }

@@ -4,9 +4,9 @@
 // for the last day: a fresh instance has watched only since it started. In a distributed deployment the
 // registry is the whole deployment's, so any instance's samples describe all of it.
 
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { LiveSample } from '@canopy/core';
-import { LIVE_REGISTRY, type LiveRegistry } from '@canopy/realtime';
+import { SessionManager } from '@canopy/manager';
 
 const SAMPLE_MS = 15_000;
 const KEEP_MINUTES = 1_440;
@@ -22,7 +22,7 @@ export class LiveHistory implements OnModuleInit, OnApplicationShutdown {
   private readonly minutes = new Map<string, Map<number, Counts>>();
   private timer: ReturnType<typeof setInterval> | undefined;
 
-  constructor(@Inject(LIVE_REGISTRY) private readonly registry: LiveRegistry) {}
+  constructor(private readonly manager: SessionManager) {}
 
   onModuleInit(): void {
     this.timer = setInterval(() => {
@@ -37,7 +37,7 @@ export class LiveHistory implements OnModuleInit, OnApplicationShutdown {
 
   /** Reads the registry once and records what is live now. */
   async sample(now = Date.now()): Promise<void> {
-    const entries = await this.registry.list(null);
+    const entries = await this.manager.whereLiveEverywhere();
     const minute = Math.floor(now / 60_000) * 60_000;
     const counts = new Map<string, Counts>([[ALL, { live: 0, busy: 0, paused: 0 }]]);
     for (const entry of entries) {

@@ -1,9 +1,10 @@
 // Prometheus metrics (prom-client): HTTP latency by route, runs by final status, live sessions and subscribers,
 // events published, database round trips, sessions expired by retention, plus the process's default metrics.
 
-import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { ACTIVITY_FEED, type ActivityFeed, type Unsubscribe } from '@canopy/realtime';
+import type { Unsubscribe } from '@canopy/realtime';
+import { SessionManager } from '@canopy/manager';
 import { SessionService } from '@canopy/session';
 import { Database } from '@canopy/store';
 import { SseRegistry } from '../http/sse';
@@ -40,7 +41,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
 
   constructor(
     private readonly sessions: SessionService,
-    @Inject(ACTIVITY_FEED) private readonly feed: ActivityFeed,
+    private readonly manager: SessionManager,
     database: Database,
     streams: SseRegistry,
     gateway: LiveGateway,
@@ -101,7 +102,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
         this.inc(gateway.framesRefused);
       },
     });
-    const live = () => this.sessions.live.list();
+    const live = () => this.manager.liveHere();
     new Gauge({
       name: 'canopy_live_sessions',
       help: 'Live sessions served by this instance',
@@ -131,7 +132,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
 
   async onModuleInit(): Promise<void> {
     this.stopCountingEvents = this.sessions.onEventsPublished((count) => this.events.inc(count));
-    this.unsubscribe = await this.feed.subscribe(null, (event) => {
+    this.unsubscribe = await this.manager.followActivity(null, (event) => {
       if (event.type === 'run_finished') this.runs.inc({ status: event.data.status });
       else if (event.type === 'closed' && event.data.reason === 'expired') this.expired.inc();
     });

@@ -6,8 +6,7 @@ import type { Response } from 'express';
 import { CanopyException } from '@canopy/common';
 import { Public } from '@canopy/auth';
 import { Database } from '@canopy/store';
-import type { RedisRealtime } from '@canopy/realtime';
-import { REDIS_REALTIME } from '@canopy/session';
+import { REDIS_REALTIME, type RedisRealtime } from '@canopy/realtime';
 import { MetricsService } from './metrics.service';
 
 /** How long /readyz waits for each dependency (checked side by side: the answer comes within a second). */

@@ -1,10 +1,11 @@
-// Graceful shutdown: stop taking commands (503 unavailable), give runs in flight up to SHUTDOWN_GRACE_MS to reach
-// their end (the rest are cancelled by the engine, committing nothing), then close SSE streams and WebSocket
-// clients with a reconnect hint, before the HTTP server and the database close.
+// Graceful shutdown of the api's edge: stop taking commands (503 unavailable), let the engine stop its runs (the
+// grace period is SessionService.stopExecuting's: runs in flight get up to SHUTDOWN_GRACE_MS to end, the rest are
+// cancelled, committing nothing), then close SSE streams and WebSocket clients with a reconnect hint. The manager
+// then closes the live sessions, before the HTTP server and the database close.
 
 import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
-import { CanopyException, InjectConfig, type CanopyConfig } from '@canopy/common';
+import { CanopyException } from '@canopy/common';
 import { SessionService } from '@canopy/session';
 import { SseRegistry } from '../http/sse';
 import { LiveGateway } from '../http/live.gateway';
@@ -18,7 +19,6 @@ export class ShutdownService implements BeforeApplicationShutdown {
     private readonly sessions: SessionService,
     private readonly streams: SseRegistry,
     private readonly gateway: LiveGateway,
-    @InjectConfig() private readonly config: CanopyConfig,
   ) {}
 
   get isDraining(): boolean {
@@ -36,18 +36,8 @@ export class ShutdownService implements BeforeApplicationShutdown {
 
   async beforeApplicationShutdown(signal?: string): Promise<void> {
     this.draining = true;
-    const runs = this.sessions.executor.activeRuns;
-    this.logger.log(`shutting down${signal ? ` (${signal})` : ''}: ${runs} run(s) in flight`);
-    const deadline = Date.now() + this.config.shutdownGraceMs;
-    while (this.sessions.executor.activeRuns > 0 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    if (this.sessions.executor.activeRuns > 0) {
-      this.logger.warn(
-        `${this.sessions.executor.activeRuns} run(s) still in flight after the grace period: cancelling`,
-      );
-    }
-    await this.sessions.executor.abortAll('shutdown');
+    this.logger.log(`shutting down${signal ? ` (${signal})` : ''}`);
+    await this.sessions.stopExecuting();
     this.streams.closeAll({ reason: 'shutdown', reconnect: true });
     this.gateway.closeAll();
   }

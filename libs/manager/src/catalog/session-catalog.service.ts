@@ -1,4 +1,4 @@
-// The population of a tenant's sessions (what a later manager layer will own): search and count with the list
+// The population of a tenant's sessions, beside SessionManager: search and count with the list
 // filters, fork, and bulk delete and cancel. Bulk operations are capped per call and answer what they did; each
 // session goes through the same steps as its single-session command (a busy session's run is stopped before it
 // is deleted, a live one closed everywhere).
@@ -8,8 +8,8 @@ import type { Scope, SessionInfo } from '@canopy/core';
 import type { RunControl } from '@canopy/queue';
 import type { EventBus, LiveRegistry } from '@canopy/realtime';
 import type { SearchHit, SessionCatalogStore } from '@canopy/store';
-import { toSessionInfo } from '../convert';
-import type { SessionService } from '../session.service';
+import { toSessionInfo, type SessionService } from '@canopy/session';
+import type { SessionManager } from '../session-manager.service';
 import { mapLimit, resolveFilter, type CatalogFilter } from './catalog-filter';
 
 /** Sessions one bulk call acts on at most. */
@@ -32,6 +32,7 @@ export interface ForkRequest {
 
 export class SessionCatalogService {
   constructor(
+    private readonly manager: SessionManager,
     private readonly sessions: SessionService,
     private readonly catalog: SessionCatalogStore,
     private readonly registry: LiveRegistry,
@@ -85,7 +86,7 @@ export class SessionCatalogService {
     const rest = targets.filter((t) => t.status !== 'busy').map((t) => t.id);
     // A busy session goes the single delete's way: its run is stopped wherever it executes first.
     const deletedBusy = await mapLimit(busy, 8, (id) =>
-      this.sessions.delete(scope, id).then(
+      this.manager.delete(scope, id).then(
         () => id,
         () => null,
       ),

@@ -5,13 +5,17 @@
 
 import type { IdleTimer } from '@canopy/queue';
 import type { SessionRecord } from '@canopy/store';
-import type { SessionEngineDeps } from './session-deps';
-import { LiveSession, type KnownState } from './live-session';
-import type { SessionPublisher } from './session-publisher';
+import {
+  LiveSession,
+  type KnownState,
+  type LiveSessionHost,
+  type SessionEngineDeps,
+  type SessionPublisher,
+} from '@canopy/session';
 
 export type CloseReason = 'close' | 'delete' | 'idle' | 'shutdown' | 'expired';
 
-export class LiveSessions {
+export class LiveSessions implements LiveSessionHost {
   private readonly sessions = new Map<string, LiveSession>();
   private readonly opening = new Map<string, Promise<LiveSession | null>>();
   /** Runs executing in this process (filled by the run executor), for the registry's `worker`. */
@@ -26,8 +30,10 @@ export class LiveSessions {
     return this.sessions.get(key(tenantId, id));
   }
 
-  /** The live session, opened if needed (concurrent opens share one). Null for an unknown session. */
-  /** The live session, opened if needed (from `known` state when the caller has it: see KnownState). */
+  /**
+   * The live session, opened if needed (concurrent opens share one; from `known` state when the caller has it:
+   * see KnownState). Null for an unknown session.
+   */
   async open(tenantId: string, id: string, known?: KnownState): Promise<LiveSession | null> {
     const k = key(tenantId, id);
     const existing = this.sessions.get(k);

@@ -1,18 +1,29 @@
-// Opens the database for a deployable: the configured Postgres, or the embedded PGlite when DATABASE_URL is
-// unset; applies pending migrations when configured to; closes everything on shutdown.
+// The store of a deployable: opens the database (the configured Postgres, or the embedded PGlite when DATABASE_URL
+// is unset), applies pending migrations when configured to, provides the session store and the repositories over
+// it, and closes everything on shutdown. Imported by each module that needs it (StoreModule.forRoot() is one
+// module per process however many import it).
 
 import {
-  Global,
   Inject,
   Injectable,
   Logger,
   Module,
+  type DynamicModule,
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
 import { Database } from './database';
 import { RunStatsRepository } from './run-stats';
+import { AuditRepository } from './audit.repository';
+import { PostgresSessionStore } from './postgres-session.store';
+import { ProviderKeysRepository } from './provider-keys.repository';
+import { QuotasRepository } from './quotas.repository';
+import { RetentionRepository } from './retention.repository';
+import { SecretBox, resolveEncryptionKey } from './secret-box';
+import { SessionCatalogStore } from './session-catalog.store';
+import { SESSION_STORE } from './session-store.port';
+import { WebhooksRepository } from './webhooks.repository';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
 import { applyMigrations } from './migrator';
 import { TableMaintenance } from './table-maintenance';
@@ -88,18 +99,59 @@ class DatabaseLifecycle implements OnApplicationBootstrap, OnApplicationShutdown
   }
 }
 
-@Global()
-@Module({
-  providers: [
-    {
-      provide: DATABASE_HANDLE,
-      inject: [CANOPY_CONFIG],
-      useFactory: (config: CanopyConfig) => openDatabase(config, new Logger('Database')),
-    },
-    { provide: Database, inject: [DATABASE_HANDLE], useFactory: (h: DatabaseHandle) => h.database },
-    DatabaseLifecycle,
-    RunStatsRepository,
-  ],
-  exports: [Database, RunStatsRepository],
-})
-export class DatabaseModule {}
+/** A repository built over the database alone. */
+function repository<T>(type: new (db: Database) => T) {
+  return { provide: type, inject: [Database], useFactory: (db: Database) => new type(db) };
+}
+
+@Module({})
+export class StoreModule {
+  private static root: DynamicModule | null = null;
+
+  static forRoot(): DynamicModule {
+    StoreModule.root ??= {
+      module: StoreModule,
+      providers: [
+        {
+          provide: DATABASE_HANDLE,
+          inject: [CANOPY_CONFIG],
+          useFactory: (config: CanopyConfig) => openDatabase(config, new Logger('Database')),
+        },
+        { provide: Database, inject: [DATABASE_HANDLE], useFactory: (h: DatabaseHandle) => h.database },
+        DatabaseLifecycle,
+        {
+          provide: SESSION_STORE,
+          inject: [Database],
+          useFactory: (db: Database) => new PostgresSessionStore(db),
+        },
+        repository(RunStatsRepository),
+        repository(AuditRepository),
+        repository(SessionCatalogStore),
+        repository(RetentionRepository),
+        repository(QuotasRepository),
+        repository(WebhooksRepository),
+        {
+          // Provider keys a tenant brought (sealed under the deployment's encryption key).
+          provide: ProviderKeysRepository,
+          inject: [CANOPY_CONFIG, Database],
+          useFactory: (c: CanopyConfig, db: Database) => {
+            const resolved = resolveEncryptionKey(c);
+            return new ProviderKeysRepository(db, resolved ? new SecretBox(resolved.key) : null);
+          },
+        },
+      ],
+      exports: [
+        Database,
+        SESSION_STORE,
+        RunStatsRepository,
+        AuditRepository,
+        SessionCatalogStore,
+        RetentionRepository,
+        QuotasRepository,
+        WebhooksRepository,
+        ProviderKeysRepository,
+      ],
+    };
+    return StoreModule.root;
+  }
+}

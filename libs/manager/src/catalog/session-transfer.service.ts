@@ -24,8 +24,7 @@ import {
 import type { ToolRegistry } from '@canopy/agent';
 import type { LiveRegistry } from '@canopy/realtime';
 import type { SessionCatalogStore, SessionStore } from '@canopy/store';
-import { toSessionInfo } from '../convert';
-import { checkMockDelays, checkTools } from '../session-input';
+import { checkMockDelays, checkTools, toSessionInfo } from '@canopy/session';
 import { resolveFilter, type CatalogFilter } from './catalog-filter';
 
 export type ExportFormat = 'canopy' | 'openai' | 'anthropic' | 'markdown';

@@ -6,7 +6,7 @@
 import type { ActivityFeed, EventBus } from '@canopy/realtime';
 import type { RunControl } from '@canopy/queue';
 import type { RetentionRepository } from '@canopy/store';
-import type { EngineLogger } from '../session-deps';
+import type { EngineLogger } from '@canopy/session';
 
 export class RetentionSweeper {
   constructor(

@@ -1,4 +1,5 @@
-// Builds a real session engine for tests: the Prisma store on a database of its own (machine's Postgres),
+// Builds a real session engine for tests, assembled as the deployables assemble it (createSessionEngine, the
+// processor registered): the Postgres store on a database of its own (machine's Postgres),
 // in-process bus/registry/feed, the inline queue, the real model gateway (mock:echo / mock:script), and
 // registries for tools and hooks. `restart()` builds a fresh engine over the same database, like a process
 // restart. Nothing is mocked.
@@ -11,11 +12,18 @@ import { InlineTurnQueue, InProcessRunControl, InProcessTimers } from '@canopy/q
 import { InProcessActivityFeed, InProcessEventBus, InProcessLiveRegistry } from '@canopy/realtime';
 import { Database, PostgresSessionStore } from '@canopy/store';
 import { createTestDatabase, eventually, type TestDatabase } from '@canopy/testing';
-import { SessionService } from '../session.service';
-import type { EngineSettings, SessionEngineDeps } from '../session-deps';
+import type { EngineSettings, SessionEngineDeps, SessionService } from '@canopy/session';
+import type { LiveSessions } from '../live-sessions';
+import { createSessionEngine } from '../session-engine';
+import type { SessionManager } from '../session-manager.service';
 
 export interface Engine {
+  /** Commands on one session. */
   service: SessionService;
+  /** Sessions as a population (create, open, close, delete, list). */
+  manager: SessionManager;
+  /** The live sessions of this engine's process. */
+  live: LiveSessions;
   deps: SessionEngineDeps;
   bus: InProcessEventBus;
   feed: InProcessActivityFeed;
@@ -74,9 +82,11 @@ export class EngineHarness {
         executesRuns: true,
         ...this.settings,
       },
-      logger: { warn: () => undefined, error: () => undefined },
+      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
     };
-    const engine = { service: new SessionService(deps), deps, bus, feed, registry, tools, hooks };
+    const { sessions, manager, live, processor } = createSessionEngine(deps);
+    processor.register();
+    const engine = { service: sessions, manager, live, deps, bus, feed, registry, tools, hooks };
     this.engines.push(engine);
     return engine;
   }
@@ -90,7 +100,7 @@ export class EngineHarness {
   }
 
   async teardown(): Promise<void> {
-    for (const e of this.engines) await e.service.shutdown().catch(() => undefined);
+    for (const e of this.engines) await e.manager.shutdown().catch(() => undefined);
     await this.db?.disconnect();
     await this.testDb?.drop();
   }

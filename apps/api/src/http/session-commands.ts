@@ -1,0 +1,82 @@
+// The commands on a session as the API answers them, over HTTP (CommandsController) and WebSocket (LiveGateway)
+// alike: prompt, branch and resume answer 202 {runId} at once (`staged` when a prompt was steered onto the busy
+// run), or with `wait: true` 200 and the run's TurnResult (or the snake_case JsonResult for `format: "json"`) once
+// it completes, pauses, fails or is cancelled; navigate and cancel answer 200 with what they did.
+
+import { Injectable } from '@nestjs/common';
+import type { MessageContent, NodeId, Scope } from '@canopy/core';
+import { SessionService, type CommandResult, type PromptInput, type ResumeInput } from '@canopy/session';
+
+export interface WaitOptions {
+  wait?: boolean;
+  format?: 'turn' | 'json';
+}
+
+export interface BranchCommand extends WaitOptions {
+  nodeId: NodeId | null;
+  content?: MessageContent;
+  maxSteps?: number;
+}
+
+export interface ResumeCommand extends WaitOptions {
+  toolUseId?: string;
+  decision: ResumeInput['decision'];
+}
+
+/** What a command answers: the HTTP status it maps to, and the body (a WebSocket reply's `data`). */
+export interface CommandAnswer {
+  status: 200 | 202;
+  body: unknown;
+}
+
+@Injectable()
+export class SessionCommands {
+  constructor(private readonly sessions: SessionService) {}
+
+  async prompt(scope: Scope, id: string, input: PromptInput & WaitOptions): Promise<CommandAnswer> {
+    return this.answer(scope, id, input, await this.sessions.prompt(scope, id, input));
+  }
+
+  async branch(scope: Scope, id: string, input: BranchCommand): Promise<CommandAnswer> {
+    const result = await this.sessions.branch(scope, id, {
+      nodeId: input.nodeId,
+      ...(input.content !== undefined ? { content: input.content } : {}),
+      ...(input.maxSteps !== undefined ? { maxSteps: input.maxSteps } : {}),
+    });
+    return this.answer(scope, id, input, result);
+  }
+
+  async resume(scope: Scope, id: string, input: ResumeCommand): Promise<CommandAnswer> {
+    const result = await this.sessions.resume(scope, id, {
+      ...(input.toolUseId !== undefined ? { toolUseId: input.toolUseId } : {}),
+      decision: input.decision,
+    });
+    return this.answer(scope, id, input, result);
+  }
+
+  async navigate(scope: Scope, id: string, nodeId: NodeId | null) {
+    const { path, head } = await this.sessions.navigate(scope, id, nodeId);
+    return { path, head };
+  }
+
+  cancel(scope: Scope, id: string): Promise<CommandResult> {
+    return this.sessions.cancel(scope, id);
+  }
+
+  private async answer(
+    scope: Scope,
+    id: string,
+    options: WaitOptions,
+    result: CommandResult,
+  ): Promise<CommandAnswer> {
+    if (!options.wait || result.staged) {
+      return {
+        status: 202,
+        body: result.staged ? { runId: result.runId, staged: true } : { runId: result.runId },
+      };
+    }
+    const run = await this.sessions.waitForRun(scope, id, result.runId);
+    const turn = this.sessions.toTurnResult(id, run);
+    return { status: 200, body: options.format === 'json' ? turn.toJsonResult() : turn.toJSON() };
+  }
+}

@@ -1,0 +1,160 @@
+// The manager layer of a deployable (the api and the worker both compose from it): the session engine assembled
+// over SessionModule's ports (createSessionEngine), the population services (catalog, transfer, retention), and
+// the processor's start and stop. At start-up the processor registers this process's handlers and ends what a
+// previous stop left behind; at shutdown the manager stops runs (the grace period is SessionService's) and closes
+// the live sessions here, before the infrastructure modules below close their connections.
+
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Module,
+  type DynamicModule,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
+import { ToolRegistry, AgentModule } from '@canopy/agent';
+import { RUN_CONTROL, type RunControl } from '@canopy/queue';
+import {
+  ACTIVITY_FEED,
+  EVENT_BUS,
+  LIVE_REGISTRY,
+  RealtimeModule,
+  type ActivityFeed,
+  type EventBus,
+  type LiveRegistry,
+} from '@canopy/realtime';
+import { QueueModule } from '@canopy/queue';
+import {
+  RetentionRepository,
+  SESSION_STORE,
+  SessionCatalogStore,
+  StoreModule,
+  type SessionStore,
+} from '@canopy/store';
+import {
+  SESSION_ENGINE_DEPS,
+  SessionModule,
+  SessionService,
+  engineLogger,
+  type EngineRole,
+  type SessionEngineDeps,
+} from '@canopy/session';
+import { RetentionSweeper, SessionCatalogService, SessionTransferService } from './catalog';
+import { createSessionEngine, type SessionEngine } from './session-engine';
+import { SessionManager } from './session-manager.service';
+
+const SESSION_ENGINE = Symbol('SESSION_ENGINE');
+
+@Injectable()
+class ManagerLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('SessionEngine');
+
+  constructor(@Inject(SESSION_ENGINE) private readonly engine: SessionEngine) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.engine.processor.register();
+    const { interrupted, expiries } = await this.engine.sessions.recover();
+    if (interrupted > 0) this.logger.warn(`ended ${interrupted} run(s) interrupted by a previous stop`);
+    if (expiries > 0) this.logger.log(`set the decision expiry of ${expiries} paused run(s)`);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.engine.manager.shutdown();
+  }
+}
+
+@Module({})
+export class ManagerModule {
+  private static readonly roots = new Map<EngineRole, DynamicModule>();
+
+  static forRoot(role: EngineRole): DynamicModule {
+    let root = ManagerModule.roots.get(role);
+    if (!root) {
+      root = ManagerModule.build(role);
+      ManagerModule.roots.set(role, root);
+    }
+    return root;
+  }
+
+  private static build(role: EngineRole): DynamicModule {
+    return {
+      module: ManagerModule,
+      imports: [
+        SessionModule.forRoot(role),
+        StoreModule.forRoot(),
+        RealtimeModule.forRoot(),
+        QueueModule.forRoot(),
+        AgentModule.forRoot(),
+      ],
+      providers: [
+        {
+          // The sweep runs where timers run (the embedded api, workers): the processor registers it there.
+          provide: RetentionSweeper,
+          inject: [CANOPY_CONFIG, RetentionRepository, ACTIVITY_FEED, EVENT_BUS, RUN_CONTROL],
+          useFactory: (
+            c: CanopyConfig,
+            retention: RetentionRepository,
+            feed: ActivityFeed,
+            bus: EventBus,
+            control: RunControl,
+          ) =>
+            new RetentionSweeper(
+              retention,
+              feed,
+              bus,
+              control,
+              engineLogger(),
+              c.sessions.retentionSweepBatch,
+            ),
+        },
+        {
+          provide: SESSION_ENGINE,
+          inject: [SESSION_ENGINE_DEPS, RetentionSweeper],
+          useFactory: (deps: SessionEngineDeps, retention: RetentionSweeper) =>
+            createSessionEngine(deps, retention),
+        },
+        { provide: SessionService, inject: [SESSION_ENGINE], useFactory: (e: SessionEngine) => e.sessions },
+        { provide: SessionManager, inject: [SESSION_ENGINE], useFactory: (e: SessionEngine) => e.manager },
+        {
+          provide: SessionCatalogService,
+          inject: [
+            SessionManager,
+            SessionService,
+            SessionCatalogStore,
+            LIVE_REGISTRY,
+            EVENT_BUS,
+            RUN_CONTROL,
+          ],
+          useFactory: (
+            manager: SessionManager,
+            sessions: SessionService,
+            catalog: SessionCatalogStore,
+            registry: LiveRegistry,
+            bus: EventBus,
+            control: RunControl,
+          ) => new SessionCatalogService(manager, sessions, catalog, registry, bus, control),
+        },
+        {
+          provide: SessionTransferService,
+          inject: [SESSION_STORE, SessionCatalogStore, LIVE_REGISTRY, ToolRegistry],
+          useFactory: (
+            store: SessionStore,
+            catalog: SessionCatalogStore,
+            registry: LiveRegistry,
+            tools: ToolRegistry,
+          ) => new SessionTransferService(store, catalog, registry, tools),
+        },
+        ManagerLifecycle,
+      ],
+      exports: [
+        SessionService,
+        SessionManager,
+        SessionCatalogService,
+        SessionTransferService,
+        RetentionSweeper,
+      ],
+    };
+  }
+}

@@ -1,0 +1,89 @@
+// The realtime transport of a deployable, picked by the configuration: embedded (no REDIS_URL) the in-process bus,
+// registry and feed; distributed (REDIS_URL) their Redis adapters over one Redis runtime (REDIS_REALTIME, null when
+// embedded), closed at shutdown. RealtimeModule.forRoot() is one module per process however many import it.
+
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Module,
+  Optional,
+  type DynamicModule,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
+import { InProcessActivityFeed } from './in-process/in-process-activity-feed';
+import { InProcessEventBus } from './in-process/in-process-event-bus';
+import { InProcessLiveRegistry } from './in-process/in-process-live-registry';
+import {
+  ACTIVITY_FEED,
+  EVENT_BUS,
+  LIVE_REGISTRY,
+  type ActivityFeed,
+  type EventBus,
+  type LiveRegistry,
+} from './ports';
+import { createRedisRealtime, type RedisRealtime } from './redis/redis-runtime';
+
+/** The Redis runtime of a distributed deployment, or null when embedded. */
+export const REDIS_REALTIME = Symbol('REDIS_REALTIME');
+
+@Injectable()
+class RealtimeLifecycle implements OnApplicationShutdown {
+  constructor(@Optional() @Inject(REDIS_REALTIME) private readonly redis: RedisRealtime | null) {}
+
+  // The modules above (the manager's live sessions, run control) close first: this module is imported by them.
+  async onApplicationShutdown(): Promise<void> {
+    await this.redis?.close();
+  }
+}
+
+@Module({})
+export class RealtimeModule {
+  private static root: DynamicModule | null = null;
+
+  static forRoot(): DynamicModule {
+    RealtimeModule.root ??= {
+      module: RealtimeModule,
+      providers: [
+        {
+          provide: REDIS_REALTIME,
+          inject: [CANOPY_CONFIG],
+          useFactory: (c: CanopyConfig): RedisRealtime | null => {
+            if (!c.redis.url) return null;
+            const logger = new Logger('Redis');
+            return createRedisRealtime({
+              url: c.redis.url,
+              prefix: c.redis.prefix,
+              replayLimit: c.sessions.replayLimit,
+              replayTtlSeconds: c.redis.replayTtlSeconds,
+              commandTimeoutMs: c.redis.commandTimeoutMs,
+              onError: (err) => logger.warn({ err }, 'redis error'),
+            });
+          },
+        },
+        {
+          provide: EVENT_BUS,
+          inject: [CANOPY_CONFIG, REDIS_REALTIME],
+          useFactory: (c: CanopyConfig, redis: RedisRealtime | null): EventBus =>
+            redis?.bus ?? new InProcessEventBus({ replayLimit: c.sessions.replayLimit }),
+        },
+        {
+          provide: LIVE_REGISTRY,
+          inject: [REDIS_REALTIME],
+          useFactory: (redis: RedisRealtime | null): LiveRegistry =>
+            redis?.registry ?? new InProcessLiveRegistry(),
+        },
+        {
+          provide: ACTIVITY_FEED,
+          inject: [REDIS_REALTIME],
+          useFactory: (redis: RedisRealtime | null): ActivityFeed =>
+            redis?.feed ?? new InProcessActivityFeed(),
+        },
+        RealtimeLifecycle,
+      ],
+      exports: [REDIS_REALTIME, EVENT_BUS, LIVE_REGISTRY, ACTIVITY_FEED],
+    };
+    return RealtimeModule.root;
+  }
+}
