@@ -52,7 +52,8 @@ interface Ids {
 
 /** A valid body per route with a body: each generated case breaks exactly one thing in it. */
 const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>> = {
-  'POST /v1/admin/tenants': () => ({ name: 'acme' }),
+  // Tenant names are unique: each valid body names a tenant of its own.
+  'POST /v1/admin/tenants': () => ({ name: `acme ${randomUUID()}` }),
   'POST /v1/admin/tenants/{tenantId}/keys': () => ({ name: 'ci' }),
   'POST /v1/tokens': () => ({ userId: 'alice' }),
   'POST /v1/sessions': () => ({ model: 'mock:echo' }),
