@@ -2,7 +2,7 @@
 // `wait: true` the run's TurnResult (or the snake_case JsonResult for `format: "json"`) once it completes,
 // pauses, fails or is cancelled.
 
-import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, Delete, HttpCode, Param, Post, Res } from '@nestjs/common';
 import {
   ApiBearerAuth,
   ApiExtraModels,
@@ -53,7 +53,10 @@ export class CommandsController {
   constructor(private readonly sessions: SessionService) {}
 
   @Post('prompt')
-  @ApiOperation({ summary: 'Prompt the session (202 {runId}; `ifBusy: "steer"` stages it on a busy run)' })
+  @ApiOperation({
+    summary:
+      'Prompt the session (202 {runId}; `ifBusy: "steer"` stages it on a busy run; `enqueue`, `interrupt`, `rollback` queue it: 202 {runId, queued: true} while it waits)',
+  })
   @RunAnswers()
   async prompt(
     @CurrentScope() scope: Scope,
@@ -128,10 +131,24 @@ export class CommandsController {
     return this.answer(scope, id, result, body, res);
   }
 
+  @Delete('queue/:queueId')
+  @HttpCode(204)
+  @ApiOperation({
+    summary: 'Take a queued prompt out of the session’s queue before its turn (404 once its run started)',
+  })
+  async cancelQueued(
+    @CurrentScope() scope: Scope,
+    @Param('id') id: string,
+    @Param('queueId') queueId: string,
+  ): Promise<void> {
+    await this.sessions.queue.cancel(scope, id, queueId);
+  }
+
   private async answer(scope: Scope, id: string, result: CommandResult, options: WaitOptions, res: Response) {
-    if (!options.wait || result.staged) {
+    if (!options.wait || result.staged || result.queued) {
       res.status(202);
-      return result.staged ? { runId: result.runId, staged: true } : { runId: result.runId };
+      if (result.staged) return { runId: result.runId, staged: true };
+      return result.queued ? { runId: result.runId, queued: true } : { runId: result.runId };
     }
     res.status(200);
     const run = await this.sessions.waitForRun(scope, id, result.runId);

@@ -340,8 +340,10 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
     options: { wait?: boolean; format?: 'turn' | 'json' },
     result: CommandResult,
   ): Promise<unknown> {
-    if (!options.wait || result.staged)
-      return result.staged ? { runId: result.runId, staged: true } : { runId: result.runId };
+    if (!options.wait || result.staged || result.queued) {
+      if (result.staged) return { runId: result.runId, staged: true };
+      return result.queued ? { runId: result.runId, queued: true } : { runId: result.runId };
+    }
     const run = await this.sessions.waitForRun(scope, sessionId, result.runId);
     const turn = this.sessions.toTurnResult(sessionId, run);
     return options.format === 'json' ? turn.toJsonResult() : turn.toJSON();
