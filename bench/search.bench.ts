@@ -123,7 +123,7 @@ async function seedTenant(testDb: TestDatabase, sessions: number): Promise<Scope
   const tenantId = randomUUID();
   await raw(testDb, async (c) => {
     await c.query(`SELECT set_config('canopy.tenant_id', $1, false)`, [tenantId]);
-    await c.query(`INSERT INTO tenants (id, name) VALUES ($1::uuid, 'bench')`, [tenantId]);
+    await c.query(`INSERT INTO tenants (id, name) VALUES ($1::uuid, 'bench ' || $1::text)`, [tenantId]);
     await c.query(
       `INSERT INTO sessions (tenant_id, id, user_id, model, metadata, path, head, next_node_id, updated_at)
        SELECT $1::uuid, 's' || g, 'user-' || (g % 100), 'mock:echo', jsonb_build_object('team', 't' || (g % 10)),

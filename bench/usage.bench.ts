@@ -100,7 +100,7 @@ async function seedTenant(testDb: TestDatabase, runs: number): Promise<Scope> {
   const tenantId = randomUUID();
   await raw(testDb, async (c) => {
     await c.query(`SELECT set_config('canopy.tenant_id', $1, false)`, [tenantId]);
-    await c.query(`INSERT INTO tenants (id, name) VALUES ($1::uuid, 'usage bench')`, [tenantId]);
+    await c.query(`INSERT INTO tenants (id, name) VALUES ($1::uuid, 'usage bench ' || $1::text)`, [tenantId]);
     await c.query(
       `INSERT INTO sessions (tenant_id, id, user_id, model)
        SELECT $1::uuid, 's' || g, 'user-' || (g % 100), CASE WHEN g % 3 = 0 THEN 'mock:script' ELSE 'mock:echo' END

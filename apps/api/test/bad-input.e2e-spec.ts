@@ -48,11 +48,13 @@ interface Ids {
   deliveryId: string;
   userId: string;
   provider: string;
+  queueId: string;
 }
 
 /** A valid body per route with a body: each generated case breaks exactly one thing in it. */
 const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>> = {
-  'POST /v1/admin/tenants': () => ({ name: 'acme' }),
+  // Tenant names are unique: each valid body names a tenant of its own.
+  'POST /v1/admin/tenants': () => ({ name: `acme ${randomUUID()}` }),
   'POST /v1/admin/tenants/{tenantId}/keys': () => ({ name: 'ci' }),
   'POST /v1/tokens': () => ({ userId: 'alice' }),
   'POST /v1/sessions': () => ({ model: 'mock:echo' }),
@@ -110,6 +112,10 @@ const BAD_PATH_VALUES: Record<string, Array<{ value: string | number; status: nu
     { value: 'nope', status: 404, code: 'not_found' },
   ],
   userId: [{ value: 'x'.repeat(201), status: 400, code: 'bad_request' }],
+  queueId: [
+    { value: randomUUID(), status: 404, code: 'not_found' },
+    { value: 'not-a-uuid', status: 404, code: 'not_found' },
+  ],
   provider: [
     { value: 'nope', status: 404, code: 'not_found' },
     { value: 'x'.repeat(300), status: 404, code: 'not_found' },
@@ -421,6 +427,8 @@ beforeAll(async () => {
     deliveryId,
     userId: 'alice',
     provider: 'openai',
+    // No prompt waits in this session's queue: every queued prompt id is unknown here.
+    queueId: randomUUID(),
   };
   expect((await api.get(`/v1/sessions/${id}/tree`)).body.path).toEqual([1, 2, 3, 5]);
   // The short-lived token works while it lives (its owner's session).

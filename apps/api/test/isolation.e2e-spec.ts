@@ -36,6 +36,9 @@ interface Ids {
   userId: string;
   /** A provider A brought its own key for. */
   provider: string;
+  /** A prompt waiting in the queue of `queueSession`, a session of alice's kept busy. */
+  queueId: string;
+  queueSession: string;
 }
 
 type Kind =
@@ -68,6 +71,8 @@ interface RouteSpec {
   query?: string;
   /** The body is sent as is with this content type (NDJSON). */
   contentType?: string;
+  /** Path ids other than the common ones (a queued prompt is in a session of its own). */
+  ids?: (ids: Ids) => Partial<Ids>;
 }
 
 /** Words only alice's session (tenant A) has: what search and count look for. */
@@ -127,6 +132,7 @@ const ROUTES: Record<string, RouteSpec> = {
   'POST /v1/sessions/{id}/branch': { kind: 'session', body: (ids) => ({ nodeId: ids.nodeId, wait: true }) },
   'POST /v1/sessions/{id}/navigate': { kind: 'session', body: (ids) => ({ nodeId: ids.nodeId + 1 }) },
   'POST /v1/sessions/{id}/cancel': { kind: 'session' },
+  'DELETE /v1/sessions/{id}/queue/{queueId}': { kind: 'session', ids: (ids) => ({ id: ids.queueSession }) },
   'POST /v1/sessions/{id}/resume': { kind: 'session', body: () => ({ decision: { type: 'execute' } }) },
   'GET /v1/runs/{runId}': { kind: 'session' },
   'GET /v1/live': { kind: 'liveList' },
@@ -357,7 +363,7 @@ function specOf(op: Operation): RouteSpec {
 /** Calls one route as one credential (header, or `?token=` when asked). */
 async function callAs(op: Operation, credential: string, viaQuery = false): Promise<CallResult> {
   const spec = specOf(op);
-  let path = fillPath(op.path, { ...ids });
+  let path = fillPath(op.path, { ...ids, ...spec.ids?.(ids) });
   const query = [spec.query, viaQuery ? `token=${encodeURIComponent(credential)}` : undefined].filter(
     Boolean,
   );
@@ -442,6 +448,16 @@ beforeAll(async () => {
     deliveryId = deliveries.body.data[0]?.id;
     expect(deliveryId).toBeTruthy();
   });
+  // Another session of alice's, busy for the whole file, with a prompt waiting in its queue.
+  const queueSession = (
+    await a.api.post('/v1/sessions', { model: 'mock:echo', userId: 'alice', opts: { delayMs: 600_000 } })
+  ).body.id as string;
+  expect((await a.api.post(`/v1/sessions/${queueSession}/prompt`, { content: 'busy' })).status).toBe(202);
+  const waiting = await a.api.post(`/v1/sessions/${queueSession}/prompt`, {
+    content: 'later',
+    ifBusy: 'enqueue',
+  });
+  expect(waiting.body).toEqual({ runId: expect.any(String), queued: true });
   ids = {
     id,
     nodeId: 3,
@@ -452,6 +468,8 @@ beforeAll(async () => {
     deliveryId,
     userId: 'alice',
     provider: 'openai',
+    queueId: waiting.body.runId,
+    queueSession,
   };
 
   const tree = await a.api.get(`/v1/sessions/${id}/tree`);

@@ -45,6 +45,42 @@ describe('GET /v1/admin/tenants', () => {
   });
 });
 
+describe('tenant names', () => {
+  it('are unique case-insensitively: creating or renaming to a taken name answers 409 tenant_name_taken', async () => {
+    const first = await newTenant(t, 'Unique Co');
+    for (const name of ['Unique Co', 'unique co', 'UNIQUE CO']) {
+      const res = await admin.post('/v1/admin/tenants', { name });
+      expectError(res, 409, 'tenant_name_taken');
+      expect(res.body.error.message).toContain(name);
+    }
+    const second = await newTenant(t, 'Unique Co 2');
+    expectError(
+      await admin.patch(`/v1/admin/tenants/${second.tenantId}`, { name: 'uNIQUE cO', disabled: true }),
+      409,
+      'tenant_name_taken',
+    );
+    // Nothing changed by the refused rename (nor its disable, sent with it), and nothing was audited.
+    const kept = await admin.get(`/v1/admin/tenants/${second.tenantId}`);
+    expect(kept.body).toMatchObject({ name: 'Unique Co 2', disabled: false });
+    const renames = await admin.get(`/v1/audit?tenantId=${second.tenantId}&action=tenant.rename`);
+    expect(renames.body.data).toEqual([]);
+    const listed = await admin.get('/v1/admin/tenants?q=unique%20co');
+    expect(listed.body.data.map((x: { name: string }) => x.name)).toEqual(['Unique Co', 'Unique Co 2']);
+
+    // A tenant may change the case of its own name; a freed name can be taken.
+    const recased = await admin.patch(`/v1/admin/tenants/${first.tenantId}`, { name: 'UNIQUE CO' });
+    expect(recased.status).toBe(200);
+    expect(recased.body.name).toBe('UNIQUE CO');
+    expect((await admin.patch(`/v1/admin/tenants/${first.tenantId}`, { name: 'Unique Co 1' })).status).toBe(
+      200,
+    );
+    expect((await admin.patch(`/v1/admin/tenants/${second.tenantId}`, { name: 'unique co' })).status).toBe(
+      200,
+    );
+    expect((await admin.post('/v1/admin/tenants', { name: 'Unique Co 2' })).status).toBe(201);
+  });
+});
+
 describe('a tenant disabled by the admin', () => {
   it('answers 403 tenant_disabled to every credential, cancels its run in flight, and comes back when enabled', async () => {
     const tenant = await newTenant(t, 'to disable');

@@ -14,8 +14,9 @@ import { Playground } from './playground';
 import { useRoute } from './route';
 import { SignIn } from './sign-in';
 
-// The dashboard (and its charting library) loads only when it is opened.
+// The dashboard (and its charting library) and the admin's tenant pages load only when they are opened.
 const Dashboard = lazy(() => import('./dashboard').then((m) => ({ default: m.Dashboard })));
+const TenantsPage = lazy(() => import('./tenants-page').then((m) => ({ default: m.TenantsPage })));
 
 export function App() {
   const [credential, setCredential] = useState<string | null>(loadCredential);
@@ -54,10 +55,21 @@ export function App() {
           {operator && (
             <a
               href="#/dashboard"
-              className={route.page === 'dashboard' ? 'current' : ''}
+              className={
+                route.page === 'dashboard' || (admin && route.page === 'playground') ? 'current' : ''
+              }
               data-testid="nav-dashboard"
             >
               Dashboard
+            </a>
+          )}
+          {admin && (
+            <a
+              href="#/tenants"
+              className={route.page === 'tenants' ? 'current' : ''}
+              data-testid="nav-tenants"
+            >
+              Tenants
             </a>
           )}
         </nav>
@@ -77,7 +89,11 @@ export function App() {
           Sign out
         </button>
       </header>
-      {(route.page === 'dashboard' && operator) || admin ? (
+      {admin && route.page === 'tenants' ? (
+        <Suspense fallback={<p className="muted">Loading the tenants…</p>}>
+          <TenantsPage canopy={canopy} tenantId={route.tenantId} />
+        </Suspense>
+      ) : (route.page === 'dashboard' && operator) || admin ? (
         <Suspense fallback={<p className="muted">Loading the dashboard…</p>}>
           <Dashboard canopy={canopy} allTenants={admin} />
         </Suspense>

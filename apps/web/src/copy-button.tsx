@@ -13,7 +13,8 @@ export function CopyButton({ text, label, testId }: { text: string; label: strin
     <button
       type="button"
       className="icon"
-      aria-label={label}
+      // Once clicked, the name is what it shows ("Copied"): a label other than the visible text fails WCAG 2.5.3.
+      aria-label={copied === null ? label : undefined}
       title={label}
       data-testid={testId}
       data-copied={copied ?? ''}

@@ -1,16 +1,20 @@
 // Hash routes, so the api only ever serves one page: `#/` (playground), `#/sessions/<id>` (one session in the
 // playground), `#/sessions/<id>/messages/<n>` (the same, scrolled to message n: where a search hit jumps),
-// `#/sessions/<id>/watch` (read-only, as an observer) and `#/dashboard`.
+// `#/sessions/<id>/watch` (read-only, as an observer), `#/dashboard`, and the admin's `#/tenants` and
+// `#/tenants/<id>` (one tenant opened).
 
 import { useEffect, useState } from 'react';
 
 export type Route =
   | { page: 'playground'; sessionId: string | null; observe: boolean; nodeId: number | null }
-  | { page: 'dashboard' };
+  | { page: 'dashboard' }
+  | { page: 'tenants'; tenantId: string | null };
 
 export function parseRoute(hash: string): Route {
   const path = hash.replace(/^#/, '');
   if (path === '/dashboard') return { page: 'dashboard' };
+  const tenant = /^\/tenants(?:\/([^/]+))?$/.exec(path);
+  if (tenant) return { page: 'tenants', tenantId: tenant[1] ? decodeURIComponent(tenant[1]) : null };
   const match = /^\/sessions\/([^/]+)(?:(\/watch)|\/messages\/(\d+))?$/.exec(path);
   return {
     page: 'playground',
@@ -27,6 +31,10 @@ export function sessionHref(id: string, observe = false): string {
 /** A session opened at one of its messages (a search hit). */
 export function messageHref(id: string, nodeId: number): string {
   return `#/sessions/${encodeURIComponent(id)}/messages/${nodeId}`;
+}
+
+export function tenantHref(id: string | null): string {
+  return id === null ? '#/tenants' : `#/tenants/${encodeURIComponent(id)}`;
 }
 
 export function useRoute(): Route {

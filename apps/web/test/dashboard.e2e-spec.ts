@@ -3,9 +3,9 @@
 // charts show runs, tokens, latency and live sessions, live sessions come busy and paused first and filter, a row
 // opens the session read-only as an observer while another tab drives it, and the admin key sees tenants by name.
 // Then axe-core checks every page (WCAG 2 A/AA, contrast included; the playground also with its search hits, a
-// message jumped to, the import form with a refusal, a selection and the export menu open) in light and dark mode
-// at desktop and phone sizes, and visible focus is checked on the keyboard path. Screenshots at both sizes go to
-// test-artifacts/web.
+// message jumped to, the import form with a refusal, a selection and the export menu open; the admin's tenants with
+// one opened) in light and dark mode at desktop and phone sizes, and visible focus is checked on the keyboard path.
+// Screenshots at both sizes go to test-artifacts/web.
 
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { eventually } from '@canopy/testing';
@@ -262,6 +262,7 @@ describe('accessibility', () => {
     const failures: string[] = [];
     const signedOut = await browser.newContext({ viewport: DESKTOP, bypassCSP: true });
     const signedIn = await a11yContext((o) => browser.newContext(o), apiKey);
+    const signedInAdmin = await a11yContext((o) => browser.newContext(o), TEST_ADMIN_KEY);
     try {
       // The playground's finding and moving views, all open at once: a search with its hits, the session opened
       // at a hit's message, the import form with a refusal, several sessions selected, the export menu.
@@ -287,6 +288,8 @@ describe('accessibility', () => {
         ['playground', signedIn, `/#/sessions/${chat.id}`, 'code-block'],
         ['find-and-move', signedIn, `/#/sessions/${chat.id}/messages/2`, 'code-block', findAndMove],
         ['dashboard', signedIn, '/#/dashboard', 'chart-runs'],
+        // The admin's tenants, one opened (its state, quotas and keys).
+        ['tenants', signedInAdmin, `/#/tenants/${tenantId}`, 'key-row'],
       ];
       for (const scheme of ['light', 'dark'] as const) {
         for (const [name, ctx, path, ready, prepare] of pages) {
@@ -310,10 +313,11 @@ describe('accessibility', () => {
     } finally {
       await signedOut.close();
       await signedIn.close();
+      await signedInAdmin.close();
     }
     expect(failures).toEqual([]);
-    // Four pages, two schemes, two sizes: past the default deadline on a busy 2-core machine.
-  }, 180_000);
+    // Five pages, two schemes, two sizes: past the default deadline on a busy 2-core machine.
+  }, 240_000);
 
   it('shows where the keyboard focus is', async () => {
     await page.goto(`${t.url}/#/sessions/${ids.markdown}`);

@@ -1,6 +1,8 @@
 // Tenants and their API keys. Creating a tenant acts as that (new) tenant, so row-level security needs no
 // exception; listing the tenants and revoking a key by id (the admin's) are the operations that span tenants.
-// Every change writes its audit event in its own transaction.
+// Every change writes its audit event in its own transaction. Tenant names are unique case-insensitively (the
+// unique index on lower(name)): a taken name answers tenant_name_taken. Row-level security hides the other tenants
+// from the transaction that creates or renames one, so the index, which sees them all, is what decides.
 
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
@@ -56,27 +58,29 @@ export class TenantsRepository {
   async createTenant(name: string): Promise<{ tenant: TenantRecord; apiKey: string; keyId: string }> {
     const id = randomUUID();
     const key = generateApiKey();
-    return this.db.withTenant({ tenantId: id }, async (tx) => {
-      const tenant = await tx.tenant.create({ data: { id, name }, select: TENANT_SELECT });
-      const created = await tx.apiKey.create({
-        data: { tenantId: id, name: 'default', prefix: key.prefix, keyHash: key.hash },
-      });
-      await writeAuditPrisma(tx, {
-        tenantId: id,
-        action: 'tenant.create',
-        targetType: 'tenant',
-        targetId: id,
-        after: { name },
-      });
-      await writeAuditPrisma(tx, {
-        tenantId: id,
-        action: 'key.create',
-        targetType: 'key',
-        targetId: created.id,
-        after: { name: 'default', prefix: key.prefix },
-      });
-      return { tenant, apiKey: key.key, keyId: created.id };
-    });
+    return this.db
+      .withTenant({ tenantId: id }, async (tx) => {
+        const tenant = await tx.tenant.create({ data: { id, name }, select: TENANT_SELECT });
+        const created = await tx.apiKey.create({
+          data: { tenantId: id, name: 'default', prefix: key.prefix, keyHash: key.hash },
+        });
+        await writeAuditPrisma(tx, {
+          tenantId: id,
+          action: 'tenant.create',
+          targetType: 'tenant',
+          targetId: id,
+          after: { name },
+        });
+        await writeAuditPrisma(tx, {
+          tenantId: id,
+          action: 'key.create',
+          targetType: 'key',
+          targetId: created.id,
+          after: { name: 'default', prefix: key.prefix },
+        });
+        return { tenant, apiKey: key.key, keyId: created.id };
+      })
+      .catch(nameTaken(name));
   }
 
   /** A new key for an existing tenant (not_found for an unknown one). */
@@ -151,42 +155,44 @@ export class TenantsRepository {
   /** Renames and/or disables (enables) a tenant; not_found for an unknown one. */
   async updateTenant(tenantId: string, input: { name?: string; disabled?: boolean }): Promise<TenantRecord> {
     if (!isUuid(tenantId)) throw CanopyException.notFound('tenant');
-    return this.db.withTenant({ tenantId }, async (tx) => {
-      const before = await tx.tenant.findUnique({ where: { id: tenantId }, select: TENANT_SELECT });
-      if (!before) throw CanopyException.notFound('tenant');
-      const disabledAt =
-        input.disabled === undefined
-          ? before.disabledAt
-          : input.disabled
-            ? (before.disabledAt ?? new Date())
-            : null;
-      const after = await tx.tenant.update({
-        where: { id: tenantId },
-        data: { ...(input.name !== undefined ? { name: input.name } : {}), disabledAt },
-        select: TENANT_SELECT,
-      });
-      if (input.name !== undefined && input.name !== before.name) {
-        await writeAuditPrisma(tx, {
-          tenantId,
-          action: 'tenant.rename',
-          targetType: 'tenant',
-          targetId: tenantId,
-          before: { name: before.name },
-          after: { name: after.name },
+    return this.db
+      .withTenant({ tenantId }, async (tx) => {
+        const before = await tx.tenant.findUnique({ where: { id: tenantId }, select: TENANT_SELECT });
+        if (!before) throw CanopyException.notFound('tenant');
+        const disabledAt =
+          input.disabled === undefined
+            ? before.disabledAt
+            : input.disabled
+              ? (before.disabledAt ?? new Date())
+              : null;
+        const after = await tx.tenant.update({
+          where: { id: tenantId },
+          data: { ...(input.name !== undefined ? { name: input.name } : {}), disabledAt },
+          select: TENANT_SELECT,
         });
-      }
-      if ((before.disabledAt === null) !== (after.disabledAt === null)) {
-        await writeAuditPrisma(tx, {
-          tenantId,
-          action: after.disabledAt ? 'tenant.disable' : 'tenant.enable',
-          targetType: 'tenant',
-          targetId: tenantId,
-          before: { disabled: before.disabledAt !== null },
-          after: { disabled: after.disabledAt !== null },
-        });
-      }
-      return after;
-    });
+        if (input.name !== undefined && input.name !== before.name) {
+          await writeAuditPrisma(tx, {
+            tenantId,
+            action: 'tenant.rename',
+            targetType: 'tenant',
+            targetId: tenantId,
+            before: { name: before.name },
+            after: { name: after.name },
+          });
+        }
+        if ((before.disabledAt === null) !== (after.disabledAt === null)) {
+          await writeAuditPrisma(tx, {
+            tenantId,
+            action: after.disabledAt ? 'tenant.disable' : 'tenant.enable',
+            targetType: 'tenant',
+            targetId: tenantId,
+            before: { disabled: before.disabledAt !== null },
+            after: { disabled: after.disabledAt !== null },
+          });
+        }
+        return after;
+      })
+      .catch(nameTaken(input.name));
   }
 
   /** Whether the tenant's key with this id is revoked (or gone): a user token minted with it is no longer valid. */
@@ -268,6 +274,33 @@ export class TenantsRepository {
       }),
     );
   }
+}
+
+/** The index that keeps tenant names unique (see its migration). */
+const NAME_INDEX = 'tenants_name_lower_key';
+
+/** Rethrows a violation of the tenant name's unique index as tenant_name_taken; anything else as is. */
+function nameTaken(name: string | undefined): (err: unknown) => never {
+  return (err) => {
+    if (err instanceof CanopyException && err.code === 'already_exists' && mentions(err.cause, NAME_INDEX)) {
+      throw new CanopyException('tenant_name_taken', `a tenant named "${name}" already exists`, {
+        field: 'name',
+      });
+    }
+    throw err;
+  };
+}
+
+/**
+ * Whether an error names this constraint in any of its properties, causes and details (Prisma's P2002 and
+ * node-postgres' 23505 carry it in different places; own names, as an Error's cause is not enumerable).
+ */
+function mentions(err: unknown, constraint: string, depth = 0): boolean {
+  if (!err || typeof err !== 'object' || depth > 4) return false;
+  return Object.getOwnPropertyNames(err).some((key) => {
+    const value = (err as Record<string, unknown>)[key];
+    return typeof value === 'string' ? value.includes(constraint) : mentions(value, constraint, depth + 1);
+  });
 }
 
 function encodeCursor(name: string, id: string): string {

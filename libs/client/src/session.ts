@@ -186,6 +186,11 @@ export class Session {
     return this.http.request('POST', this.path('/navigate'), { body: { nodeId }, idempotent: true });
   }
 
+  /** Takes a queued prompt (`ifBusy` enqueue, interrupt, rollback) out of the queue before its turn. */
+  cancelQueued(queueId: string): Promise<void> {
+    return this.http.request('DELETE', this.path(`/queue/${encodeURIComponent(queueId)}`));
+  }
+
   cancel(): Promise<{ runId: string }> {
     return this.http.request('POST', this.path('/cancel'));
   }

@@ -7,6 +7,7 @@ import type {
   ClientTool,
   InFlight,
   Message,
+  MessageContent,
   NodeId,
   RunKind,
   RunStatus,
@@ -72,6 +73,16 @@ export interface SessionDetail extends SessionInfo {
   live?: { controllers: number; observers: number };
   /** The run in flight: its uncommitted messages, the one being streamed, the tool uses awaiting a decision. */
   inFlight?: Pick<InFlight, 'runId' | 'pending' | 'partial' | 'awaiting'>;
+  /** Prompts waiting for their turn (`ifBusy` enqueue, interrupt, rollback), in the order they will run. */
+  queued: QueuedPrompt[];
+}
+
+/** A prompt in a session's queue; the run that takes it will have its `id`. */
+export interface QueuedPrompt {
+  id: string;
+  mode: 'enqueue' | 'interrupt' | 'rollback';
+  content: MessageContent;
+  createdAt: string;
 }
 
 export interface OpenSessionInput {
@@ -131,10 +142,14 @@ export interface RunInfo {
 /** A live session as GET /v1/live answers it; `tenantId` only in the admin key's view (every tenant's sessions). */
 export type LiveEntry = Omit<CoreLiveEntry, 'tenantId'> & { tenantId?: string };
 
-/** A command's answer: the run it started (`staged`: a steer prompt folded into the busy run). */
+/**
+ * A command's answer: the run it started (`staged`: a steer prompt folded into the busy run; `queued`: a prompt
+ * waiting in the session's queue, whose run will have `runId`).
+ */
 export interface Accepted {
   runId: string;
   staged?: boolean;
+  queued?: boolean;
 }
 
 export type Decision =
@@ -143,8 +158,12 @@ export type Decision =
   | { type: 'result'; content: string | Message['content']; isError?: boolean };
 
 export interface PromptOptions {
-  /** What to do while a run is in flight: refuse (`session_busy`, the default) or steer the busy run. */
-  ifBusy?: 'reject' | 'steer';
+  /**
+   * What to do while a run is in flight: refuse (`session_busy`, the default), steer the busy run, wait in the
+   * session's queue (`enqueue`, first in first out), cancel the run and go next (`interrupt`: what it committed
+   * stays), or cancel it and go where its prompt was attached (`rollback`: it leaves the active path).
+   */
+  ifBusy?: 'reject' | 'steer' | 'enqueue' | 'interrupt' | 'rollback';
   maxSteps?: number;
   signal?: AbortSignal;
 }

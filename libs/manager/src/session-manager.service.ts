@@ -25,6 +25,7 @@ import {
   type SessionEngineDeps,
   type SessionPublisher,
   type SessionService,
+  type QueuedPromptView,
   type StartOptions,
 } from '@canopy/session';
 import { resolveFilter, type CatalogFilter } from './catalog/catalog-filter';
@@ -47,6 +48,8 @@ export interface SessionDescription {
   record: SessionRecord;
   live: { controllers: number; observers: number } | null;
   inFlight: InFlight | null;
+  /** Prompts waiting their turn (ifBusy enqueue / interrupt / rollback), in order. */
+  queued: QueuedPromptView[];
 }
 
 export class SessionManager {
@@ -75,25 +78,37 @@ export class SessionManager {
    */
   async describe(scope: Scope, id: string): Promise<SessionDescription> {
     const record = await this.sessions.get(scope, id);
-    const local = this.live.get(scope.tenantId, id);
     // The record was read in the caller's scope: another user's session answered not_found already.
+    const [state, queued] = await Promise.all([
+      this.liveState(scope, record),
+      this.sessions.queued(scope, id),
+    ]);
+    return { record, ...state, queued };
+  }
+
+  /** Subscribers and the run in flight of a session, without opening it live here. */
+  private async liveState(
+    scope: Scope,
+    record: SessionRecord,
+  ): Promise<Pick<SessionDescription, 'live' | 'inFlight'>> {
+    const id = record.id;
+    const local = this.live.get(scope.tenantId, id);
     if (local) {
       return {
-        record,
         live: { controllers: local.controllers, observers: local.observers },
         inFlight: local.inFlight,
       };
     }
     const entry = await this.deps.registry.get(scope.tenantId, id).catch(() => null);
     const live = entry ? { controllers: entry.controllers, observers: entry.observers } : null;
-    if (record.status === 'idle') return { record, live, inFlight: null };
+    if (record.status === 'idle') return { live, inFlight: null };
     const view = await LiveSession.open(this.deps, scope.tenantId, id, {
       onIdle: () => undefined,
       onPresence: () => undefined,
     });
     if (!view) throw CanopyException.notFound('session');
     try {
-      return { record, live, inFlight: view.inFlight };
+      return { live, inFlight: view.inFlight };
     } finally {
       await view.close('described');
     }

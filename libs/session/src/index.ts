@@ -3,6 +3,7 @@
 
 export * from './session-deps';
 export * from './session.service';
+export type { QueuedPromptView } from './prompt-queue';
 export * from './live-session';
 export * from './live-session-host';
 export * from './session-input';

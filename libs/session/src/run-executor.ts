@@ -67,6 +67,8 @@ export class RunExecutor {
   private readonly running = new Map<string, { controller: AbortController; done: Promise<void> }>();
   /** Runs started in this process for the inline queue: their context, so execution needs no reload. */
   private readonly started = new Map<string, { session: SessionRecord; run: RunRecord }>();
+  /** Told when a run ended here and its session is idle again (the prompt queue starts its next one). */
+  private finishedListener: ((tenantId: string, sessionId: string) => void) | null = null;
 
   constructor(
     private readonly deps: SessionEngineDeps,
@@ -79,6 +81,10 @@ export class RunExecutor {
    * Hands over what startRun returned for a run the inline queue executes here, sparing the executor a
    * database round trip. Runs without it (resumed, recovered, or taken by another process) load their context.
    */
+  onRunFinished(listener: (tenantId: string, sessionId: string) => void): void {
+    this.finishedListener = listener;
+  }
+
   prepare(session: SessionRecord, run: RunRecord): void {
     this.started.set(run.id, { session, run });
   }
@@ -446,6 +452,7 @@ export class RunExecutor {
       data: { id: session.id, runId: run.id, status: 'completed', usage },
       at: Date.now(),
     });
+    this.finishedListener?.(scope.tenantId, session.id);
     // Titled by the run's last commit already (or a title set meanwhile kept), or nothing earlier to title from.
     if (session.title !== null || position.titleSent || session.nextNodeId === 1) return;
     // Untitled with earlier turns (none of them completed a run): title it from its first prompt that has text,
@@ -530,6 +537,7 @@ export class RunExecutor {
       data: { id: session.id, runId: run.id, status, usage },
       at: Date.now(),
     });
+    this.finishedListener?.(scope.tenantId, session.id);
   }
 
   /** Store writes are retried a few times when the database is unavailable, then the error stands. */

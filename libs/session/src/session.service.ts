@@ -1,4 +1,5 @@
-// The commands on one session, with Omni.Session's semantics over a persisted tree: get, prompt (with steering),
+// The commands on one session, with Omni.Session's semantics over a persisted tree: get, prompt (with steering or
+// the queue of prompt-queue.ts),
 // branch (regenerate, edit, new root), navigate, cancel, resume, subscribe and wait; the executor that drives its
 // runs, their decisions and their recovery. Status changes are compare-and-set in the store, so two commands
 // racing for an idle session never both win; events follow every change, `status` first. Sessions as a
@@ -34,12 +35,14 @@ import type { SessionPublisher } from './session-publisher';
 import { Decisions, type ResumeInput } from './decisions';
 import { RunRecovery } from './run-recovery';
 import { checkContent, requireIdle } from './session-input';
+import { PromptQueue, type QueuedPromptView } from './prompt-queue';
 
 export type { ResumeInput } from './decisions';
 
 export interface PromptInput {
   content: MessageContent;
-  ifBusy?: 'reject' | 'steer';
+  /** A busy session: refuse, steer the run in flight, or queue it (see prompt-queue.ts). */
+  ifBusy?: 'reject' | 'steer' | 'enqueue' | 'interrupt' | 'rollback';
   maxSteps?: number;
 }
 
@@ -53,6 +56,8 @@ export interface CommandResult {
   runId: string;
   /** True when a prompt was staged on a busy run instead of starting one. */
   staged?: boolean;
+  /** True when a prompt waits in the session's queue (its run will have `runId`). */
+  queued?: boolean;
 }
 
 /** How long a cancel waits for the process executing a run to acknowledge, before ending the run itself. */
@@ -63,6 +68,7 @@ const STEER_START_ATTEMPTS = 5;
 
 export class SessionService {
   private readonly executor: RunExecutor;
+  private readonly queue: PromptQueue;
   private readonly decisions: Decisions;
   private readonly recovery: RunRecovery;
   private lostRunSweep: NodeJS.Timeout | null = null;
@@ -77,6 +83,14 @@ export class SessionService {
     this.decisions = new Decisions(deps, this.publisher);
     this.executor = new RunExecutor(deps, this.publisher, this.live, this.decisions);
     this.recovery = new RunRecovery(deps, this.executor, this.decisions);
+    this.queue = new PromptQueue(deps, this.publisher, {
+      prompt: (scope, id, input, runId) =>
+        this.start(scope, id, 'prompt', input, undefined, undefined, runId),
+      branchAt: (scope, id, nodeId, input, runId) => this.branch(scope, id, { nodeId, ...input }, runId),
+      cancelRun: (scope, id, runId) => this.cancelRun(scope, id, runId),
+    });
+    // A run that ends here starts the session's next queued prompt.
+    this.executor.onRunFinished((tenantId, id) => this.queue.drainLater(tenantId, id));
   }
 
   // What the processor registers where runs execute (the queue's, the timers' and run control's handlers)
@@ -124,6 +138,8 @@ export class SessionService {
     this.sweeping = true;
     try {
       const requeued = await this.recovery.requeueLostRuns();
+      // Queued prompts of sessions a dead process left idle without starting them.
+      await this.queue.sweep();
       // The retention schedule lives in Redis too: set again (idempotent) when runs were lost with it.
       if (requeued > 0) this.scheduleRetentionSweep();
       return requeued;
@@ -248,6 +264,12 @@ export class SessionService {
 
   async prompt(scope: Scope, id: string, input: PromptInput): Promise<CommandResult> {
     const content = checkContent(input.content);
+    if (input.ifBusy === 'enqueue' || input.ifBusy === 'interrupt' || input.ifBusy === 'rollback') {
+      return this.queue.send(scope, id, input.ifBusy, {
+        content,
+        ...(input.maxSteps !== undefined ? { maxSteps: input.maxSteps } : {}),
+      });
+    }
     if (input.ifBusy !== 'steer')
       return this.start(scope, id, 'prompt', { content, maxSteps: input.maxSteps });
     // Staged only while a run is in flight; an idle session starts a run instead. Concurrent steers on an idle
@@ -268,7 +290,7 @@ export class SessionService {
    * Regenerate (a user node, no content: a new reply as its child), edit (an assistant node and content: a new
    * user message and reply as its children), or a new root (null and content). Idle only.
    */
-  async branch(scope: Scope, id: string, input: BranchInput): Promise<CommandResult> {
+  async branch(scope: Scope, id: string, input: BranchInput, runId?: string): Promise<CommandResult> {
     const live = await this.liveSession(scope, id);
     requireIdle(live.status);
     const tree = live.tree.clone();
@@ -309,6 +331,7 @@ export class SessionService {
       { content, nodeId: input.nodeId, maxSteps: input.maxSteps },
       positionOf(tree),
       rollback,
+      runId,
     );
   }
 
@@ -328,11 +351,36 @@ export class SessionService {
     return position;
   }
 
+  /** The session's queued prompts (ifBusy enqueue / interrupt / rollback), in the order they will run. */
+  queued(scope: Scope, id: string): Promise<QueuedPromptView[]> {
+    return this.queue.list(scope, id);
+  }
+
+  /** Takes a queued prompt out of the queue before its turn (not_found once its run started). */
+  cancelQueued(scope: Scope, id: string, queueId: string): Promise<void> {
+    return this.queue.cancel(scope, id, queueId);
+  }
+
   /** Cancels the run in flight (busy or paused): `status` idle, then `cancelled`; nothing of it is committed. */
   async cancel(scope: Scope, id: string): Promise<CommandResult> {
     const session = await this.get(scope, id);
     const runId = session.activeRunId;
     if (session.status === 'idle' || !runId) throw new CanopyException('idle', 'no run to cancel');
+    return this.cancelActive(scope, session, runId);
+  }
+
+  /** Cancels the session's run in flight if it is still `runId` (an interrupting prompt's; nothing otherwise). */
+  private async cancelRun(scope: Scope, id: string, runId: string): Promise<void> {
+    const session = await this.get(scope, id);
+    if (session.status === 'idle' || session.activeRunId !== runId) return;
+    await this.cancelActive(scope, session, runId).catch((err: unknown) => {
+      // Ended meanwhile: nothing left to cancel.
+      if (!(err instanceof CanopyException && err.code === 'idle')) throw err;
+    });
+  }
+
+  private async cancelActive(scope: Scope, session: SessionRecord, runId: string): Promise<CommandResult> {
+    const id = session.id;
     await this.liveSession(scope, id);
     const stopped =
       session.status === 'busy'
@@ -430,6 +478,7 @@ export class SessionService {
     input: RunInput,
     position?: PositionRecord,
     rollback?: PositionRecord,
+    queuedId?: string,
   ): Promise<CommandResult> {
     // Quotas first: a prompt over quota starts nothing (a resume continues a run already admitted).
     if (kind !== 'resume') await this.deps.admission?.admit(scope, id);
@@ -444,6 +493,7 @@ export class SessionService {
       ...(position ? { position } : {}),
       ...(rollback ? { rollback } : {}),
       ...(limit !== undefined ? { maxBusy: limit } : {}),
+      ...(queuedId !== undefined ? { runId: queuedId } : {}),
     });
     if (!started.ok) {
       if (started.reason === 'not_found') throw CanopyException.notFound('session');

@@ -13,6 +13,8 @@ import { Injectable } from '@nestjs/common';
 import { CanopyException } from '@canopy/common';
 import {
   actorOf,
+  parseActor,
+  type NodeId,
   type RunStatus,
   type Scope,
   type SessionStatus,
@@ -53,6 +55,8 @@ import type {
   JsonObject,
   ListSessionsQuery,
   PositionRecord,
+  QueuedPromptRecord,
+  QueueMode,
   RunContext,
   RunRecord,
   SessionPage,
@@ -258,7 +262,7 @@ export class PostgresSessionStore implements SessionStore {
       sql`
       SELECT started.outcome, ${sessionAndRunOf('started')}
         FROM canopy_start_run(${scope.tenantId}::uuid, ${scope.userId ?? null}::text, ${input.sessionId}::text,
-                              ${randomUUID()}::uuid, ${input.kind}::run_kind, ${json(input.input)},
+                              ${input.runId ?? randomUUID()}::uuid, ${input.kind}::run_kind, ${json(input.input)},
                               ${input.status}::run_status, ${jsonOrNull(input.position)},
                               ${jsonOrNull(input.rollback)}, ${this.db.txTimeoutMs}::int,
                               ${input.maxBusy ?? null}::int, ${json(actorOf(scope))}) AS started`,
@@ -402,6 +406,97 @@ export class PostgresSessionStore implements SessionStore {
       ),
     );
     return row ? { runId: row.id } : null;
+  }
+
+  async enqueuePrompt(
+    scope: Scope,
+    sessionId: string,
+    entry: { id: string; mode: QueueMode; input: JsonObject },
+  ): Promise<boolean> {
+    const rows = await this.db.withTenantSql(scope, (tx) =>
+      query<{ id: string }>(
+        tx,
+        sql`
+        INSERT INTO queued_prompts (id, tenant_id, session_id, mode, front, input, actor)
+        SELECT ${entry.id}::uuid, sessions.tenant_id, sessions.id, ${entry.mode}, ${entry.mode !== 'enqueue'},
+               ${json(entry.input)}, ${json(actorOf(scope))}
+          FROM sessions WHERE ${whereSession(scope, sessionId)}
+        RETURNING id::text AS id`,
+      ),
+    );
+    return rows.length > 0;
+  }
+
+  async queuedPrompts(scope: Scope, sessionId: string): Promise<QueuedPromptRecord[]> {
+    const rows = await this.db.withTenantSql(scope, (tx) =>
+      query<{ id: string; mode: QueueMode; input: unknown; actor: unknown; created_at: Date }>(
+        tx,
+        sql`
+        SELECT q.id::text AS id, q.mode, q.input, q.actor, q.created_at
+          FROM queued_prompts q JOIN sessions ON sessions.tenant_id = q.tenant_id AND sessions.id = q.session_id
+         WHERE ${whereSession(scope, sessionId)}
+         ORDER BY q.front DESC, q.seq`,
+      ),
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      mode: r.mode,
+      input: jsonObject(r.input),
+      actor: parseActor(r.actor),
+      createdAt: r.created_at,
+    }));
+  }
+
+  async dequeuePrompt(scope: Scope, sessionId: string, id: string): Promise<boolean> {
+    if (!isUuid(id)) return false;
+    const rows = await this.db.withTenantSql(scope, (tx) =>
+      query<{ id: string }>(
+        tx,
+        sql`
+        DELETE FROM queued_prompts q USING sessions
+         WHERE q.id = ${id}::uuid AND q.tenant_id = ${scope.tenantId}::uuid AND q.session_id = ${sessionId}::text
+           AND sessions.tenant_id = q.tenant_id AND sessions.id = q.session_id ${userFilter(scope)}
+        RETURNING q.id::text AS id`,
+      ),
+    );
+    return rows.length > 0;
+  }
+
+  async attachPointOf(
+    scope: Scope,
+    sessionId: string,
+    runId: string,
+  ): Promise<{ nodeId: NodeId | null } | null> {
+    if (!isUuid(runId)) return null;
+    const [row] = await this.db.withTenantSql(scope, (tx) =>
+      query<{ parent_id: number | null }>(
+        tx,
+        sql`
+        SELECT nodes.parent_id
+          FROM sessions
+          JOIN runs ON runs.tenant_id = sessions.tenant_id AND runs.session_id = sessions.id
+                   AND runs.id = ${runId}::uuid
+          JOIN nodes ON nodes.tenant_id = sessions.tenant_id AND nodes.session_id = sessions.id
+                    AND nodes.id = ANY (sessions.path) AND nodes.created_at >= runs.created_at
+         WHERE ${whereSession(scope, sessionId)}
+         ORDER BY nodes.id
+         LIMIT 1`,
+      ),
+    );
+    return row ? { nodeId: row.parent_id } : null;
+  }
+
+  async idleSessionsWithQueue(): Promise<Array<{ tenantId: string; sessionId: string }>> {
+    const rows = await this.db.withAdminSql(
+      'recovery: queued prompts of idle sessions in every tenant',
+      (tx) =>
+        tx.query<{ tenant_id: string; session_id: string }>(
+          `SELECT DISTINCT q.tenant_id::text AS tenant_id, q.session_id
+           FROM queued_prompts q JOIN sessions s ON s.tenant_id = q.tenant_id AND s.id = q.session_id
+          WHERE s.status = 'idle'`,
+        ),
+    );
+    return rows.map((r) => ({ tenantId: r.tenant_id, sessionId: r.session_id }));
   }
 
   failedTurns(scope: Scope, sessionId: string): Promise<FailedTurn[]> {

@@ -24,7 +24,7 @@ afterAll(async () => {
 async function newTenantWithSession(): Promise<string> {
   const id = randomUUID();
   await db.withTenant({ tenantId: id }, async (tx) => {
-    await tx.tenant.create({ data: { id, name: 'quota-test' } });
+    await tx.tenant.create({ data: { id, name: `quota-test-${id.slice(0, 8)}` } });
     await tx.session.create({ data: { tenantId: id, id: 's', model: 'mock:echo' } });
   });
   return id;

@@ -49,7 +49,7 @@ afterAll(async () => {
 async function newTenant(): Promise<Scope> {
   const id = randomUUID();
   await db.withTenantSql({ tenantId: id }, (tx) =>
-    tx.query(`INSERT INTO tenants (id, name) VALUES ($1::uuid, 'acme')`, [id]),
+    tx.query(`INSERT INTO tenants (id, name) VALUES ($1::uuid, $2)`, [id, `acme-${id.slice(0, 8)}`]),
   );
   return tenantScope(id);
 }

@@ -35,8 +35,10 @@ afterAll(async () => {
   await testDb?.drop();
 });
 
-async function newTenant(name = 'acme'): Promise<string> {
+/** A new tenant; its name defaults to one of its own (tenant names are unique). */
+async function newTenant(name?: string): Promise<string> {
   const id = randomUUID();
+  name ??= `acme-${id.slice(0, 8)}`;
   await db.withTenant({ tenantId: id }, (tx) => tx.tenant.create({ data: { id, name } }));
   return id;
 }

@@ -126,6 +126,22 @@ export interface StartRunInput {
   rollback?: PositionRecord;
   /** Refuse (`rate_limited`) when the tenant has this many busy sessions already (all processes counted). */
   maxBusy?: number;
+  /** The run's id (a queued prompt's: a second start of it fails with already_exists); a new one by default. */
+  runId?: string;
+}
+
+/** How a prompt sent to a busy session waits: in line, or at the front once the run in flight is cancelled. */
+export type QueueMode = 'enqueue' | 'interrupt' | 'rollback';
+
+/** A prompt waiting for its turn (ifBusy enqueue, interrupt, rollback); the run that takes it gets its id. */
+export interface QueuedPromptRecord {
+  id: string;
+  mode: QueueMode;
+  /** {content, maxSteps?} and, for rollback, the run it cancelled (`cancelledRunId`). */
+  input: JsonObject;
+  /** Who sent it: its run acts as them. */
+  actor: Actor | null;
+  createdAt: Date;
 }
 
 export type StartRunResult =
@@ -270,6 +286,26 @@ export interface SessionStore {
    * (`actor`: who sent it). Null when idle.
    */
   stageSteer(scope: Scope, sessionId: string, prompt: JsonObject): Promise<{ runId: string } | null>;
+  /**
+   * Puts a prompt in the session's queue (interrupt and rollback at the front, after those already there), with
+   * the scope's actor. False when the scope sees no such session.
+   */
+  enqueuePrompt(
+    scope: Scope,
+    sessionId: string,
+    entry: { id: string; mode: QueueMode; input: JsonObject },
+  ): Promise<boolean>;
+  /** The session's queued prompts in the order they will run. */
+  queuedPrompts(scope: Scope, sessionId: string): Promise<QueuedPromptRecord[]>;
+  /** Takes a prompt out of the session's queue (its run started, or it was cancelled); false when not there. */
+  dequeuePrompt(scope: Scope, sessionId: string, id: string): Promise<boolean>;
+  /**
+   * Where a run's first message on the active path was attached (its parent: null for a root), the earliest
+   * path node stored since the run was created; null when the run left nothing on the active path.
+   */
+  attachPointOf(scope: Scope, sessionId: string, runId: string): Promise<{ nodeId: NodeId | null } | null>;
+  /** Idle sessions with queued prompts, in every tenant: what a process that died left waiting (recovery). */
+  idleSessionsWithQueue(): Promise<Array<{ tenantId: string; sessionId: string }>>;
   /** The turns of the session whose latest regeneration failed (see turn-runs.ts), with its error. */
   failedTurns(scope: Scope, sessionId: string): Promise<FailedTurn[]>;
   /** Runs not finished (queued, running, paused) in every tenant: for recovery at start-up. */

@@ -26,7 +26,10 @@ export class AdminController {
   ) {}
 
   @Post('tenants')
-  @ApiOperation({ summary: 'Create a tenant; answers its first API key (shown once)' })
+  @ApiOperation({
+    summary:
+      'Create a tenant; answers its first API key (shown once). Tenant names are unique case-insensitively: a taken one answers 409 tenant_name_taken',
+  })
   async createTenant(@Body() body: CreateTenantDto) {
     const { tenant, apiKey } = await this.tenants.createTenant(body.name);
     return { id: tenant.id, name: tenant.name, apiKey };
@@ -65,7 +68,7 @@ export class AdminController {
   @Patch('tenants/:tenantId')
   @ApiOperation({
     summary:
-      'Update a tenant: {name?, disabled?, retention?: {deleteAfterDays: days | null, keep: "pinned" | "none"}}. Disabling cancels its runs in flight and makes every credential of it answer 403 tenant_disabled; retention: sessions not updated for that long are deleted by the sweeper',
+      'Update a tenant: {name?, disabled?, retention?: {deleteAfterDays: days | null, keep: "pinned" | "none"}}. A name another tenant has (case-insensitively) answers 409 tenant_name_taken. Disabling cancels its runs in flight and makes every credential of it answer 403 tenant_disabled; retention: sessions not updated for that long are deleted by the sweeper',
   })
   async updateTenant(@Param('tenantId') tenantId: string, @Body() body: UpdateTenantDto) {
     if (body.name !== undefined || body.disabled !== undefined) {

@@ -2,7 +2,7 @@
 // WebSocket gateway's too): runs answer 202 {runId} at once, or with `wait: true` the run's TurnResult (or the
 // snake_case JsonResult for `format: "json"`) once it completes, pauses, fails or is cancelled.
 
-import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, Delete, HttpCode, Param, Post, Res } from '@nestjs/common';
 import {
   ApiBearerAuth,
   ApiExtraModels,
@@ -48,7 +48,10 @@ export class CommandsController {
   constructor(private readonly commands: SessionCommands) {}
 
   @Post('prompt')
-  @ApiOperation({ summary: 'Prompt the session (202 {runId}; `ifBusy: "steer"` stages it on a busy run)' })
+  @ApiOperation({
+    summary:
+      'Prompt the session (202 {runId}; `ifBusy: "steer"` stages it on a busy run; `enqueue`, `interrupt`, `rollback` queue it: 202 {runId, queued: true} while it waits)',
+  })
   @RunAnswers()
   async prompt(
     @CurrentScope() scope: Scope,
@@ -110,6 +113,19 @@ export class CommandsController {
     @Res({ passthrough: true }) res: Response,
   ) {
     return send(res, await this.commands.resume(scope, id, body));
+  }
+
+  @Delete('queue/:queueId')
+  @HttpCode(204)
+  @ApiOperation({
+    summary: 'Take a queued prompt out of the session’s queue before its turn (404 once its run started)',
+  })
+  async cancelQueued(
+    @CurrentScope() scope: Scope,
+    @Param('id') id: string,
+    @Param('queueId') queueId: string,
+  ): Promise<void> {
+    await this.commands.cancelQueued(scope, id, queueId);
   }
 }
 

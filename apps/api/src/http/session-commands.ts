@@ -1,6 +1,6 @@
 // The commands on a session as the API answers them, over HTTP (CommandsController) and WebSocket (LiveGateway)
 // alike: prompt, branch and resume answer 202 {runId} at once (`staged` when a prompt was steered onto the busy
-// run), or with `wait: true` 200 and the run's TurnResult (or the snake_case JsonResult for `format: "json"`) once
+// run, `queued` when it waits in the session's queue), or with `wait: true` 200 and the run's TurnResult (or the snake_case JsonResult for `format: "json"`) once
 // it completes, pauses, fails or is cancelled; navigate and cancel answer 200 with what they did.
 
 import { Injectable } from '@nestjs/common';
@@ -63,17 +63,20 @@ export class SessionCommands {
     return this.sessions.cancel(scope, id);
   }
 
+  cancelQueued(scope: Scope, id: string, queueId: string): Promise<void> {
+    return this.sessions.cancelQueued(scope, id, queueId);
+  }
+
   private async answer(
     scope: Scope,
     id: string,
     options: WaitOptions,
     result: CommandResult,
   ): Promise<CommandAnswer> {
-    if (!options.wait || result.staged) {
-      return {
-        status: 202,
-        body: result.staged ? { runId: result.runId, staged: true } : { runId: result.runId },
-      };
+    // Staged on a busy run, or queued behind it: answered at once (a queued prompt's run has the runId).
+    if (!options.wait || result.staged || result.queued) {
+      const flag = result.staged ? { staged: true } : result.queued ? { queued: true } : {};
+      return { status: 202, body: { runId: result.runId, ...flag } };
     }
     const run = await this.sessions.waitForRun(scope, id, result.runId);
     const turn = this.sessions.toTurnResult(id, run);

@@ -43,11 +43,14 @@ export class SessionsController {
   }
 
   @Get(':id')
-  @ApiOperation({ summary: 'A session with its status, path, usage, live subscribers and the run in flight' })
+  @ApiOperation({
+    summary:
+      'A session with its status, path, usage, live subscribers, the run in flight and its queued prompts (`queued`: [{id, mode, content, createdAt}] in the order they will run)',
+  })
   async get(@CurrentScope() scope: Scope, @Param('id') id: string) {
     // A read changes nothing: a session live nowhere is described without being opened.
-    const { record, live, inFlight } = await this.sessions.describe(scope, id);
-    return sessionDetailView(record, live, inFlight);
+    const { record, live, inFlight, queued } = await this.sessions.describe(scope, id);
+    return { ...sessionDetailView(record, live, inFlight), queued };
   }
 
   @Patch(':id')

@@ -10,6 +10,8 @@ export const ERROR_STATUS = {
   not_found: 404,
   method_not_allowed: 405,
   already_exists: 409,
+  /** Creating or renaming a tenant to a name another tenant has (names compare case-insensitively). */
+  tenant_name_taken: 409,
   session_busy: 409,
   session_paused: 409,
   not_paused: 409,

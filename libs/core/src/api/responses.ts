@@ -109,6 +109,10 @@ export const jsonResultSchema = z
 export const acceptedSchema = z.object({
   runId: z.string(),
   staged: z.boolean().optional().meta({ description: 'A steered prompt staged on the busy run' }),
+  queued: z.boolean().optional().meta({
+    description:
+      'The prompt waits in the session’s queue (`ifBusy` enqueue, interrupt, rollback); its run will have `runId`',
+  }),
 });
 
 const source = z.enum(['persisted', 'start']);
