@@ -1,14 +1,15 @@
-// The chaos suite: a real deployment (2 apis + 2 workers, the built deployables) on a private redis-server, under
-// a steady streaming load (50 sessions prompted run after run, SSE subscribers on both apis resuming with
-// `after`), with faults injected: Redis killed (-9) and started again empty at random moments, Redis paused
-// (SIGSTOP) for 5 s, every Redis connection cut (CLIENT KILL), workers SIGKILLed at random moments, and an api
-// SIGKILLed with subscribers attached. After each: every run it caught ends within a bound, no session stays busy,
+// The chaos suite: a real deployment (2 apis + 2 workers, the built deployables) on a private redis-server and a
+// private Postgres cluster, under a steady streaming load (50 sessions prompted run after run, SSE subscribers on
+// both apis resuming with `after`), with faults injected: Redis killed (-9) and started again empty at random
+// moments, Redis paused (SIGSTOP) for 5 s, every Redis connection cut (CLIENT KILL), Postgres restarted, Postgres
+// unreachable for 5 s, workers SIGKILLed at random moments, and an api SIGKILLed with subscribers attached. After each: every run it caught ends within a bound, no session stays busy,
 // every tree is valid, each completed prompt is committed exactly once (failed ones not at all), no resumed
 // subscriber gets an event twice, nothing answers 5xx but 503, and memory comes back. One summary line per case.
 
 import {
   ChaosLoad,
   Cluster,
+  PrivatePostgres,
   PrivateRedis,
   clusterMemoryMb,
   eventually,
@@ -22,8 +23,10 @@ const BOUND_MS = LOCK_MS * 3 + 10_000;
 const SESSIONS = 50;
 
 let redis: PrivateRedis;
+let postgres: PrivatePostgres;
 let cluster: Cluster;
 let load: ChaosLoad;
+let key: string;
 const figures: CaseFigures[] = [];
 let memoryBefore: Record<string, number> = {};
 
@@ -32,17 +35,23 @@ const between = (min: number, max: number) => min + Math.floor(Math.random() * (
 
 beforeAll(async () => {
   redis = await PrivateRedis.start();
+  postgres = await PrivatePostgres.start();
   // Assigned before it starts, so afterAll stops whatever did start.
   cluster = new Cluster({
     apis: 2,
     workers: 2,
     redisUrl: redis.url,
+    database: await postgres.createDatabase(),
     readyTimeoutMs: 120_000,
     env: {
       RUN_LOCK_DURATION_MS: String(LOCK_MS),
       RATE_LIMIT_PER_KEY: '0',
       RATE_LIMIT_PER_TENANT: '0',
       MAX_CONCURRENT_RUNS_PER_TENANT: '1000',
+      // Short database deadlines, so a request caught by a Postgres outage answers 503 within it (the 5 s case
+      // outlasts them) rather than waiting for the database to come back.
+      DATABASE_TX_MAX_WAIT_MS: '2000',
+      DATABASE_TX_TIMEOUT_MS: '4000',
     },
   });
   await cluster.start();
@@ -51,7 +60,7 @@ beforeAll(async () => {
     headers: { authorization: `Bearer ${cluster.adminKey}`, 'content-type': 'application/json' },
     body: JSON.stringify({ name: 'chaos' }),
   });
-  const key = ((await tenant.json()) as { apiKey: string }).apiKey;
+  key = ((await tenant.json()) as { apiKey: string }).apiKey;
   load = new ChaosLoad({
     apis: () =>
       [...cluster.processes.values()].filter((p) => p.name.startsWith('api-') && p.url).map((p) => p.url!),
@@ -71,15 +80,20 @@ afterAll(async () => {
   for (const f of figures) process.stdout.write(`${summaryLine(f)}\n`);
   await cluster?.stop();
   await redis?.down();
+  await postgres?.stop();
 }, 120_000);
 
 /** Runs one case: the fault, then the checks; prints and records its figures. */
-async function chaosCase(name: string, inject: () => Promise<number>): Promise<CaseFigures> {
+async function chaosCase(
+  name: string,
+  inject: () => Promise<number>,
+  dependency: 'redis' | 'database' = 'redis',
+): Promise<CaseFigures> {
   const mark = load.mark();
   const redelivered = load.redelivered();
   const faults = await inject();
   const endedAt = Date.now();
-  // Both apis see Redis again (they reconnect by themselves). The database check may lag on a machine this
+  // Both apis see the dependency again (they reconnect by themselves). The other check may lag on a machine this
   // busy (its pool is shared with the load), which is not the fault under test.
   for (const p of [...cluster.processes.values()].filter((x) => x.url)) {
     await eventually(
@@ -89,7 +103,7 @@ async function chaosCase(name: string, inject: () => Promise<number>): Promise<C
           checks?: Record<string, string>;
           error?: { details?: { checks?: Record<string, string> } };
         };
-        expect((body.checks ?? body.error?.details?.checks)?.redis).toBe('ok');
+        expect((body.checks ?? body.error?.details?.checks)?.[dependency]).toBe('ok');
       },
       { timeoutMs: 60_000, intervalMs: 500 },
     );
@@ -98,6 +112,55 @@ async function chaosCase(name: string, inject: () => Promise<number>): Promise<C
   figures.push(f);
   process.stdout.write(`${summaryLine(f)}\n`);
   return f;
+}
+
+/**
+ * Reads a session through every api, again and again, until stopped: the statuses a client saw while a dependency
+ * was down (each read bounded by 15 s; 0 = no answer).
+ */
+function probeApis(): { stop: () => Promise<Map<number, number>> } {
+  const statuses = new Map<number, number>();
+  let stopped = false;
+  const loops = [1, 2].map(async (i) => {
+    while (!stopped) {
+      let status = 0;
+      try {
+        const res = await fetch(`${cluster.api(i)}/v1/sessions/${load.sessions[0]}`, {
+          headers: { authorization: `Bearer ${key}` },
+          signal: AbortSignal.timeout(15_000),
+        });
+        status = res.status;
+        await res.arrayBuffer();
+      } catch {
+        // no answer in time: counted as 0
+      }
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      await sleep(100);
+    }
+  });
+  return {
+    stop: async () => {
+      stopped = true;
+      await Promise.all(loops);
+      return statuses;
+    },
+  };
+}
+
+/** No answer but 200 and 503 (and at least one 503 when the outage must have been seen). */
+function expectOnly200And503(statuses: Map<number, number>, mustSee503: boolean): void {
+  const other = [...statuses.keys()].filter((s) => s !== 200 && s !== 503);
+  expect(other.map((s) => `${s} x${statuses.get(s)}`)).toEqual([]);
+  if (mustSee503) expect(statuses.get(503) ?? 0).toBeGreaterThan(0);
+}
+
+async function expectReadAnswers200(): Promise<void> {
+  for (const i of [1, 2]) {
+    const res = await fetch(`${cluster.api(i)}/v1/sessions/${load.sessions[0]}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(res.status).toBe(200);
+  }
 }
 
 function expectClean(f: CaseFigures): void {
@@ -151,6 +214,64 @@ describe('chaos under a steady streaming load', () => {
       return 1;
     });
     expectClean(f);
+  }, 180_000);
+
+  it('Postgres restarted mid-run (pg_ctl restart -m immediate)', async () => {
+    let seen = new Map<number, number>();
+    const f = await chaosCase(
+      'postgres restart (immediate)',
+      async () => {
+        await sleep(between(500, 2_000));
+        const probe = probeApis();
+        // immediate: every backend is dropped mid-transaction and the server goes through crash recovery, as
+        // after a crash or a failover (fast would roll back and say goodbye first).
+        try {
+          await postgres.restart('immediate');
+        } finally {
+          seen = await probe.stop();
+        }
+        return 1;
+      },
+      'database',
+    );
+    process.stdout.write(`[chaos] postgres restart: reads answered ${JSON.stringify([...seen])}\n`);
+    expectClean(f);
+    expectOnly200And503(seen, false);
+    await expectReadAnswers200();
+  }, 180_000);
+
+  it('Postgres unreachable for 5 s (postmaster and backends SIGSTOPped)', async () => {
+    let seen = new Map<number, number>();
+    const f = await chaosCase(
+      'postgres unreachable 5 s',
+      async () => {
+        await sleep(between(500, 2_000));
+        const probe = probeApis();
+        // SIGSTOP rather than a stop: connections stay open and new ones are accepted by the kernel, but nothing
+        // answers, as when the network to the database drops packets. A stopped server would refuse connections
+        // at once (ECONNREFUSED), an easier case the restart above already covers.
+        postgres.pause();
+        try {
+          // /readyz says which dependency is away within a second.
+          const res = await fetch(`${cluster.api(1)}/readyz`, { signal: AbortSignal.timeout(2_000) });
+          expect(res.status).toBe(503);
+          const body = (await res.json()) as { error: { details: { checks: Record<string, string> } } };
+          expect(body.error.details.checks).toEqual({ database: 'unavailable', redis: 'ok' });
+          await sleep(4_000);
+        } finally {
+          postgres.resume();
+          seen = await probe.stop();
+        }
+        return 1;
+      },
+      'database',
+    );
+    process.stdout.write(`[chaos] postgres unreachable: reads answered ${JSON.stringify([...seen])}\n`);
+    expectClean(f);
+    // The outage outlasts the database deadlines (2 s to get a connection, 4 s for a transaction): reads caught
+    // by it answer 503, never 500 and never hang.
+    expectOnly200And503(seen, true);
+    await expectReadAnswers200();
   }, 180_000);
 
   it('workers SIGKILLed at random moments and started again', async () => {

@@ -1,6 +1,6 @@
 // A real distributed deployment for tests and benchmarks: N api and M worker processes (the built deployables,
 // started with node like in production) over a database of their own on the machine's Postgres and a key prefix
-// of their own on its Redis. Processes can be killed (SIGKILL) and started again; stop() ends them, drops the
+// of their own on its Redis (or a private Redis and database a test gives it). Processes can be killed (SIGKILL) and started again; stop() ends them, drops the
 // database and deletes the prefix's Redis keys.
 
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -35,6 +35,8 @@ export interface ClusterOptions {
   prefixBase?: string;
   /** How long each process may take to boot (default 30 s; more on a machine busy with a load). */
   readyTimeoutMs?: number;
+  /** A migrated database to use (e.g. on a PrivatePostgres); default: one of its own on the machine's Postgres. */
+  database?: TestDatabase;
 }
 
 export class Cluster {
@@ -64,7 +66,7 @@ export class Cluster {
           `${main} is missing: run npm test or npm run bench (they build the deployables first)`,
         );
     }
-    this.database = await createTestDatabase();
+    this.database = this.options.database ?? (await createTestDatabase());
     const apis = this.options.apis ?? 2;
     const workers = this.options.workers ?? 2;
     await Promise.all([

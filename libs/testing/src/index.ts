@@ -7,4 +7,5 @@ export * from './fake-llm-server';
 export * from './cluster';
 export * from './conversation-arbitraries';
 export * from './private-redis';
+export * from './private-postgres';
 export * from './chaos';
