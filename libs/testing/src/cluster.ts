@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { eventually } from './eventually';
+import { inspectorUrl, memoryAfterGc, type ProcessMemory } from './process-inspector';
 import { TEST_ADMIN_KEY, TEST_JWT_SECRET } from './test-credentials';
 import { createTestDatabase, type TestDatabase } from './test-postgres';
 
@@ -35,6 +36,11 @@ export interface ClusterOptions {
   prefixBase?: string;
   /** How long each process may take to boot (default 30 s; more on a machine busy with a load). */
   readyTimeoutMs?: number;
+  /**
+   * Start every process with its inspector on a free loopback port, so memoryAfterGc() can ask it to collect
+   * garbage and report its memory (for memory checks; off by default).
+   */
+  inspect?: boolean;
   /** A migrated database to use (e.g. on a PrivatePostgres); default: one of its own on the machine's Postgres. */
   database?: TestDatabase;
 }
@@ -104,6 +110,17 @@ export class Cluster {
     });
   }
 
+  /** Each process's memory after a full garbage collection (needs `inspect`). */
+  async memoryAfterGc(): Promise<Record<string, ProcessMemory>> {
+    const out: Record<string, ProcessMemory> = {};
+    for (const [name, p] of this.processes) {
+      const url = inspectorUrl(p.output);
+      if (!url) throw new Error(`${name} has no inspector (start the cluster with inspect: true)`);
+      out[name] = await memoryAfterGc(url);
+    }
+    return out;
+  }
+
   /** SIGKILL: no shutdown hook runs, like a crashed machine. */
   async kill(name: string): Promise<void> {
     const p = this.processes.get(name);
@@ -154,7 +171,8 @@ export class Cluster {
   }
 
   private spawn(name: string, main: string, env: Record<string, string>): ClusterProcess {
-    const proc = spawn(process.execPath, [main], {
+    const args = this.options.inspect ? ['--inspect=127.0.0.1:0', main] : [main];
+    const proc = spawn(process.execPath, args, {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH ?? '',

@@ -8,4 +8,5 @@ export * from './cluster';
 export * from './conversation-arbitraries';
 export * from './private-redis';
 export * from './private-postgres';
+export * from './process-inspector';
 export * from './chaos';
