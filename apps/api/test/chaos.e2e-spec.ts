@@ -2,19 +2,20 @@
 // private Postgres cluster, under a steady streaming load (50 sessions prompted run after run, SSE subscribers on
 // both apis resuming with `after`), with faults injected: Redis killed (-9) and started again empty at random
 // moments, Redis paused (SIGSTOP) for 5 s, every Redis connection cut (CLIENT KILL), Postgres restarted, Postgres
-// unreachable for 5 s, workers SIGKILLed at random moments, and an api SIGKILLed with subscribers attached. After each: every run it caught ends within a bound, no session stays busy,
-// every tree is valid, each completed prompt is committed exactly once (failed ones not at all), no resumed
-// subscriber gets an event twice, nothing answers 5xx but 503, and memory comes back. One summary line per case.
+// unreachable for 5 s, workers SIGKILLed at random moments, and an api SIGKILLed with subscribers attached. After
+// each: every run it caught ends within a bound, no session stays busy, every tree is valid, each completed prompt
+// is committed exactly once (failed ones not at all), no resumed subscriber gets an event twice, nothing answers
+// 5xx but 503, and memory (after a GC) comes back. One summary line per case.
 
 import {
   ChaosLoad,
   Cluster,
   PrivatePostgres,
   PrivateRedis,
-  clusterMemoryMb,
   eventually,
   summaryLine,
   type CaseFigures,
+  type ProcessMemory,
 } from '@canopy/testing';
 
 const LOCK_MS = 2_000;
@@ -28,7 +29,7 @@ let cluster: Cluster;
 let load: ChaosLoad;
 let key: string;
 const figures: CaseFigures[] = [];
-let memoryBefore: Record<string, number> = {};
+let memoryBefore: Record<string, ProcessMemory> = {};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const between = (min: number, max: number) => min + Math.floor(Math.random() * (max - min));
@@ -43,6 +44,7 @@ beforeAll(async () => {
     redisUrl: redis.url,
     database: await postgres.createDatabase(),
     readyTimeoutMs: 120_000,
+    inspect: true, // memory is read after a full GC, through each process's inspector
     env: {
       RUN_LOCK_DURATION_MS: String(LOCK_MS),
       RATE_LIMIT_PER_KEY: '0',
@@ -71,8 +73,10 @@ beforeAll(async () => {
     subscribersPerApi: 3,
   });
   await load.start();
-  await sleep(3_000); // steady load before the first fault
-  memoryBefore = clusterMemoryMb(cluster);
+  // Steady load before the first fault, long enough for the processes' bounded caches to fill (finished runs'
+  // results are kept 60 s): what is measured after the faults is then compared with a process at its working size.
+  await sleep(65_000);
+  memoryBefore = await cluster.memoryAfterGc();
 }, 300_000);
 
 afterAll(async () => {
@@ -301,13 +305,22 @@ describe('chaos under a steady streaming load', () => {
 
   it('memory comes back once the faults are over', async () => {
     await sleep(3_000);
-    const after = clusterMemoryMb(cluster);
+    const after = await cluster.memoryAfterGc();
+    const show = (m: Record<string, ProcessMemory>) =>
+      Object.entries(m)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([name, p]) => `${name} ${Math.round(p.rssMb)}/${Math.round(p.heapUsedMb)}`)
+        .join(', ');
     process.stdout.write(
-      `[chaos] memory MB before ${JSON.stringify(memoryBefore)} after ${JSON.stringify(after)}\n`,
+      `[chaos] memory MB (rss/heapUsed after GC) before: ${show(memoryBefore)}; after: ${show(after)}\n`,
     );
-    // Restarted processes start afresh; those that lived through every fault stay within bounds of where they were.
-    for (const [name, mb] of Object.entries(after)) {
-      if (memoryBefore[name]) expect(mb).toBeLessThan(memoryBefore[name] * 1.5 + 50);
+    // What a process holds after a GC is back within 20% of what it held before the faults (restarted processes
+    // start afresh; those that lived through every fault are the test). RSS is printed, not bounded: V8 and malloc
+    // keep pages they freed, so it follows the peak rather than what is held.
+    for (const [name, m] of Object.entries(after)) {
+      const before = memoryBefore[name];
+      if (before) expect(m.heapUsedMb).toBeLessThanOrEqual(before.heapUsedMb * 1.2);
     }
-  }, 60_000);
+    expect(after['api-1']).toBeDefined(); // never restarted: it went through every fault
+  }, 120_000);
 });

@@ -2,13 +2,12 @@
 // another, each run followed to its end), SSE subscribers that resume with `after` when their stream drops, and
 // the checks that follow a fault: every run ended within a bound, no session busy, every tree with valid parent
 // chains, each completed prompt committed exactly once (failed ones not at all), resumed subscribers given each
-// event at most once, no 5xx but 503, and the processes' memory. The chaos e2e suite and the soak bench use it.
+// event at most once, no 5xx but 503 (memory is read by process-inspector.ts). The chaos e2e suite and the soak
+// bench use it.
 
 /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-member-access -- JSON bodies of any shape, read loosely */
 
-import { readFileSync } from 'node:fs';
 import { createParser } from 'eventsource-parser';
-import type { Cluster } from './cluster';
 
 const TERMINAL = new Set(['completed', 'error', 'cancelled']);
 
@@ -356,24 +355,6 @@ export class ChaosLoad {
     }
     return { lost, duplicated, bad, suspects };
   }
-}
-
-/** Resident memory of a process (kB), from /proc. */
-export function rssKb(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    const match = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) : 0;
-  } catch {
-    return 0;
-  }
-}
-
-/** Resident memory of each process of the cluster (MB). */
-export function clusterMemoryMb(cluster: Cluster): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [name, p] of cluster.processes) out[name] = Math.round(rssKb(p.proc.pid) / 1024);
-  return out;
 }
 
 export function summaryLine(f: CaseFigures): string {
