@@ -102,7 +102,7 @@ export async function runSoakBench(minutes: number): Promise<void> {
   const total = (k: keyof CaseFigures) => figures.reduce((n, f) => n + (f[k] as number), 0);
   console.log(
     `soak ${minutes} min: faults=${figures.length} runs=${total('runsChecked')} lost=${total('lost')} ` +
-      `duplicated=${total('duplicated')} stuck=${total('stuck')} badTrees=${total('badTrees')} ` +
+      `duplicated=${total('duplicated')} stuck=${total('stuck')} stale=${total('stale')} badTrees=${total('badTrees')} ` +
       `5xx=${total('fiveHundreds')} 503=${total('unavailable')} redelivered=${total('redelivered')} ` +
       `maxRecoveryMs=${Math.max(0, ...figures.map((f) => f.maxRecoveryMs))}`,
   );

@@ -39,6 +39,11 @@ export interface CaseFigures {
   lost: number;
   duplicated: number;
   stuck: number;
+  /**
+   * Runs open longer than the bound when the check ran, whenever they started: a run started after the fault (while
+   * the deployment recovered) that never ends is not in `stuck`, and keeps its session busy all the same.
+   */
+  stale: number;
   badTrees: number;
   /** Answers >= 500 other than 503 (503 is the documented answer while a dependency is down). */
   fiveHundreds: number;
@@ -262,6 +267,8 @@ export class ChaosLoad {
       await sleep(250);
     }
     const stuck = caught.filter((r) => r.status === null && r.startedAt <= faultEndedAt).length;
+    const checkedAt = Date.now();
+    const stale = this.runs.filter((r) => r.status === null && checkedAt - r.startedAt > boundMs).length;
     const maxRecoveryMs = caught.reduce(
       (m, r) =>
         r.endedAt !== null && r.startedAt <= faultEndedAt ? Math.max(m, r.endedAt - faultEndedAt) : m,
@@ -282,6 +289,7 @@ export class ChaosLoad {
       lost: tree.lost,
       duplicated: tree.duplicated,
       stuck,
+      stale,
       badTrees: tree.bad,
       fiveHundreds,
       unavailable,
@@ -360,7 +368,7 @@ export class ChaosLoad {
 export function summaryLine(f: CaseFigures): string {
   return (
     `[chaos] ${f.name}: faults=${f.faults} runs=${f.runsChecked} lost=${f.lost} duplicated=${f.duplicated} ` +
-    `stuck=${f.stuck} badTrees=${f.badTrees} 5xx=${f.fiveHundreds} 503=${f.unavailable} ` +
+    `stuck=${f.stuck} stale=${f.stale} badTrees=${f.badTrees} 5xx=${f.fiveHundreds} 503=${f.unavailable} ` +
     `redelivered=${f.redelivered} maxRecoveryMs=${f.maxRecoveryMs}` +
     (f.suspects.length > 0 ? `\n  ${f.suspects.join('\n  ')}` : '')
   );
