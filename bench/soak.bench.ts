@@ -2,16 +2,11 @@
 // streaming run after run, SSE subscribers on both apis resuming with `after`) for CANOPY_BENCH_SOAK_MINUTES
 // (default 30), with a fault every minute in turn: Redis killed and restarted empty, Redis paused 5 s, every Redis
 // connection cut, a worker SIGKILLed, an api SIGKILLed. Prints one line per fault (runs checked, lost, duplicated,
-// stuck, 5xx, max recovery) and the memory of every process each minute. Not in CI: `npm run bench -- soak`.
+// stuck, 5xx, max recovery) and the memory of every process each minute: resident (RSS) and the V8 heap in use
+// after a full garbage collection (asked through each process's inspector), so retained memory is told apart from
+// garbage and from pages V8 keeps. Not in CI: `npm run bench -- soak`.
 
-import {
-  ChaosLoad,
-  Cluster,
-  PrivateRedis,
-  clusterMemoryMb,
-  summaryLine,
-  type CaseFigures,
-} from '@canopy/testing';
+import { ChaosLoad, Cluster, PrivateRedis, summaryLine, type CaseFigures } from '@canopy/testing';
 
 const LOCK_MS = 2_000;
 const BOUND_MS = LOCK_MS * 3 + 10_000;
@@ -55,6 +50,7 @@ export async function runSoakBench(minutes: number): Promise<void> {
     workers: 2,
     redisUrl: redis.url,
     readyTimeoutMs: 120_000,
+    inspect: true,
     env: {
       RUN_LOCK_DURATION_MS: String(LOCK_MS),
       RATE_LIMIT_PER_KEY: '0',
@@ -83,7 +79,7 @@ export async function runSoakBench(minutes: number): Promise<void> {
     });
     await load.start();
     const started = Date.now();
-    console.log(`minute 0 memory MB ${JSON.stringify(clusterMemoryMb(cluster))}`);
+    await printMemory(cluster, 0);
     for (let minute = 1; minute <= minutes; minute++) {
       const fault = FAULTS[(minute - 1) % FAULTS.length]!;
       const mark = load.mark();
@@ -96,7 +92,7 @@ export async function runSoakBench(minutes: number): Promise<void> {
       const f = await load.check(`min ${minute} ${fault.name}`, mark, 1, faultEnded, BOUND_MS, redelivered);
       figures.push(f);
       console.log(summaryLine(f));
-      console.log(`minute ${minute} memory MB ${JSON.stringify(clusterMemoryMb(cluster))}`);
+      await printMemory(cluster, minute);
     }
   } finally {
     await load?.stop();
@@ -106,10 +102,21 @@ export async function runSoakBench(minutes: number): Promise<void> {
   const total = (k: keyof CaseFigures) => figures.reduce((n, f) => n + (f[k] as number), 0);
   console.log(
     `soak ${minutes} min: faults=${figures.length} runs=${total('runsChecked')} lost=${total('lost')} ` +
-      `duplicated=${total('duplicated')} stuck=${total('stuck')} badTrees=${total('badTrees')} ` +
+      `duplicated=${total('duplicated')} stuck=${total('stuck')} stale=${total('stale')} badTrees=${total('badTrees')} ` +
       `5xx=${total('fiveHundreds')} 503=${total('unavailable')} redelivered=${total('redelivered')} ` +
       `maxRecoveryMs=${Math.max(0, ...figures.map((f) => f.maxRecoveryMs))}`,
   );
+}
+
+/** One line per minute: each process's RSS / heap used after a GC / external, in MB. */
+async function printMemory(cluster: Cluster, minute: number): Promise<void> {
+  const memory = await cluster.memoryAfterGc();
+  const parts = Object.entries(memory)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(
+      ([name, m]) => `${name} ${Math.round(m.rssMb)}/${Math.round(m.heapUsedMb)}/${Math.round(m.externalMb)}`,
+    );
+  console.log(`minute ${minute} memory MB (rss/heapUsed after GC/external): ${parts.join(', ')}`);
 }
 
 export function soakMinutes(env: NodeJS.ProcessEnv): number {

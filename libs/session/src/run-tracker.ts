@@ -38,6 +38,8 @@ interface Tracked {
   result: RunResult | null;
   waiters: Array<(r: RunResult) => void>;
   finishedAt: number | null;
+  /** An event of the run was seen (not only a waiter for it: a queued run has not started). */
+  started: boolean;
 }
 
 /** Finished runs kept per session at most (older ones are forgotten first). */
@@ -54,6 +56,7 @@ export class RunTracker {
     switch (event.type) {
       case 'status':
         if (event.data.runId && event.data.status === 'busy') {
+          this.settleUnseen(event.data.runId, event.at);
           const t = this.track(event.data.runId, event.at);
           t.result = null; // resumed after a pause: it runs again
         }
@@ -142,7 +145,7 @@ export class RunTracker {
 
   /** The run's result once it completes, pauses, fails or is cancelled. */
   wait(runId: string): Promise<RunResult> {
-    const t = this.runs.get(runId) ?? this.track(runId, Date.now());
+    const t = this.runs.get(runId) ?? this.track(runId, Date.now(), false);
     if (t.result) return Promise.resolve(t.result);
     return new Promise((resolve) => t.waiters.push(resolve));
   }
@@ -152,9 +155,36 @@ export class RunTracker {
     return this.runs.get(runId)?.result ?? null;
   }
 
-  private track(runId: string, at: number): Tracked {
+  /** Runs followed now: those running, paused, or finished within keepMs (at most MAX_FINISHED of these). */
+  get size(): number {
+    return this.runs.size;
+  }
+
+  /**
+   * A session runs one run at a time, so when `runId` starts every other run still running here has ended, in
+   * events this tracker never got (a Redis that restarted empty loses them; the bus skips what its log no longer
+   * holds). Without this such a run would be followed for ever and its waiters never answered.
+   */
+  private settleUnseen(runId: string, at: number): void {
+    for (const t of this.runs.values()) {
+      if (t.runId === runId || !t.started || t.result || t.commitPending) continue;
+      this.settle(
+        t,
+        'error',
+        {
+          code: 'unavailable',
+          message: 'how this run ended was not seen here (its events were lost); GET /v1/runs/:id has it',
+        },
+        at,
+      );
+    }
+  }
+
+  private track(runId: string, at: number, started = true): Tracked {
     let t = this.runs.get(runId);
-    if (!t) {
+    if (t) {
+      t.started ||= started;
+    } else {
       t = {
         runId,
         startedAt: at,
@@ -166,6 +196,7 @@ export class RunTracker {
         result: null,
         waiters: [],
         finishedAt: null,
+        started,
       };
       this.runs.set(runId, t);
     }

@@ -133,7 +133,9 @@ export class SessionModule {
                 toolTimeoutMs: c.sessions.toolTimeoutMs,
                 maxSteps: c.sessions.maxSteps,
                 retry: DEFAULT_RETRY_POLICY,
-                resultTtlMs: 10 * 60_000,
+                // Long enough for a `wait: true` command, which waits right after starting its run: every run of
+                // a live session is followed, so this bounds what they hold (was 10 min: ~100 results per session).
+                resultTtlMs: 60_000,
                 shutdownGraceMs: c.shutdownGraceMs,
                 maxBusyPerTenant: c.limits.concurrentRunsPerTenant,
                 retentionSweepMs: c.sessions.retentionSweepMs,

@@ -2,13 +2,12 @@
 // another, each run followed to its end), SSE subscribers that resume with `after` when their stream drops, and
 // the checks that follow a fault: every run ended within a bound, no session busy, every tree with valid parent
 // chains, each completed prompt committed exactly once (failed ones not at all), resumed subscribers given each
-// event at most once, no 5xx but 503, and the processes' memory. The chaos e2e suite and the soak bench use it.
+// event at most once, no 5xx but 503 (memory is read by process-inspector.ts). The chaos e2e suite and the soak
+// bench use it.
 
 /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-member-access -- JSON bodies of any shape, read loosely */
 
-import { readFileSync } from 'node:fs';
 import { createParser } from 'eventsource-parser';
-import type { Cluster } from './cluster';
 
 const TERMINAL = new Set(['completed', 'error', 'cancelled']);
 
@@ -40,6 +39,11 @@ export interface CaseFigures {
   lost: number;
   duplicated: number;
   stuck: number;
+  /**
+   * Runs open longer than the bound when the check ran, whenever they started: a run started after the fault (while
+   * the deployment recovered) that never ends is not in `stuck`, and keeps its session busy all the same.
+   */
+  stale: number;
   badTrees: number;
   /** Answers >= 500 other than 503 (503 is the documented answer while a dependency is down). */
   fiveHundreds: number;
@@ -263,6 +267,8 @@ export class ChaosLoad {
       await sleep(250);
     }
     const stuck = caught.filter((r) => r.status === null && r.startedAt <= faultEndedAt).length;
+    const checkedAt = Date.now();
+    const stale = this.runs.filter((r) => r.status === null && checkedAt - r.startedAt > boundMs).length;
     const maxRecoveryMs = caught.reduce(
       (m, r) =>
         r.endedAt !== null && r.startedAt <= faultEndedAt ? Math.max(m, r.endedAt - faultEndedAt) : m,
@@ -283,6 +289,7 @@ export class ChaosLoad {
       lost: tree.lost,
       duplicated: tree.duplicated,
       stuck,
+      stale,
       badTrees: tree.bad,
       fiveHundreds,
       unavailable,
@@ -358,28 +365,10 @@ export class ChaosLoad {
   }
 }
 
-/** Resident memory of a process (kB), from /proc. */
-export function rssKb(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    const match = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) : 0;
-  } catch {
-    return 0;
-  }
-}
-
-/** Resident memory of each process of the cluster (MB). */
-export function clusterMemoryMb(cluster: Cluster): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [name, p] of cluster.processes) out[name] = Math.round(rssKb(p.proc.pid) / 1024);
-  return out;
-}
-
 export function summaryLine(f: CaseFigures): string {
   return (
     `[chaos] ${f.name}: faults=${f.faults} runs=${f.runsChecked} lost=${f.lost} duplicated=${f.duplicated} ` +
-    `stuck=${f.stuck} badTrees=${f.badTrees} 5xx=${f.fiveHundreds} 503=${f.unavailable} ` +
+    `stuck=${f.stuck} stale=${f.stale} badTrees=${f.badTrees} 5xx=${f.fiveHundreds} 503=${f.unavailable} ` +
     `redelivered=${f.redelivered} maxRecoveryMs=${f.maxRecoveryMs}` +
     (f.suspects.length > 0 ? `\n  ${f.suspects.join('\n  ')}` : '')
   );

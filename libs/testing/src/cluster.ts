@@ -1,6 +1,6 @@
 // A real distributed deployment for tests and benchmarks: N api and M worker processes (the built deployables,
 // started with node like in production) over a database of their own on the machine's Postgres and a key prefix
-// of their own on its Redis. Processes can be killed (SIGKILL) and started again; stop() ends them, drops the
+// of their own on its Redis (or a private Redis and database a test gives it). Processes can be killed (SIGKILL) and started again; stop() ends them, drops the
 // database and deletes the prefix's Redis keys.
 
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { eventually } from './eventually';
+import { inspectorUrl, memoryAfterGc, type ProcessMemory } from './process-inspector';
 import { TEST_ADMIN_KEY, TEST_JWT_SECRET } from './test-credentials';
 import { createTestDatabase, type TestDatabase } from './test-postgres';
 
@@ -35,6 +36,13 @@ export interface ClusterOptions {
   prefixBase?: string;
   /** How long each process may take to boot (default 30 s; more on a machine busy with a load). */
   readyTimeoutMs?: number;
+  /**
+   * Start every process with its inspector on a free loopback port, so memoryAfterGc() can ask it to collect
+   * garbage and report its memory (for memory checks; off by default).
+   */
+  inspect?: boolean;
+  /** A migrated database to use (e.g. on a PrivatePostgres); default: one of its own on the machine's Postgres. */
+  database?: TestDatabase;
 }
 
 export class Cluster {
@@ -64,7 +72,7 @@ export class Cluster {
           `${main} is missing: run npm test or npm run bench (they build the deployables first)`,
         );
     }
-    this.database = await createTestDatabase();
+    this.database = this.options.database ?? (await createTestDatabase());
     const apis = this.options.apis ?? 2;
     const workers = this.options.workers ?? 2;
     await Promise.all([
@@ -100,6 +108,17 @@ export class Cluster {
     ).catch((err: Error) => {
       throw new Error(`${err.message}\n${proc.output.join('')}`);
     });
+  }
+
+  /** Each process's memory after a full garbage collection (needs `inspect`). */
+  async memoryAfterGc(): Promise<Record<string, ProcessMemory>> {
+    const out: Record<string, ProcessMemory> = {};
+    for (const [name, p] of this.processes) {
+      const url = inspectorUrl(p.output);
+      if (!url) throw new Error(`${name} has no inspector (start the cluster with inspect: true)`);
+      out[name] = await memoryAfterGc(url);
+    }
+    return out;
   }
 
   /** SIGKILL: no shutdown hook runs, like a crashed machine. */
@@ -152,7 +171,8 @@ export class Cluster {
   }
 
   private spawn(name: string, main: string, env: Record<string, string>): ClusterProcess {
-    const proc = spawn(process.execPath, [main], {
+    const args = this.options.inspect ? ['--inspect=127.0.0.1:0', main] : [main];
+    const proc = spawn(process.execPath, args, {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH ?? '',

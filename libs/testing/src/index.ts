@@ -7,4 +7,6 @@ export * from './fake-llm-server';
 export * from './cluster';
 export * from './conversation-arbitraries';
 export * from './private-redis';
+export * from './private-postgres';
+export * from './process-inspector';
 export * from './chaos';
