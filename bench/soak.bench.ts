@@ -4,7 +4,7 @@
 // connection cut, a worker SIGKILLed, an api SIGKILLed. Prints one line per fault (runs checked, lost, duplicated,
 // stuck, 5xx, max recovery) and the memory of every process each minute: resident (RSS) and the V8 heap in use
 // after a full garbage collection (asked through each process's inspector), so retained memory is told apart from
-// garbage and from pages V8 keeps. Not in CI: `npm run bench -- soak`.
+// garbage and from pages V8 keeps. Not in CI: `npm run bench -- soak` (CANOPY_BENCH_SOAK_LOGS=DIR keeps the logs).
 
 import { ChaosLoad, Cluster, PrivateRedis, summaryLine, type CaseFigures } from '@canopy/testing';
 
@@ -51,6 +51,8 @@ export async function runSoakBench(minutes: number): Promise<void> {
     redisUrl: redis.url,
     readyTimeoutMs: 120_000,
     inspect: true,
+    // CANOPY_BENCH_SOAK_LOGS=DIR keeps every process's log there (<name>.log), for what the figures cannot say.
+    ...(process.env.CANOPY_BENCH_SOAK_LOGS ? { logDir: process.env.CANOPY_BENCH_SOAK_LOGS } : {}),
     env: {
       RUN_LOCK_DURATION_MS: String(LOCK_MS),
       RATE_LIMIT_PER_KEY: '0',

@@ -5,7 +5,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
@@ -43,6 +43,8 @@ export interface ClusterOptions {
   inspect?: boolean;
   /** A migrated database to use (e.g. on a PrivatePostgres); default: one of its own on the machine's Postgres. */
   database?: TestDatabase;
+  /** A directory to append every process's output to, as `<name>.log` (a restarted process appends). */
+  logDir?: string;
 }
 
 export class Cluster {
@@ -53,6 +55,7 @@ export class Cluster {
 
   constructor(private readonly options: ClusterOptions = {}) {
     this.prefix = `${options.prefixBase ?? 'ctest'}${randomBytes(4).toString('hex')}`;
+    if (options.logDir) mkdirSync(options.logDir, { recursive: true });
   }
 
   get redisUrl(): string {
@@ -193,8 +196,13 @@ export class Cluster {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const output: string[] = [];
-    proc.stdout?.on('data', (d: Buffer) => output.push(d.toString()));
-    proc.stderr?.on('data', (d: Buffer) => output.push(d.toString()));
+    const logFile = this.options.logDir ? join(this.options.logDir, `${name}.log`) : null;
+    const keep = (d: Buffer) => {
+      output.push(d.toString());
+      if (logFile) appendFileSync(logFile, d);
+    };
+    proc.stdout?.on('data', keep);
+    proc.stderr?.on('data', keep);
     const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
     const entry: ClusterProcess = { name, proc, url: null, output, exited };
     this.processes.set(name, entry);
