@@ -180,6 +180,7 @@ describe('sessions: create, read, list', () => {
       head: null,
       path: [],
       usage: expect.objectContaining(usageShape),
+      queued: [],
     });
     expect(detail.body).not.toHaveProperty('inFlight');
   });
