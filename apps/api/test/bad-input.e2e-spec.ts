@@ -528,6 +528,11 @@ describe('bodies that break the schema, generated field by field', () => {
       [prompt, { content: [attachment] }, 'content'],
       [prompt, { content: [{ ...attachment, data: 'aGk=', url: 'https://example.com/a' }] }, 'content'],
       [prompt, { content: 'nul \u0000 inside' }, 'content'],
+      // The double-texting strategies are spelled exactly (case included).
+      [prompt, { content: 'hi', ifBusy: 'ENQUEUE' }, 'ifBusy'],
+      [prompt, { content: 'hi', ifBusy: 'queue' }, 'ifBusy'],
+      [prompt, { content: 'hi', ifBusy: '' }, 'ifBusy'],
+      [prompt, { content: 'hi', ifBusy: ['enqueue'] }, 'ifBusy'],
     );
     const failures: string[] = [];
     for (const [op, body, field] of cases) {

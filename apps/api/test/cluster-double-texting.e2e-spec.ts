@@ -1,7 +1,8 @@
 // Double texting on the distributed deployment (2 apis, 2 workers): prompts queued with ifBusy `enqueue` and
 // `interrupt` through both apis at once never make one session run two runs at a time (each run started after the
 // one before it finished, by the database's clock), every enqueued prompt runs once (its run has the queued
-// prompt's id), and the enqueued ones start in the order they were queued.
+// prompt's id), and the enqueued ones start in the order they were queued. The queue survives the workers: killed
+// while a run is in flight with prompts waiting, a worker started again takes the run over and the queue runs on.
 
 import { Cluster, eventually } from '@canopy/testing';
 import { Api, newTenant } from './support/api-client';
@@ -10,7 +11,13 @@ let cluster: Cluster;
 
 beforeAll(async () => {
   // Four processes booting at once: a minute and a half on a machine busy with other work.
-  cluster = await new Cluster({ apis: 2, workers: 2, readyTimeoutMs: 90_000 }).start();
+  // A short run lock: a run whose worker died is taken over within a second or two.
+  cluster = await new Cluster({
+    apis: 2,
+    workers: 2,
+    readyTimeoutMs: 90_000,
+    env: { RUN_LOCK_DURATION_MS: '1000' },
+  }).start();
 }, 200_000);
 
 afterAll(async () => {
@@ -79,3 +86,43 @@ it('runs one run at a time, each enqueued prompt once and in order, with prompts
   const order = [...enqueuedRuns].sort((x, y) => x.startedAt!.localeCompare(y.startedAt!)).map((r) => r.id);
   expect(order).toEqual(enqueued);
 }, 120_000);
+
+it('keeps the queue through a crash of every worker: the run is taken over and the queued prompts run after it', async () => {
+  const { key } = await newTenant({ url: cluster.api(1) } as never, 'cluster queue crash');
+  const apis = [new Api(cluster.api(1), key), new Api(cluster.api(2), key)];
+  const id = (await apis[0]!.post('/v1/sessions', { model: 'mock:echo', opts: { delayMs: 2_000 } })).body.id;
+  const first = (await apis[0]!.post(`/v1/sessions/${id}/prompt`, { content: 'first' })).body.runId as string;
+  const enqueued: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const res = await apis[1]!.post(`/v1/sessions/${id}/prompt`, { content: `e${i}`, ifBusy: 'enqueue' });
+    expect(res.body).toEqual({ runId: expect.any(String), queued: true });
+    enqueued.push(res.body.runId);
+  }
+  await eventually(
+    async () => expect((await apis[0]!.get(`/v1/runs/${first}`)).body.status).toBe('running'),
+    {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    },
+  );
+  await Promise.all([cluster.kill('worker-1'), cluster.kill('worker-2')]);
+  // Nothing executes runs now: the prompts still wait, in order.
+  const waiting = (await apis[0]!.get(`/v1/sessions/${id}`)).body as { queued: Array<{ id: string }> };
+  expect(waiting.queued.map((q) => q.id)).toEqual(enqueued);
+  await cluster.startWorker(1, 90_000);
+
+  await eventually(
+    async () => {
+      const detail = (await apis[1]!.get(`/v1/sessions/${id}`)).body;
+      expect({ status: detail.status, queued: detail.queued }).toEqual({ status: 'idle', queued: [] });
+    },
+    { timeoutMs: 60_000, intervalMs: 250 },
+  );
+  const runs = await Promise.all(
+    [first, ...enqueued].map(async (runId) => (await apis[0]!.get(`/v1/runs/${runId}`)).body as Run),
+  );
+  expect(runs.map((r) => r.status)).toEqual(['completed', 'completed', 'completed']);
+  for (let i = 1; i < runs.length; i++) {
+    expect(Date.parse(runs[i]!.startedAt!)).toBeGreaterThanOrEqual(Date.parse(runs[i - 1]!.finishedAt!));
+  }
+}, 180_000);

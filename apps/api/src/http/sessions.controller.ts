@@ -80,11 +80,14 @@ export class SessionsController {
     const { mode, ...start } = body;
     const opened = await this.sessions.open(scope, id, start, mode ?? 'controller');
     return {
-      session: sessionDetailView(
-        opened.session,
-        { controllers: opened.live.controllers, observers: opened.live.observers },
-        opened.live.inFlight,
-      ),
+      session: {
+        ...sessionDetailView(
+          opened.session,
+          { controllers: opened.live.controllers, observers: opened.live.observers },
+          opened.live.inFlight,
+        ),
+        queued: await this.sessions.queue.list(scope, id),
+      },
       opened: opened.opened,
       resolution: opened.resolution,
       seq: opened.live.seq,
