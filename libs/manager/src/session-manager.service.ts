@@ -41,6 +41,8 @@ export interface OpenResult {
   opened: 'started' | 'existing';
   /** Where each reconciled field came from: the persisted state or the start options. */
   resolution: { model: 'persisted' | 'start'; system: 'persisted' | 'start'; opts: 'persisted' | 'start' };
+  /** Prompts waiting their turn, as SessionDescription's. */
+  queued: QueuedPromptView[];
 }
 
 /** A session as a read shows it: its record, its subscribers across the deployment and the run in flight. */
@@ -236,6 +238,7 @@ export class SessionManager {
       session: await this.sessions.get(scope, id),
       opened: wasLive ? 'existing' : 'started',
       resolution,
+      queued: await this.sessions.queued(scope, id),
     };
   }
 

@@ -86,7 +86,7 @@ export class SessionsController {
           { controllers: opened.live.controllers, observers: opened.live.observers },
           opened.live.inFlight,
         ),
-        queued: await this.sessions.queue.list(scope, id),
+        queued: opened.queued,
       },
       opened: opened.opened,
       resolution: opened.resolution,
