@@ -58,7 +58,7 @@ export const envSchema = z.object({
   RUN_LOCK_DURATION_MS: z.coerce.number().int().min(500).max(600_000).default(15_000),
   /** Runs one worker process executes at once. */
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(50),
-  /** How long a session's replay log and seq counter live in Redis after its last event. */
+  /** How long a session's replay log (which holds its sequence) lives in Redis after its last event. */
   EVENT_REPLAY_TTL_SECONDS: z.coerce
     .number()
     .int()
