@@ -8,3 +8,4 @@ export * from './cluster';
 export * from './conversation-arbitraries';
 export * from './private-redis';
 export * from './chaos';
+export * from './private-redis-cluster';

@@ -34,22 +34,22 @@
 
 import { Logger } from '@nestjs/common';
 import type { SessionEvent, SessionEventInput } from '@canopy/core';
-import type { Redis } from 'ioredis';
 
 import { callListener, logListenerError, type ListenerErrorHandler } from '../in-process/listener-errors';
 import type { EventBus, ReplayResult, Unsubscribe } from '../ports';
 import { LuaScript } from './lua-script';
+import { duplicateConnection, isCluster, type RedisConnection } from './redis-connection';
 import { checkNoKeyPrefix, checkPrefix, keyPart } from './redis-keys';
 import { RedisPubSub, type Release } from './redis-pubsub';
 
 export interface RedisEventBusOptions {
   /** Runs the publish script and the reads; owned by the caller (close() leaves it open). */
-  redis: Redis;
+  redis: RedisConnection;
   /**
    * A connection for SUBSCRIBE only; several adapters may share one. Default: `redis.duplicate()`, opened on the
    * first subscribe and closed by close().
    */
-  subscriber?: Redis;
+  subscriber?: RedisConnection;
   /** Starts every key and channel name (no braces). */
   prefix: string;
   /** How many of a session's latest events its replay log keeps (a positive integer). */
@@ -172,8 +172,10 @@ interface Sequence {
 
 export class RedisEventBus implements EventBus {
   private readonly logger = new Logger(RedisEventBus.name);
-  private readonly redis: Redis;
-  private subscriber: Redis | null;
+  private readonly redis: RedisConnection;
+  private subscriber: RedisConnection | null;
+  /** Sharded pub/sub (SPUBLISH / SSUBSCRIBE) on a Redis Cluster, plain pub/sub on one server. */
+  private readonly sharded: boolean;
   private ownsSubscriber = false;
   private pubsub: RedisPubSub | null = null;
   private stopCatchUp: (() => void) | null = null;
@@ -197,6 +199,7 @@ export class RedisEventBus implements EventBus {
     }
     checkNoKeyPrefix(options.redis);
     this.redis = options.redis;
+    this.sharded = isCluster(options.redis);
     this.subscriber = options.subscriber ?? null;
     this.prefix = checkPrefix(options.prefix);
     this.replayLimit = options.replayLimit;
@@ -255,7 +258,10 @@ export class RedisEventBus implements EventBus {
       throw error;
     }
     sequence.last = first + count - 1;
-    const published = this.redis.publish(keys.channel, `${first}\n${batch}`);
+    const message = `${first}\n${batch}`;
+    const published = this.sharded
+      ? this.redis.spublish(keys.channel, message)
+      : this.redis.publish(keys.channel, message);
     published.catch(() => undefined); // awaited by publish()
     return { first, published };
   }
@@ -420,7 +426,7 @@ export class RedisEventBus implements EventBus {
       cursor: null,
       backlog: [],
       draining: false,
-      listening: this.pubSub().listen('channel', keys.channel, (_name, message) =>
+      listening: this.pubSub().listen(this.sharded ? 'shard' : 'channel', keys.channel, (_name, message) =>
         this.receive(channel, message),
       ),
     };
@@ -432,7 +438,7 @@ export class RedisEventBus implements EventBus {
   private pubSub(): RedisPubSub {
     if (!this.pubsub) {
       if (!this.subscriber) {
-        this.subscriber = this.redis.duplicate({ enableAutoPipelining: false });
+        this.subscriber = duplicateConnection(this.redis, { enableAutoPipelining: false });
         this.ownsSubscriber = true;
         this.subscriber.on('error', (error: Error) =>
           this.logger.warn(`subscriber connection: ${error.message}`),
@@ -592,7 +598,7 @@ function unwrap(results: [error: Error | null, result: unknown][] | null): unkno
   });
 }
 
-async function quit(connection: Redis): Promise<void> {
+async function quit(connection: RedisConnection): Promise<void> {
   try {
     await connection.quit();
   } catch {
