@@ -47,6 +47,7 @@ import {
   InProcessLiveRegistry,
   LIVE_REGISTRY,
   createRedisRealtime,
+  duplicateConnection,
   type ActivityFeed,
   type EventBus,
   type LiveRegistry,
@@ -130,6 +131,7 @@ export class SessionModule {
             const logger = new Logger('Redis');
             return createRedisRealtime({
               url: c.redis.url,
+              clusterNodes: c.redis.clusterNodes,
               prefix: c.redis.prefix,
               replayLimit: c.sessions.replayLimit,
               replayTtlSeconds: c.redis.replayTtlSeconds,
@@ -195,7 +197,7 @@ export class SessionModule {
             redis
               ? new RedisRunControl({
                   redis: redis.redis,
-                  subscriber: redis.redis.duplicate({ enableAutoPipelining: false }),
+                  subscriber: duplicateConnection(redis.redis, { enableAutoPipelining: false }),
                   prefix: c.redis.prefix,
                   instanceId: c.instanceId,
                 })
