@@ -54,6 +54,8 @@ export interface ClusterLevel {
   wallMs: number;
   /** text_delta events received, both subscribers counted. */
   deltaEvents: number;
+  /** Events of every type published during the phase (received by one subscriber per session). */
+  publishedEvents: number;
   /** The scripted deltas those events carry (a coalesced event carries several). */
   originalDeltas: number;
   /** Emit (the event's `at`) -> receipt, over every text_delta received. */
@@ -243,10 +245,15 @@ export function printClusterReport(title: string, result: ClusterBenchResult): v
     const commands = l.topCommands
       .map((c) => `${c.name} ${(c.calls / (l.runsCompleted * DELTAS)).toFixed(2)}`)
       .join(', ');
+    const perEvent = l.topCommands
+      .map((c) => `${c.name} ${(c.calls / l.publishedEvents).toFixed(2)}`)
+      .join(', ');
     console.log(
       `${l.sessions} sessions: prompts sent in ${formatTime(l.promptMs)}; machine CPU ` +
         `${l.machineCpuPct.toFixed(0)}% of ${cpus().length} cores; by process (% of one core): ${cpu}; ` +
-        `text_delta frame ~${Math.round(l.deltaFrameBytes)} B; Redis calls per scripted delta: ${commands}.`,
+        `text_delta frame ~${Math.round(l.deltaFrameBytes)} B; Redis calls per scripted delta: ${commands}; ` +
+        `${l.publishedEvents.toLocaleString('en-US')} events of every type published, Redis commands per ` +
+        `published event ${(l.redisCommands / l.publishedEvents).toFixed(2)} (${perEvent}).`,
     );
   }
   printBaselineReport(result);
@@ -411,6 +418,7 @@ async function measureScale(
       peakStreaming: peakOverlap([...tracks.values()].map((ts) => ts[0]!)),
       wallMs,
       deltaEvents: sum(all.map((t) => t.deltaEvents)),
+      publishedEvents: sum([...tracks.values()].map((ts) => ts[0]?.events ?? 0)),
       originalDeltas: sum(all.map((t) => t.originalDeltas)),
       p50Ms: percentile(sorted, 50),
       p99Ms: percentile(sorted, 99),
@@ -470,6 +478,8 @@ class Track {
   lastSeq: number | null = null;
   text = '';
   deltaEvents = 0;
+  /** Events of any type after the snapshot. */
+  events = 0;
   originalDeltas = 0;
   deltaBytes = 0;
   finalTurn = false;
@@ -501,6 +511,7 @@ class Track {
       this.problems.push(`${frame.event} #${frame.seq} after #${this.lastSeq}`);
     }
     this.lastSeq = frame.seq;
+    this.events++;
     const data = frame.data as Record<string, unknown>;
     switch (frame.event) {
       case 'text_delta': {

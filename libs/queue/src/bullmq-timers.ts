@@ -4,6 +4,7 @@
 // and its handler re-checks the state it acts on. Failed handlers are retried per the catalog, then dropped.
 
 import { Queue, Worker, type ConnectionOptions, type JobsOptions } from 'bullmq';
+import { bullmqPrefix } from './bullmq-prefix';
 import {
   JOBS,
   checkHandlers,
@@ -30,7 +31,10 @@ export class BullmqTimers implements Timers {
   private worker: Worker | null = null;
 
   constructor(private readonly options: BullmqTimersOptions) {
-    this.queue = new Queue(QUEUE, { connection: options.connection, prefix: options.prefix });
+    this.queue = new Queue(QUEUE, {
+      connection: options.connection,
+      prefix: bullmqPrefix(options.prefix, options.connection),
+    });
   }
 
   async set(timer: Timer, delayMs: number): Promise<void> {
@@ -68,7 +72,7 @@ export class BullmqTimers implements Timers {
     checkHandlers(QUEUE, Object.keys(handlers));
     this.worker = new Worker(QUEUE, async (job) => dispatchTimer(handlers, parse(job.name, job.data)), {
       connection: this.options.connection,
-      prefix: this.options.prefix,
+      prefix: bullmqPrefix(this.options.prefix, this.options.connection),
       concurrency: this.options.concurrency ?? 8,
       lockDuration: JOBS.sessionIdle.lockDurationMs,
     });

@@ -4,6 +4,7 @@
 // that call process() (workers) execute runs; api processes only enqueue.
 
 import { Queue, WaitingError, Worker, type ConnectionOptions } from 'bullmq';
+import { bullmqPrefix } from './bullmq-prefix';
 import { JOBS, checkHandlers, runJobPayload } from './job-catalog';
 import {
   RunHandedBack,
@@ -37,7 +38,10 @@ export class BullmqTurnQueue implements TurnQueue {
   }
 
   constructor(private readonly options: BullmqTurnQueueOptions) {
-    this.queue = new Queue(JOBS.run.queue, { connection: options.connection, prefix: options.prefix });
+    this.queue = new Queue(JOBS.run.queue, {
+      connection: options.connection,
+      prefix: bullmqPrefix(options.prefix, options.connection),
+    });
   }
 
   async enqueue(job: RunJob): Promise<void> {
@@ -74,7 +78,7 @@ export class BullmqTurnQueue implements TurnQueue {
       },
       {
         connection: this.options.connection,
-        prefix: this.options.prefix,
+        prefix: bullmqPrefix(this.options.prefix, this.options.connection),
         concurrency: this.options.concurrency,
         lockDuration: this.lockMs,
         stalledInterval: Math.max(250, Math.floor(this.lockMs / 2)),

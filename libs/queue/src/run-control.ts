@@ -4,7 +4,7 @@
 // serving the session live (closed, deleted, idle shutdown decided for the whole deployment).
 
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 export type CancelHandler = (runId: string) => boolean;
 
@@ -80,7 +80,12 @@ export class RedisRunControl implements RunControl {
   private ready: Promise<void>;
 
   constructor(
-    private readonly options: { redis: Redis; subscriber: Redis; prefix: string; instanceId: string },
+    private readonly options: {
+      redis: Redis | Cluster;
+      subscriber: Redis | Cluster;
+      prefix: string;
+      instanceId: string;
+    },
   ) {
     this.requests = `${options.prefix}:run-control`;
     this.acks = `${options.prefix}:run-control:ack:${options.instanceId}`;

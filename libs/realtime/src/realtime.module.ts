@@ -54,6 +54,7 @@ export class RealtimeModule {
             const logger = new Logger('Redis');
             return createRedisRealtime({
               url: c.redis.url,
+              clusterNodes: c.redis.clusterNodes,
               prefix: c.redis.prefix,
               replayLimit: c.sessions.replayLimit,
               replayTtlSeconds: c.redis.replayTtlSeconds,

@@ -10,3 +10,4 @@ export * from './private-redis';
 export * from './private-postgres';
 export * from './process-inspector';
 export * from './chaos';
+export * from './private-redis-cluster';

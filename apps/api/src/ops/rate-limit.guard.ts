@@ -13,7 +13,8 @@ import {
 } from '@nestjs/throttler';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { CanopyException, type CanopyConfig } from '@canopy/common';
-import type { RedisRealtime } from '@canopy/realtime';
+import { duplicateConnection, isCluster, type RedisRealtime } from '@canopy/realtime';
+import type { Cluster } from 'ioredis';
 import { credentialId, type Principal } from '@canopy/auth';
 import { FallbackThrottlerStorage } from './fallback-throttler-storage';
 
@@ -40,8 +41,13 @@ export function rateLimitOptions(config: CanopyConfig, redis: RedisRealtime | nu
   return {
     ...(redis
       ? {
-          // Its own connection (closed with the module); keys `{<prefix>:<throttler>:<tracker>:...}:hits|blocked`.
-          storage: new FallbackThrottlerStorage(new ThrottlerStorageRedisService({ ...redis.redis.options })),
+          // Its own connection (closed with the module; a Cluster's with the process); keys
+          // `{<prefix>:<throttler>:<tracker>:...}:hits|blocked`, one hash tag per tracker.
+          storage: new FallbackThrottlerStorage(
+            isCluster(redis.redis)
+              ? new ThrottlerStorageRedisService(duplicateConnection(redis.redis) as Cluster)
+              : new ThrottlerStorageRedisService({ ...redis.redis.options }),
+          ),
         }
       : {}),
     // Public routes (health, docs, metrics) and the admin are not limited.

@@ -44,6 +44,14 @@ export const envSchema = z.object({
   CANOPY_MIGRATE_ON_BOOT: bool.default(true),
   /** Unset: the in-process bus, registry and queue (embedded runtime). */
   REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' }).optional(),
+  /**
+   * A Redis Cluster: `host:port` of some of its nodes, comma-separated (the client discovers the rest); REDIS_URL
+   * still selects the distributed runtime and gives the credentials and TLS. Unset: REDIS_URL is one server.
+   */
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .regex(/^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*$/, 'must be host:port[,host:port...]')
+    .optional(),
   /** Prefix of every Redis key and channel of this deployment (several deployments can share one Redis). */
   CANOPY_REDIS_PREFIX: z
     .string()
@@ -58,7 +66,7 @@ export const envSchema = z.object({
   RUN_LOCK_DURATION_MS: z.coerce.number().int().min(500).max(600_000).default(15_000),
   /** Runs one worker process executes at once. */
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(50),
-  /** How long a session's replay log and seq counter live in Redis after its last event. */
+  /** How long a session's replay log (which holds its sequence) lives in Redis after its last event. */
   EVENT_REPLAY_TTL_SECONDS: z.coerce
     .number()
     .int()
@@ -186,6 +194,8 @@ export interface CanopyConfig {
   };
   readonly redis: {
     readonly url: string | null;
+    /** Seed nodes of a Redis Cluster; null: one server. */
+    readonly clusterNodes: string[] | null;
     readonly prefix: string;
     readonly workerConcurrency: number;
     readonly replayTtlSeconds: number;
@@ -289,6 +299,7 @@ export function loadConfig(
     },
     redis: {
       url: e.REDIS_URL ?? null,
+      clusterNodes: e.REDIS_CLUSTER_NODES?.split(',') ?? null,
       prefix: e.CANOPY_REDIS_PREFIX,
       workerConcurrency: e.WORKER_CONCURRENCY,
       replayTtlSeconds: e.EVENT_REPLAY_TTL_SECONDS,

@@ -4,3 +4,4 @@ export * from './redis-event-bus';
 export * from './redis-live-registry';
 export * from './redis-activity-feed';
 export * from './redis-runtime';
+export { duplicateConnection, isCluster, type RedisConnection } from './redis-connection';

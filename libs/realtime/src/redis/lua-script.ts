@@ -4,7 +4,7 @@
 
 import { createHash } from 'node:crypto';
 
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis-connection';
 
 export class LuaScript {
   private readonly sha: string;
@@ -13,7 +13,7 @@ export class LuaScript {
     this.sha = createHash('sha1').update(lua).digest('hex');
   }
 
-  async run(redis: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
+  async run(redis: RedisConnection, keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
       return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
     } catch (error) {

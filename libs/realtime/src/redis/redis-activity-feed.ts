@@ -15,7 +15,7 @@
 
 import { Logger } from '@nestjs/common';
 import type { ActivityEvent } from '@canopy/core';
-import type { Redis } from 'ioredis';
+import { duplicateConnection, publishInOrder, type RedisConnection } from './redis-connection';
 
 import { callListener, logListenerError, type ListenerErrorHandler } from '../in-process/listener-errors';
 import type { ActivityFeed, Unsubscribe } from '../ports';
@@ -24,12 +24,12 @@ import { RedisPubSub, type Release } from './redis-pubsub';
 
 export interface RedisActivityFeedOptions {
   /** Publishes; owned by the caller (close() leaves it open). */
-  redis: Redis;
+  redis: RedisConnection;
   /**
    * A connection for SUBSCRIBE only; several adapters may share one. Default: `redis.duplicate()`, opened on the
    * first subscribe and closed by close().
    */
-  subscriber?: Redis;
+  subscriber?: RedisConnection;
   /** Starts every channel name (no braces). */
   prefix: string;
   /** Where a throwing subscriber's error goes (default: an error log line). */
@@ -40,8 +40,8 @@ type Listener = (event: ActivityEvent) => void;
 
 export class RedisActivityFeed implements ActivityFeed {
   private readonly logger = new Logger(RedisActivityFeed.name);
-  private readonly redis: Redis;
-  private subscriber: Redis | null;
+  private readonly redis: RedisConnection;
+  private subscriber: RedisConnection | null;
   private ownsSubscriber = false;
   private pubsub: RedisPubSub | null = null;
   private readonly prefix: string;
@@ -59,7 +59,7 @@ export class RedisActivityFeed implements ActivityFeed {
 
   async publish(event: ActivityEvent): Promise<void> {
     if (this.closed) throw closedError();
-    await this.redis.publish(this.channel(event.tenantId), JSON.stringify(event));
+    await publishInOrder(this.redis, this.channel(event.tenantId), JSON.stringify(event));
   }
 
   async subscribe(tenantId: string | null, listener: Listener): Promise<Unsubscribe> {
@@ -111,7 +111,7 @@ export class RedisActivityFeed implements ActivityFeed {
   private pubSub(): RedisPubSub {
     if (!this.pubsub) {
       if (!this.subscriber) {
-        this.subscriber = this.redis.duplicate({ enableAutoPipelining: false });
+        this.subscriber = duplicateConnection(this.redis, { enableAutoPipelining: false });
         this.ownsSubscriber = true;
         this.subscriber.on('error', (error: Error) =>
           this.logger.warn(`subscriber connection: ${error.message}`),

@@ -109,7 +109,8 @@ describe('RedisEventBus', () => {
     return into;
   }
 
-  const sessionKey = (t = tenant, s = session) => `${PREFIX}:session:{${t}:${s}}`;
+  const channelName = (t = tenant, s = session) => `${PREFIX}:session:{${t}:${s}}`;
+  const streamKey = (t = tenant, s = session) => `${channelName(t, s)}:stream`;
 
   beforeEach(() => {
     tenant = uniqueId('tenant');
@@ -243,16 +244,36 @@ describe('RedisEventBus', () => {
       await waitFor('delivery', () => seen.length >= 3);
       expect(seen).toEqual([...first, ...second]);
       expect((await bus.replay(tenant, session, 0)).events).toEqual([...first, ...second]);
-      expect(await admin.xrange(`${sessionKey()}:stream`, '-', '+')).toEqual(
-        seqs.map((seq, i) => [`${seq}-0`, ['e', expect.stringContaining(`"delta":"d${i}"`)]]),
-      );
+      // One entry per batch, its id the batch's first seq.
+      expect(await admin.xrange(streamKey(), '-', '+')).toEqual([
+        [`${seqs[0]}-0`, ['n', '2', 'e', expect.stringMatching(/^\[.*"delta":"d0".*"delta":"d1".*\]$/)]],
+        [`${seqs[2]}-0`, ['n', '1', 'e', expect.stringContaining('"delta":"d2"')]],
+      ]);
+    });
+
+    it('publishes a batch with two Redis commands once it knows the session: XADD and PUBLISH', async () => {
+      const bus = instance();
+      await bus.publish(tenant, session, deltas(1));
+      // MONITOR answers on a connection of its own, which ends with disconnect().
+      const monitor = await connections.connect().monitor();
+      const seen: string[] = [];
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        if (args.some((arg) => arg.includes(`{${tenant}:${session}}`))) seen.push(args[0]!.toLowerCase());
+      });
+      await bus.publish(tenant, session, deltas(3, 1));
+      await bus.publish(tenant, session, deltas(1, 4));
+      const marker = await bus.publish(tenant, session, deltas(1, 5));
+      await until('the marker publish to be seen', async () => Promise.resolve(seen.length >= 6));
+      monitor.disconnect();
+      expect(seen).toEqual(['xadd', 'publish', 'xadd', 'publish', 'xadd', 'publish']);
+      expect(await bus.lastSeq(tenant, session)).toBe(marker[0]!.seq);
     });
 
     it('restarts at the clock when Redis lost the session (no persistence), and reports the gap', async () => {
       const clock = manualClock();
       const old = instance({ now: clock.now });
       const before = await old.publish(tenant, session, deltas(3));
-      await admin.del(`${sessionKey()}:seq`, `${sessionKey()}:stream`); // what a Redis restart leaves
+      await admin.del(streamKey()); // what a Redis restart leaves
       clock.advance(250);
 
       const bus = instance({ now: clock.now });
@@ -264,25 +285,42 @@ describe('RedisEventBus', () => {
         complete: false,
         lastSeq: after[0]!.seq,
       });
+      // The instance that knew the old sequence finds the stream was restarted, and continues above it.
+      const next = await old.publish(tenant, session, deltas(1, 4));
+      expect(next[0]!.seq).toBe(after[0]!.seq + 1);
     });
 
-    it('continues above the log when only the counter is gone, even if the clock went back', async () => {
+    it('continues above the log in a new instance, even if the clock went back', async () => {
       const clock = manualClock();
-      const bus = instance({ now: clock.now });
-      const before = await bus.publish(tenant, session, deltas(3));
-      await admin.del(`${sessionKey()}:seq`);
+      const before = await instance({ now: clock.now }).publish(tenant, session, deltas(3));
       clock.advance(-5_000);
 
+      const bus = instance({ now: clock.now });
       const after = await bus.publish(tenant, session, deltas(2, 3));
       expect(after.map((e) => e.seq)).toEqual([before[2]!.seq + 1, before[2]!.seq + 2]);
       expect((await bus.replay(tenant, session, 0)).events).toEqual([...before, ...after]);
+    });
+
+    it('takes turns with another instance without reusing a seq: a stale append is refused and redone', async () => {
+      const a = instance();
+      const b = instance();
+      const seen = await record(instance());
+      const first = await a.publish(tenant, session, deltas(1));
+      const second = await b.publish(tenant, session, deltas(3, 1)); // a does not know of these
+      const third = await a.publish(tenant, session, deltas(2, 4));
+      const fourth = await b.publish(tenant, session, deltas(1, 6));
+
+      const all = [...first, ...second, ...third, ...fourth];
+      expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => first[0]!.seq + i));
+      await waitFor('every event', () => seen.length >= all.length);
+      expect(seen).toEqual(all);
     });
 
     it('loads its script again after the server forgot it (a Redis restart empties the script cache)', async () => {
       const bus = instance();
       const before = await bus.publish(tenant, session, deltas(1));
       await admin.script('FLUSH');
-      const after = await bus.publish(tenant, session, deltas(1, 1));
+      const after = await instance().publish(tenant, session, deltas(1, 1));
       expect(after[0]!.seq).toBe(before[0]!.seq + 1);
     });
 
@@ -293,50 +331,50 @@ describe('RedisEventBus', () => {
       expect(await bus.lastSeq('a', 'b:c')).toBe(0);
       expect(await bus.lastSeq('x', '}{y')).toBe(0);
       expect(await keysUnder(admin, `${PREFIX}:session:{a%3Ab:c}`)).toEqual([
-        `${PREFIX}:session:{a%3Ab:c}:seq`,
         `${PREFIX}:session:{a%3Ab:c}:stream`,
       ]);
     });
   });
 
   describe('bounds', () => {
-    it('keeps exactly replayLimit entries and expires the log and counter replayTtlSeconds after a publish', async () => {
+    it('keeps replayLimit batches, replays the last replayLimit events, and expires the log replayTtlSeconds after a publish', async () => {
       const bus = instance({ replayLimit: 5, replayTtlSeconds: 120 });
-      await bus.publish(tenant, session, deltas(12));
-      const last = await bus.publish(tenant, session, deltas(4, 12));
+      const published: SessionEvent[] = [];
+      for (let i = 0; i < 300; i++) published.push(...(await bus.publish(tenant, session, deltas(1, i))));
+      const last = await bus.publish(tenant, session, deltas(4, 300));
 
-      expect(await admin.xlen(`${sessionKey()}:stream`)).toBe(5);
-      for (const key of [`${sessionKey()}:seq`, `${sessionKey()}:stream`]) {
-        const ttl = await admin.ttl(key);
-        expect(ttl).toBeGreaterThan(100);
-        expect(ttl).toBeLessThanOrEqual(120);
-      }
+      // MAXLEN ~ trims whole nodes of the stream: at least replayLimit entries, at most a node (100) more.
+      const length = await admin.xlen(streamKey());
+      expect(length).toBeGreaterThanOrEqual(5);
+      expect(length).toBeLessThanOrEqual(105);
+      const ttl = await admin.ttl(streamKey());
+      expect(ttl).toBeGreaterThan(100);
+      expect(ttl).toBeLessThanOrEqual(120);
       const replay = await bus.replay(tenant, session, 0);
       expect(replay.events.map((e) => e.seq)).toEqual([last[0]!.seq - 1, ...last.map((e) => e.seq)]);
       expect(replay.complete).toBe(false);
+      const inside = await bus.replay(tenant, session, last[0]!.seq - 2);
+      expect(inside.complete).toBe(true);
+      expect(inside.events).toEqual([published[published.length - 1], ...last]);
     });
 
-    it('sets the TTLs again once they ran down, and continues the sequence when only the counter expired', async () => {
-      const bus = instance({ replayTtlSeconds: 1_000 });
-      const first = await bus.publish(tenant, session, deltas(2));
-      for (const key of [`${sessionKey()}:seq`, `${sessionKey()}:stream`]) await admin.expire(key, 500);
+    it('sets the TTL again once a hundredth of it ran down', async () => {
+      const clock = manualClock();
+      const bus = instance({ replayTtlSeconds: 1_000, now: clock.now });
+      await bus.publish(tenant, session, deltas(2));
+      await admin.expire(streamKey(), 500);
+      clock.advance(9_000);
       await bus.publish(tenant, session, deltas(1, 2));
-      for (const key of [`${sessionKey()}:seq`, `${sessionKey()}:stream`]) {
-        expect(await admin.ttl(key)).toBeGreaterThan(990);
-      }
-      // The counter gone but the log kept: the sequence goes on above the log's tail, no seq reused.
-      await admin.del(`${sessionKey()}:seq`);
-      const next = await bus.publish(tenant, session, deltas(1, 3));
-      expect(next[0]!.seq).toBeGreaterThan(first[1]!.seq + 1);
-      expect(await admin.ttl(`${sessionKey()}:seq`)).toBeGreaterThan(990);
+      expect(await admin.ttl(streamKey())).toBeLessThanOrEqual(500);
+      clock.advance(1_000);
+      await bus.publish(tenant, session, deltas(1, 3));
+      expect(await admin.ttl(streamKey())).toBeGreaterThan(990);
     });
 
     it('lets an idle session expire; its next publish starts a new sequence above the old one', async () => {
       const bus = instance({ replayTtlSeconds: 1 });
       const before = await bus.publish(tenant, session, deltas(2));
-      await until('the keys to expire', async () => {
-        return (await admin.exists(`${sessionKey()}:seq`, `${sessionKey()}:stream`)) === 0;
-      });
+      await until('the log to expire', async () => (await admin.exists(streamKey())) === 0);
       expect(await bus.lastSeq(tenant, session)).toBe(0);
 
       const after = await bus.publish(tenant, session, deltas(1, 2));
@@ -346,6 +384,7 @@ describe('RedisEventBus', () => {
         complete: false,
         lastSeq: after[0]!.seq,
       });
+      expect(await admin.ttl(streamKey())).toBeGreaterThan(0);
     });
   });
 
@@ -396,7 +435,7 @@ describe('RedisEventBus', () => {
 
       await killPubSubConnection(admin, name);
       const subscribers = async () => {
-        const [, count] = (await admin.pubsub('NUMSUB', sessionKey())) as [string, number];
+        const [, count] = (await admin.pubsub('NUMSUB', channelName())) as [string, number];
         return count;
       };
       expect(await subscribers()).toBe(0);

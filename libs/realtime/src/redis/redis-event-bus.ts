@@ -1,44 +1,55 @@
-// The distributed runtime's EventBus: per-session sequence counters, bounded replay logs and delivery in Redis,
-// shared by every api and worker process, so any instance can serve any session.
+// The distributed runtime's EventBus: per-session sequences, bounded replay logs and delivery in Redis, shared by
+// every api and worker process, so any instance can serve any session.
 //
-// Keys (ids percent-encoded; the braces are a Redis Cluster hash tag, so a session's keys share one slot):
-//   <prefix>:session:{<tenant>:<session>}:seq     string  the last assigned seq (INCRBY)
-//   <prefix>:session:{<tenant>:<session>}:stream  stream  the replay log: entry id `<seq>-0`, field `e` = the event
-//                                                          as JSON {type, data, at}; MAXLEN = replayLimit, exactly
+// Keys (ids percent-encoded; the braces are a Redis Cluster hash tag, so a session's key and channel share a slot):
+//   <prefix>:session:{<tenant>:<session>}:stream  stream  the replay log and the sequence: one entry per published
+//                                                          batch, id `<first seq>-0`, fields `n` (events in it)
+//                                                          and `e` (the events as a JSON array of {type, data, at});
+//                                                          an entry with n = 0 is an anchor: the sequence is at
+//                                                          its id. MAXLEN ~ replayLimit entries.
 //   <prefix>:session:{<tenant>:<session>}         channel one message per published batch: `<first seq>\n[events]`
-// Both keys expire about replayTtlSeconds after the session's last publish (within a hundredth of it).
+// The stream expires about replayTtlSeconds after the session's last publish (within a hundredth of it).
 //
-// Why one Lua script per publish: numbering (INCRBY), appending (XADD) and delivering (PUBLISH) must happen in the
-// same order for every batch, or a subscriber could see seq 8 before seq 7, or a replay could hold an event no
-// subscriber got. Redis runs a script without interleaving any other command, so batches from any number of
-// processes get consecutive, non-overlapping seqs, and reach the log and the channel in seq order. A sequence
-// that has no counter (new session, TTL expiry, Redis lost its data) starts at the publisher's clock in
-// microseconds, as the in-process bus does after a restart, so seqs never go back.
+// A publish is two commands: XADD and PUBLISH. The stream is the sequence: an entry's id is the first seq of its
+// batch, and XADD with an explicit id refuses one that is not above the stream's last entry. Each bus remembers
+// where the sessions it published to are (the last seq it appended), numbers the next batch right after it, and
+// sends `XADD NOMKSTREAM <last + 1>-0`: any other process that appended meanwhile wrote an entry whose id is at
+// least `<last + 1>`, so the XADD fails instead of reusing a seq. Then (and only then) it PUBLISHes the batch
+// with its seqs. A bus that does not know the session, whose XADD failed, or whose stream is gone (expired, or
+// Redis lost it) appends by a Lua script that reads the tail and continues after it, or, without a stream, starts
+// a fresh sequence at the publisher's clock in microseconds (as the in-process bus does after a restart), so
+// seqs never go back. A bus appends the batches of one session one at a time (each XADD after the previous one's
+// answer), and sends each PUBLISH before the next XADD, so one process's batches reach the channel in seq order.
+// Batches of two processes can reach the channel out of order; a subscriber then fills the gap from the log
+// (every entry below a published one is in the log before it is published) and drops the late message.
+// The stream's TTL is set when a script creates it and again by a publish once this bus's last EXPIRE is a
+// hundredth of the TTL old (at least a second): a third command on one publish in many.
 //
 // Delivery: one subscriber connection per bus, one SUBSCRIBE per session with listeners (reference-counted). A
-// subscription starts at the session's counter read after the SUBSCRIBE took effect: it gets every event above it,
-// in seq order, once. Each message is checked against the last seq delivered on its channel: a gap (messages lost
-// while the subscriber connection was down) is filled from the replay log before going on, and after a reconnect
+// subscription starts at the session's last seq read after the SUBSCRIBE took effect: it gets every event above
+// it, in seq order, once. Each message is checked against the last seq delivered on its channel: a gap (messages
+// lost while the subscriber connection was down, a batch of another process not yet published, a publisher that
+// died between its XADD and its PUBLISH) is filled from the replay log before going on, and after a reconnect
 // the channel catches up from the log even if nothing new is published.
 
 import { Logger } from '@nestjs/common';
 import type { SessionEvent, SessionEventInput } from '@canopy/core';
-import type { Redis } from 'ioredis';
 
 import { callListener, logListenerError, type ListenerErrorHandler } from '../in-process/listener-errors';
 import type { EventBus, ReplayResult, Unsubscribe } from '../ports';
 import { LuaScript } from './lua-script';
+import { duplicateConnection, isCluster, type RedisConnection } from './redis-connection';
 import { checkNoKeyPrefix, checkPrefix, keyPart } from './redis-keys';
 import { RedisPubSub, type Release } from './redis-pubsub';
 
 export interface RedisEventBusOptions {
   /** Runs the publish script and the reads; owned by the caller (close() leaves it open). */
-  redis: Redis;
+  redis: RedisConnection;
   /**
    * A connection for SUBSCRIBE only; several adapters may share one. Default: `redis.duplicate()`, opened on the
    * first subscribe and closed by close().
    */
-  subscriber?: Redis;
+  subscriber?: RedisConnection;
   /** Starts every key and channel name (no braces). */
   prefix: string;
   /** How many of a session's latest events its replay log keeps (a positive integer). */
@@ -88,66 +99,83 @@ interface Gap {
   to: number | null;
 }
 
-// KEYS[1] the seq counter, KEYS[2] the replay stream. ARGV[1] the channel, ARGV[2] where a fresh sequence starts
-// minus one, ARGV[3] the replay limit, ARGV[4] the TTL in seconds, ARGV[5..] the events as JSON.
-// Seqs stay below 2^53, which Lua numbers hold exactly; string.format('%d') prints them without an exponent.
-// The hot path is INCRBY, XADD per event, TTL and PUBLISH: a counter INCRBY created (it answers `count`: real
-// counters start at the clock in microseconds) is a fresh sequence, set above the clock and the log's tail; the
-// TTLs are set again only once they ran down by a hundredth (at least a second), not at every publish.
-const PUBLISH_LUA = `
-local count = #ARGV - 4
-local ttl = tonumber(ARGV[4])
-local last = redis.call('INCRBY', KEYS[1], count)
-local refresh = false
-if last == count then
-  local base = tonumber(ARGV[2])
-  local tail = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
-  if tail then
-    local tailSeq = tonumber(string.match(tail[1], '^%d+'))
-    if tailSeq > base then base = tailSeq end
+// Lua helpers of the scripts below. An entry's last seq: its id's first part plus its events minus one (an anchor,
+// n = 0, is the seq itself). Seqs stay below 2^53, which Lua numbers hold exactly; string.format('%d') prints them
+// without an exponent.
+const LAST_OF_LUA = `
+local function lastOf(entry)
+  local first = tonumber(string.match(entry[1], '^%d+'))
+  local count = 0
+  for i = 1, #entry[2], 2 do
+    if entry[2][i] == 'n' then count = tonumber(entry[2][i + 1]) end
   end
-  last = base + count
-  redis.call('SET', KEYS[1], string.format('%d', last))
-  refresh = true
+  if count == 0 then return first end
+  return first + count - 1
 end
-local first = last - count + 1
-for i = 1, count do
-  redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], string.format('%d-0', first + i - 1), 'e', ARGV[4 + i])
-end
-if refresh or redis.call('TTL', KEYS[2]) < ttl - math.max(1, math.floor(ttl / 100)) then
-  redis.call('EXPIRE', KEYS[1], ttl)
-  redis.call('EXPIRE', KEYS[2], ttl)
-end
+local tail = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
+`;
+
+// KEYS[1] the stream. ARGV[1] where a fresh sequence starts, ARGV[2] the replay limit, ARGV[3] the TTL in seconds,
+// ARGV[4] the number of events, ARGV[5] the events as a JSON array. Appends after the tail, or starts the sequence
+// at ARGV[1] without one; answers the batch's first seq.
+const APPEND_LUA = `${LAST_OF_LUA}
+local first = tonumber(ARGV[1])
+if tail then first = lastOf(tail) + 1 end
 local firstSeq = string.format('%d', first)
-redis.call('PUBLISH', ARGV[1], firstSeq .. '\\n[' .. table.concat(ARGV, ',', 5) .. ']')
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], firstSeq .. '-0', 'n', ARGV[4], 'e', ARGV[5])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
 return firstSeq
 `;
 
-const publishScript = new LuaScript(PUBLISH_LUA);
+const appendScript = new LuaScript(APPEND_LUA);
 
-// KEYS[1] the seq counter, KEYS[2] the replay stream. ARGV[1] where a fresh sequence starts minus one, ARGV[2] the
-// TTL in seconds. A counter that exists is answered as it is; else it is set where a first publish would start
-// the sequence (above the clock and the log's tail) minus one, so the next publish continues right after it.
-const ANCHOR_LUA = `
-local current = redis.call('GET', KEYS[1])
-if current then return current end
-local base = tonumber(ARGV[1])
-local tail = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
-if tail then
-  local tailSeq = tonumber(string.match(tail[1], '^%d+'))
-  if tailSeq > base then base = tailSeq end
-end
-local anchored = string.format('%d', base)
-redis.call('SET', KEYS[1], anchored, 'EX', tonumber(ARGV[2]))
-return anchored
+// KEYS[1] the stream. ARGV[1] where a first publish would start the sequence minus one, ARGV[2] the TTL in
+// seconds. A sequence that exists is answered as it is; else an anchor fixes it at ARGV[1], so the next publish
+// continues right after it.
+const ANCHOR_LUA = `${LAST_OF_LUA}
+if tail then return string.format('%d', lastOf(tail)) end
+redis.call('XADD', KEYS[1], ARGV[1] .. '-0', 'n', '0', 'e', '[]')
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return ARGV[1]
 `;
 
 const anchorScript = new LuaScript(ANCHOR_LUA);
 
+// KEYS[1] the stream. ARGV[1] the TTL in seconds. Replaces the log by an anchor at its last seq: the events are
+// gone, the sequence goes on above them.
+const FORGET_LUA = `${LAST_OF_LUA}
+if not tail then return 0 end
+local last = string.format('%d', lastOf(tail))
+redis.call('DEL', KEYS[1])
+redis.call('XADD', KEYS[1], last .. '-0', 'n', '0', 'e', '[]')
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return 1
+`;
+
+const forgetScript = new LuaScript(FORGET_LUA);
+
+/** What XADD answers when the id given is not above the stream's last entry's. */
+const ID_TAKEN = 'equal or smaller than the target stream top item';
+
+/** How many sessions a bus remembers the last seq of (the least recently published to are forgotten first). */
+const KNOWN_SEQUENCES = 10_000;
+
+/** What a bus knows of a session's sequence, and the tail of its appends (one at a time). */
+interface Sequence {
+  /** The last seq this bus appended; null: unknown (the next append reads the tail). */
+  last: number | null;
+  /** When this bus last set the stream's TTL (its clock, ms). */
+  refreshedAt: number;
+  /** Settles when the last append queued has been sent its PUBLISH. */
+  appending: Promise<void>;
+}
+
 export class RedisEventBus implements EventBus {
   private readonly logger = new Logger(RedisEventBus.name);
-  private readonly redis: Redis;
-  private subscriber: Redis | null;
+  private readonly redis: RedisConnection;
+  private subscriber: RedisConnection | null;
+  /** Sharded pub/sub (SPUBLISH / SSUBSCRIBE) on a Redis Cluster, plain pub/sub on one server. */
+  private readonly sharded: boolean;
   private ownsSubscriber = false;
   private pubsub: RedisPubSub | null = null;
   private stopCatchUp: (() => void) | null = null;
@@ -156,7 +184,10 @@ export class RedisEventBus implements EventBus {
   private readonly replayTtlSeconds: number;
   private readonly now: () => number;
   private readonly onListenerError: ListenerErrorHandler;
+  /** Between two EXPIREs of a stream by this bus: a hundredth of the TTL, at least a second. */
+  private readonly refreshMs: number;
   private readonly channels = new Map<string, Channel>();
+  private readonly sequences = new Map<string, Sequence>();
   private closed = false;
 
   constructor(options: RedisEventBusOptions) {
@@ -168,10 +199,12 @@ export class RedisEventBus implements EventBus {
     }
     checkNoKeyPrefix(options.redis);
     this.redis = options.redis;
+    this.sharded = isCluster(options.redis);
     this.subscriber = options.subscriber ?? null;
     this.prefix = checkPrefix(options.prefix);
     this.replayLimit = options.replayLimit;
     this.replayTtlSeconds = options.replayTtlSeconds;
+    this.refreshMs = Math.max(1_000, options.replayTtlSeconds * 10);
     this.now = options.now ?? Date.now;
     this.onListenerError = options.onListenerError ?? logListenerError(RedisEventBus.name);
   }
@@ -181,16 +214,111 @@ export class RedisEventBus implements EventBus {
     if (events.length === 0) return [];
     const keys = this.keys(tenantId, sessionId);
     const at = this.now();
-    const start = Math.max(1, Math.floor(at * 1000));
-    const encoded = events.map(({ type, data }) => JSON.stringify({ type, data, at } satisfies StoredEvent));
-    const first = Number(
-      await publishScript.run(
-        this.redis,
-        [keys.seq, keys.stream],
-        [keys.channel, start - 1, this.replayLimit, this.replayTtlSeconds, ...encoded],
-      ),
+    const batch = `[${events.map(({ type, data }) => JSON.stringify({ type, data, at } satisfies StoredEvent)).join(',')}]`;
+    const sequence = this.sequence(keys.stream);
+    const appended = sequence.appending.then(() => this.append(keys, sequence, events.length, batch, at));
+    sequence.appending = appended.then(
+      () => undefined,
+      () => undefined,
     );
+    const { first, published } = await appended;
+    await published;
     return events.map((input, i) => ({ ...input, seq: first + i, sessionId, at }));
+  }
+
+  /**
+   * Appends a batch to the session's log and sends its PUBLISH; resolves once the PUBLISH is sent (with its
+   * answer as `published`), so the session's next append goes after it.
+   */
+  private async append(
+    keys: SessionKeys,
+    sequence: Sequence,
+    count: number,
+    batch: string,
+    at: number,
+  ): Promise<{ first: number; published: Promise<unknown> }> {
+    let first: number | null = null;
+    try {
+      if (sequence.last !== null) first = await this.appendAfter(keys, sequence, count, batch, at);
+      if (first === null) {
+        // The fresh sequence's start is above what this bus assigned, even if the clock went back.
+        const start = Math.max(1, Math.floor(at * 1000), (sequence.last ?? 0) + 1);
+        first = Number(
+          await appendScript.run(
+            this.redis,
+            [keys.stream],
+            [start, this.replayLimit, this.replayTtlSeconds, count, batch],
+          ),
+        );
+        sequence.refreshedAt = at;
+      }
+    } catch (error) {
+      // The append may or may not have happened (a timeout): the next one reads the tail.
+      sequence.last = null;
+      throw error;
+    }
+    sequence.last = first + count - 1;
+    const message = `${first}\n${batch}`;
+    const published = this.sharded
+      ? this.redis.spublish(keys.channel, message)
+      : this.redis.publish(keys.channel, message);
+    published.catch(() => undefined); // awaited by publish()
+    return { first, published };
+  }
+
+  /**
+   * The two-command append right after the last seq this bus assigned; null when it must read the tail (another
+   * process appended meanwhile, or the stream is gone).
+   */
+  private async appendAfter(
+    keys: SessionKeys,
+    sequence: Sequence,
+    count: number,
+    batch: string,
+    at: number,
+  ): Promise<number | null> {
+    const first = sequence.last! + 1;
+    const added = this.redis.xadd(
+      keys.stream,
+      'NOMKSTREAM',
+      'MAXLEN',
+      '~',
+      this.replayLimit,
+      `${first}-0`,
+      'n',
+      count,
+      'e',
+      batch,
+    );
+    // Sent with the XADD (one round trip); on a stream that is gone it does nothing, and the script sets it.
+    if (at - sequence.refreshedAt >= this.refreshMs) {
+      sequence.refreshedAt = at;
+      void this.redis.expire(keys.stream, this.replayTtlSeconds).catch(() => {
+        sequence.refreshedAt = Number.NEGATIVE_INFINITY;
+      });
+    }
+    try {
+      return (await added) === null ? null : first;
+    } catch (error) {
+      if (error instanceof Error && error.message.includes(ID_TAKEN)) return null;
+      throw error;
+    }
+  }
+
+  /** What this bus knows of a session's sequence (remembered for the most recently used sessions). */
+  private sequence(stream: string): Sequence {
+    let sequence = this.sequences.get(stream);
+    if (sequence) {
+      this.sequences.delete(stream);
+    } else {
+      sequence = { last: null, refreshedAt: Number.NEGATIVE_INFINITY, appending: Promise.resolve() };
+      if (this.sequences.size >= KNOWN_SEQUENCES) {
+        // Forgetting is safe: an unknown sequence is appended to by the script, which reads the tail.
+        this.sequences.delete(this.sequences.keys().next().value!);
+      }
+    }
+    this.sequences.set(stream, sequence);
+    return sequence;
   }
 
   async subscribe(tenantId: string, sessionId: string, listener: Listener): Promise<Unsubscribe> {
@@ -217,38 +345,50 @@ export class RedisEventBus implements EventBus {
   }
 
   async replay(tenantId: string, sessionId: string, after: number): Promise<ReplayResult> {
-    const keys = this.keys(tenantId, sessionId);
+    const { stream } = this.keys(tenantId, sessionId);
     const from = after < 0 ? 0 : Math.floor(after) + 1;
-    const reads = this.redis.multi().get(keys.seq).xrange(keys.stream, '-', '+', 'COUNT', 1);
-    if (Number.isSafeInteger(from)) reads.xrange(keys.stream, String(from), '+');
-    const [counter, head, range] = unwrap(await reads.exec());
-    const lastSeq = counter ? Number(counter) : 0;
-    const oldest = (head as StreamEntry[])[0];
-    const firstRetained = oldest ? entrySeq(oldest) : lastSeq + 1;
-    return {
-      events: ((range ?? []) as StreamEntry[]).map((entry) => decodeEntry(sessionId, entry)),
-      complete: lastSeq <= after || firstRetained <= after + 1,
-      lastSeq,
-    };
+    // One consistent view: the tail (the last seq), the head (where the log starts), the entry that may hold
+    // `from` (its batch began at or before it), and every entry beginning from `from` on.
+    const reads = this.redis
+      .multi()
+      .xrevrange(stream, '+', '-', 'COUNT', 1)
+      .xrange(stream, '-', '+', 'COUNT', 1);
+    if (Number.isSafeInteger(from)) {
+      reads
+        .xrevrange(stream, String(Math.max(0, from - 1)), '-', 'COUNT', 1)
+        .xrange(stream, String(from), '+');
+    }
+    const [tail, head, before, range] = unwrap(await reads.exec()) as (StreamEntry[] | undefined)[];
+    const lastSeq = tail?.[0] ? decodeEntry(sessionId, tail[0]).last : 0;
+    // The log holds the last replayLimit events (entries are batches: Redis may keep a few more, not shown).
+    const oldest = head?.[0] ? decodeEntry(sessionId, head[0]) : null;
+    const firstRetained = Math.max(oldest ? oldest.from : lastSeq + 1, lastSeq - this.replayLimit + 1);
+    const events = [...(before ?? []), ...(range ?? [])]
+      .flatMap((entry) => decodeEntry(sessionId, entry).events)
+      .filter((event) => event.seq > after && event.seq >= firstRetained);
+    return { events, complete: lastSeq <= after || firstRetained <= after + 1, lastSeq };
   }
 
   async lastSeq(tenantId: string, sessionId: string): Promise<number> {
-    const value = await this.redis.get(this.keys(tenantId, sessionId).seq);
-    return value ? Number(value) : 0;
+    const [tail] = (await this.redis.xrevrange(
+      this.keys(tenantId, sessionId).stream,
+      '+',
+      '-',
+      'COUNT',
+      1,
+    )) as StreamEntry[];
+    return tail ? decodeEntry(sessionId, tail).last : 0;
   }
 
   async anchor(tenantId: string, sessionId: string): Promise<number> {
     if (this.closed) throw closedError();
-    const keys = this.keys(tenantId, sessionId);
+    const { stream } = this.keys(tenantId, sessionId);
     const start = Math.max(2, Math.floor(this.now() * 1000));
-    return Number(
-      await anchorScript.run(this.redis, [keys.seq, keys.stream], [start - 1, this.replayTtlSeconds]),
-    );
+    return Number(await anchorScript.run(this.redis, [stream], [start - 1, this.replayTtlSeconds]));
   }
 
   async forget(tenantId: string, sessionId: string): Promise<void> {
-    // The counter stays until its TTL, so the session's sequence goes on above the forgotten events.
-    await this.redis.del(this.keys(tenantId, sessionId).stream);
+    await forgetScript.run(this.redis, [this.keys(tenantId, sessionId).stream], [this.replayTtlSeconds]);
   }
 
   async close(): Promise<void> {
@@ -268,9 +408,9 @@ export class RedisEventBus implements EventBus {
     if (this.ownsSubscriber && this.subscriber) await quit(this.subscriber);
   }
 
-  private keys(tenantId: string, sessionId: string) {
+  private keys(tenantId: string, sessionId: string): SessionKeys {
     const session = `${this.prefix}:session:{${keyPart(tenantId)}:${keyPart(sessionId)}}`;
-    return { seq: `${session}:seq`, stream: `${session}:stream`, channel: session };
+    return { stream: `${session}:stream`, channel: session };
   }
 
   /** The channel of a session, subscribing to it at the first listener. */
@@ -286,7 +426,7 @@ export class RedisEventBus implements EventBus {
       cursor: null,
       backlog: [],
       draining: false,
-      listening: this.pubSub().listen('channel', keys.channel, (_name, message) =>
+      listening: this.pubSub().listen(this.sharded ? 'shard' : 'channel', keys.channel, (_name, message) =>
         this.receive(channel, message),
       ),
     };
@@ -298,7 +438,7 @@ export class RedisEventBus implements EventBus {
   private pubSub(): RedisPubSub {
     if (!this.pubsub) {
       if (!this.subscriber) {
-        this.subscriber = this.redis.duplicate({ enableAutoPipelining: false });
+        this.subscriber = duplicateConnection(this.redis, { enableAutoPipelining: false });
         this.ownsSubscriber = true;
         this.subscriber.on('error', (error: Error) =>
           this.logger.warn(`subscriber connection: ${error.message}`),
@@ -369,14 +509,19 @@ export class RedisEventBus implements EventBus {
    */
   private async fill(channel: Channel, gap: Gap): Promise<void> {
     try {
-      const entries = await this.redis.xrange(
-        channel.streamKey,
-        String(gap.from),
-        gap.to === null ? '+' : String(gap.to),
-      );
+      // The entry that may hold gap.from (its batch began before it), and those that begin in the gap.
+      const [before, range] = unwrap(
+        await this.redis
+          .pipeline()
+          .xrevrange(channel.streamKey, String(gap.from - 1), '-', 'COUNT', 1)
+          .xrange(channel.streamKey, String(gap.from), gap.to === null ? '+' : String(gap.to))
+          .exec(),
+      ) as StreamEntry[][];
       this.dispatch(
         channel,
-        entries.map((entry) => decodeEntry(channel.sessionId, entry)),
+        [...before!, ...range!]
+          .flatMap((entry) => decodeEntry(channel.sessionId, entry).events)
+          .filter((event) => event.seq >= gap.from && (gap.to === null || event.seq <= gap.to)),
       );
     } catch (error) {
       this.logger.warn(`could not read the replay log of ${channel.name} to fill a gap: ${String(error)}`);
@@ -405,18 +550,35 @@ export class RedisEventBus implements EventBus {
 
 type StreamEntry = [id: string, fields: string[]];
 
-function entrySeq(entry: StreamEntry): number {
-  return Number(entry[0].slice(0, entry[0].indexOf('-')));
+interface SessionKeys {
+  stream: string;
+  channel: string;
+}
+
+/** A log entry: its events, and the seqs it covers (an anchor covers none: `from` is above `last`). */
+interface LogEntry {
+  from: number;
+  last: number;
+  events: SessionEvent[];
 }
 
 function toEvent(sessionId: string, seq: number, stored: StoredEvent): SessionEvent {
   return { type: stored.type, data: stored.data, seq, sessionId, at: stored.at } as SessionEvent;
 }
 
-function decodeEntry(sessionId: string, entry: StreamEntry): SessionEvent {
-  const [field, value] = entry[1];
-  if (field !== 'e' || value === undefined) throw new Error(`unexpected replay log entry ${entry[0]}`);
-  return toEvent(sessionId, entrySeq(entry), JSON.parse(value) as StoredEvent);
+function decodeEntry(sessionId: string, [id, fields]: StreamEntry): LogEntry {
+  const first = Number(id.slice(0, id.indexOf('-')));
+  const batch = fields[fields.indexOf('e') + 1];
+  if (!Number.isSafeInteger(first) || !fields.includes('e') || batch === undefined) {
+    throw new Error(`unexpected replay log entry ${id}`);
+  }
+  const stored = JSON.parse(batch) as StoredEvent[];
+  if (stored.length === 0) return { from: first + 1, last: first, events: [] };
+  return {
+    from: first,
+    last: first + stored.length - 1,
+    events: stored.map((event, i) => toEvent(sessionId, first + i, event)),
+  };
 }
 
 function decodeBatch(sessionId: string, message: string): SessionEvent[] {
@@ -429,14 +591,14 @@ function decodeBatch(sessionId: string, message: string): SessionEvent[] {
 
 /** The results of a MULTI, throwing the first command error. */
 function unwrap(results: [error: Error | null, result: unknown][] | null): unknown[] {
-  if (!results) throw new Error('the replay transaction was aborted');
+  if (!results) throw new Error('the transaction was aborted');
   return results.map(([error, result]) => {
     if (error) throw error;
     return result;
   });
 }
 
-async function quit(connection: Redis): Promise<void> {
+async function quit(connection: RedisConnection): Promise<void> {
   try {
     await connection.quit();
   } catch {

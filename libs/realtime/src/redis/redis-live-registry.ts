@@ -18,7 +18,7 @@
 // inside the script keeps the cleanup from racing an upsert of the same session.
 
 import { Logger } from '@nestjs/common';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis-connection';
 
 import type { LiveEntry, LivePresence, LiveRegistry } from '../ports';
 import { LuaScript } from './lua-script';
@@ -26,7 +26,7 @@ import { checkNoKeyPrefix, checkPrefix, keyPart } from './redis-keys';
 
 export interface RedisLiveRegistryOptions {
   /** Owned by the caller (close() leaves it open). */
-  redis: Redis;
+  redis: RedisConnection;
   /** Starts every key (no braces). */
   prefix: string;
   /** How long a presence survives without a heartbeat (default 30 s). */
@@ -168,7 +168,7 @@ interface Live {
 
 export class RedisLiveRegistry implements LiveRegistry {
   readonly presenceTtlMs: number;
-  private readonly redis: Redis;
+  private readonly redis: RedisConnection;
   private readonly root: string;
   private readonly now: () => number;
   /** The presences this registry wrote and has not removed: what heartbeat() keeps alive. */

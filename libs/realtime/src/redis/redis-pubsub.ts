@@ -10,9 +10,10 @@
 // the connection was down.
 
 import { Logger } from '@nestjs/common';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis-connection';
 
-export type PubSubKind = 'channel' | 'pattern';
+/** `shard`: a sharded channel (SSUBSCRIBE), for a Redis Cluster connection. */
+export type PubSubKind = 'channel' | 'pattern' | 'shard';
 export type MessageHandler = (channel: string, message: string) => void;
 export type Release = () => Promise<void>;
 
@@ -32,7 +33,7 @@ interface Topic {
   queued: number;
 }
 
-const shared = new WeakMap<Redis, RedisPubSub>();
+const shared = new WeakMap<RedisConnection, RedisPubSub>();
 
 export class RedisPubSub {
   private readonly logger = new Logger(RedisPubSub.name);
@@ -41,7 +42,7 @@ export class RedisPubSub {
   private disconnected = false;
 
   /** The one instance for a connection (adapters sharing a subscriber connection must share its counts). */
-  static of(connection: Redis): RedisPubSub {
+  static of(connection: RedisConnection): RedisPubSub {
     let pubsub = shared.get(connection);
     if (!pubsub) {
       pubsub = new RedisPubSub(connection);
@@ -50,9 +51,12 @@ export class RedisPubSub {
     return pubsub;
   }
 
-  private constructor(private readonly connection: Redis) {
+  private constructor(private readonly connection: RedisConnection) {
     connection.on('message', (channel: string, message: string) =>
       this.route(this.topics.get(topicKey('channel', channel)), channel, message),
+    );
+    connection.on('smessage', (channel: string, message: string) =>
+      this.route(this.topics.get(topicKey('shard', channel)), channel, message),
     );
     connection.on('pmessage', (pattern: string, channel: string, message: string) =>
       this.route(this.topics.get(topicKey('pattern', pattern)), channel, message),
@@ -79,9 +83,7 @@ export class RedisPubSub {
     topic.entries.add(entry);
     const subscribed = topic;
     try {
-      await this.serialize(subscribed, () =>
-        kind === 'channel' ? this.connection.subscribe(name) : this.connection.psubscribe(name),
-      );
+      await this.serialize(subscribed, () => this.subscribeTo(kind, [name]));
     } catch (error) {
       subscribed.entries.delete(entry);
       await this.unsubscribeIfUnused(subscribed);
@@ -104,6 +106,13 @@ export class RedisPubSub {
     return () => this.resubscribedListeners.delete(listener);
   }
 
+  private async subscribeTo(kind: PubSubKind, names: string[]): Promise<void> {
+    if (kind === 'channel') await this.connection.subscribe(...names);
+    else if (kind === 'pattern') await this.connection.psubscribe(...names);
+    // Sharded channels of different slots cannot share one SSUBSCRIBE.
+    else await Promise.all(names.map((name) => this.connection.ssubscribe(name)));
+  }
+
   private route(topic: Topic | undefined, channel: string, message: string): void {
     if (!topic) return;
     for (const entry of [...topic.entries]) {
@@ -123,7 +132,9 @@ export class RedisPubSub {
       if (topic.entries.size > 0) return; // someone listened again meanwhile
       await (topic.kind === 'channel'
         ? this.connection.unsubscribe(topic.name)
-        : this.connection.punsubscribe(topic.name));
+        : topic.kind === 'pattern'
+          ? this.connection.punsubscribe(topic.name)
+          : this.connection.sunsubscribe(topic.name));
     }).catch((error: unknown) => {
       // The connection is gone (closed or failing): nothing is left to unsubscribe from.
       this.logger.debug(`unsubscribe from ${topic.name} failed: ${String(error)}`);
@@ -149,15 +160,15 @@ export class RedisPubSub {
   }
 
   private async confirmResubscribed(): Promise<void> {
-    const channels: string[] = [];
-    const patterns: string[] = [];
+    const names: Record<PubSubKind, string[]> = { channel: [], pattern: [], shard: [] };
     for (const topic of this.topics.values()) {
-      if (topic.entries.size > 0) (topic.kind === 'channel' ? channels : patterns).push(topic.name);
+      if (topic.entries.size > 0) names[topic.kind].push(topic.name);
     }
     try {
       // ioredis has already sent its own resubscription; these replies come back after it, and confirm it.
-      if (channels.length > 0) await this.connection.subscribe(...channels);
-      if (patterns.length > 0) await this.connection.psubscribe(...patterns);
+      for (const kind of ['channel', 'pattern', 'shard'] as const) {
+        if (names[kind].length > 0) await this.subscribeTo(kind, names[kind]);
+      }
     } catch (error) {
       this.logger.warn(`resubscribing after a reconnect failed: ${String(error)}`);
       return;
@@ -173,5 +184,5 @@ export class RedisPubSub {
 }
 
 function topicKey(kind: PubSubKind, name: string): string {
-  return `${kind === 'channel' ? 'c' : 'p'}:${name}`;
+  return `${kind[0]}:${name}`;
 }

@@ -6,13 +6,21 @@
 // auto-pipelined client then waits behind them for ever; so every non-blocking connection has a command timeout,
 // and the queue's connections (blocking commands, BullMQ's own retries) resend instead.
 
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+
+import { duplicateConnection, type RedisConnection } from './redis-connection';
 import { RedisActivityFeed } from './redis-activity-feed';
 import { RedisEventBus } from './redis-event-bus';
 import { RedisLiveRegistry, startLiveRegistryHeartbeat } from './redis-live-registry';
 
 export interface RedisRealtimeOptions {
+  /** The server; with clusterNodes, where the credentials, database options and TLS come from. */
   url: string;
+  /**
+   * `host:port` of some nodes of a Redis Cluster (the rest are discovered): every connection is then a Cluster
+   * client, session events go over sharded pub/sub, and BullMQ's prefix is a hash tag.
+   */
+  clusterNodes?: readonly string[] | null;
   prefix: string;
   replayLimit: number;
   replayTtlSeconds: number;
@@ -29,12 +37,12 @@ export interface RedisRealtime {
    * Commands connection (shared by the adapters; auto-pipelined). Other Redis users should duplicate() it, with
    * `enableAutoPipelining: false` where they need their own command timing (BullMQ, subscribers).
    */
-  readonly redis: Redis;
+  readonly redis: RedisConnection;
   /**
    * A new connection for BullMQ (queue, workers, timers): no command timeout (its blocking commands wait longer)
    * and every command in flight at a disconnect is sent again on reconnect, so none is left unsettled.
    */
-  queueConnection(): Redis;
+  queueConnection(): RedisConnection;
   readonly bus: RedisEventBus;
   readonly registry: RedisLiveRegistry;
   readonly feed: RedisActivityFeed;
@@ -47,15 +55,24 @@ export function createRedisRealtime(options: RedisRealtimeOptions): RedisRealtim
   // Auto-pipelining sends the commands issued in one turn of the event loop (a worker streaming a thousand runs
   // publishes hundreds per turn) in one write: one syscall instead of one each, in the same order.
   const commandTimeout = options.commandTimeoutMs ?? DEFAULT_REDIS_COMMAND_TIMEOUT_MS;
-  const redis = new Redis(options.url, {
+  const commandOptions: RedisOptions = {
     autoResendUnfulfilledCommands: false,
     lazyConnect: false,
     enableAutoPipelining: true,
     commandTimeout,
     // While Redis is away commands wait in the offline queue until the timeout rejects them.
     maxRetriesPerRequest: null,
+  };
+  const redis: RedisConnection = options.clusterNodes?.length
+    ? new Cluster(options.clusterNodes.map(clusterNode), {
+        enableAutoPipelining: true,
+        redisOptions: { ...serverOptions(options.url), ...commandOptions },
+      })
+    : new Redis(options.url, commandOptions);
+  const subscriber = duplicateConnection(redis, {
+    autoResendUnfulfilledCommands: true,
+    enableAutoPipelining: false,
   });
-  const subscriber = redis.duplicate({ autoResendUnfulfilledCommands: true, enableAutoPipelining: false });
   const queueOptions: RedisOptions = {
     autoResendUnfulfilledCommands: true,
     enableAutoPipelining: false,
@@ -77,7 +94,7 @@ export function createRedisRealtime(options: RedisRealtimeOptions): RedisRealtim
   let closed = false;
   return {
     redis,
-    queueConnection: () => redis.duplicate(queueOptions),
+    queueConnection: () => duplicateConnection(redis, queueOptions),
     bus,
     registry,
     feed,
@@ -91,5 +108,21 @@ export function createRedisRealtime(options: RedisRealtimeOptions): RedisRealtim
       await Promise.allSettled([bus.close(), feed.close(), registry.close()]);
       await Promise.allSettled([subscriber.quit(), redis.quit()]);
     },
+  };
+}
+
+/** `host:port` as a Cluster seed node. */
+function clusterNode(node: string): { host: string; port: number } {
+  const at = node.lastIndexOf(':');
+  return { host: node.slice(0, at), port: Number(node.slice(at + 1)) };
+}
+
+/** What a redis:// URL says besides its host and port (credentials, database, TLS), as ioredis options. */
+function serverOptions(url: string): RedisOptions {
+  const parsed = new URL(url);
+  return {
+    ...(parsed.username ? { username: decodeURIComponent(parsed.username) } : {}),
+    ...(parsed.password ? { password: decodeURIComponent(parsed.password) } : {}),
+    ...(parsed.protocol === 'rediss:' ? { tls: {} } : {}),
   };
 }

@@ -1,0 +1,141 @@
+// The Redis adapters on a Redis Cluster: the realtime contract suites against a private 3-master cluster started
+// for this file (every session's keys and channel share a hash tag; its events go over sharded pub/sub), plus a
+// check that a session's events really travel by SPUBLISH to the shard that owns its slot.
+
+import { PrivateRedisCluster } from '@canopy/testing';
+import type { Cluster } from 'ioredis';
+
+import {
+  describeActivityFeedContract,
+  describeEventBusContract,
+  describeLiveRegistryContract,
+} from '../testing';
+import { uniqueId, waitFor } from '../testing/wait';
+import { RedisActivityFeed } from './redis-activity-feed';
+import { RedisEventBus } from './redis-event-bus';
+import { RedisLiveRegistry } from './redis-live-registry';
+
+const PREFIX = 'canopy-test:redis-cluster';
+const REPLAY_LIMIT = 10;
+let cluster: PrivateRedisCluster;
+const open = new Set<Cluster>();
+
+function connect(): Cluster {
+  const connection = cluster.connect();
+  connection.on('error', () => undefined); // the private cluster goes away at the end of the file
+  open.add(connection);
+  return connection;
+}
+
+async function close(connection: Cluster): Promise<void> {
+  open.delete(connection);
+  try {
+    await connection.quit();
+  } catch {
+    connection.disconnect();
+  }
+}
+
+beforeAll(async () => {
+  cluster = await PrivateRedisCluster.start(3);
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all([...open].map(close));
+  await cluster?.stop();
+});
+
+describeEventBusContract(
+  'redis cluster',
+  () => {
+    const start = () => {
+      const redis = connect();
+      const bus = new RedisEventBus({
+        redis,
+        prefix: PREFIX,
+        replayLimit: REPLAY_LIMIT,
+        replayTtlSeconds: 600,
+        onListenerError: () => {},
+      });
+      return { redis, bus };
+    };
+    const stop = async (instance: { redis: Cluster; bus: RedisEventBus }) => {
+      await instance.bus.close();
+      await close(instance.redis);
+    };
+    let current = start();
+    return Promise.resolve({
+      bus: current.bus,
+      restart: async () => {
+        await stop(current);
+        current = start();
+        return current.bus;
+      },
+      cleanup: () => stop(current),
+    });
+  },
+  { replayLimit: REPLAY_LIMIT },
+);
+
+describeLiveRegistryContract('redis cluster', () => {
+  const redis = connect();
+  const registry = new RedisLiveRegistry({ redis, prefix: `${PREFIX}:${uniqueId('live')}` });
+  return Promise.resolve({
+    registry,
+    cleanup: async () => {
+      await registry.close();
+      await close(redis);
+    },
+  });
+});
+
+describeActivityFeedContract('redis cluster', () => {
+  const redis = connect();
+  const feed = new RedisActivityFeed({ redis, prefix: PREFIX, onListenerError: () => {} });
+  return Promise.resolve({
+    feed,
+    cleanup: async () => {
+      await feed.close();
+      await close(redis);
+    },
+  });
+});
+
+describe('RedisEventBus on a cluster', () => {
+  it('spreads sessions over the shards and publishes each by SPUBLISH on the shard of its slot', async () => {
+    const redis = connect();
+    const bus = new RedisEventBus({
+      redis,
+      prefix: PREFIX,
+      replayLimit: REPLAY_LIMIT,
+      replayTtlSeconds: 600,
+    });
+    const tenant = uniqueId('tenant');
+    const sessions = Array.from({ length: 12 }, () => uniqueId('session'));
+    const seen = new Map<string, number[]>(sessions.map((s) => [s, []]));
+    const unsubscribes = await Promise.all(
+      sessions.map((s) => bus.subscribe(tenant, s, (event) => seen.get(s)!.push(event.seq))),
+    );
+    const published = await Promise.all(
+      sessions.map((s) =>
+        bus.publish(tenant, s, [{ type: 'text_delta', data: { runId: 'r', index: 0, delta: 'x' } }]),
+      ),
+    );
+    await waitFor('every session', () => sessions.every((s) => seen.get(s)!.length === 1));
+    expect(sessions.map((s) => seen.get(s))).toEqual(published.map((events) => [events[0]!.seq]));
+
+    // The streams live on more than one master, and each master counted the SPUBLISH of its own sessions only.
+    const nodes = redis.nodes('master');
+    const streams = await Promise.all(nodes.map((node) => node.keys(`${PREFIX}:session:{${tenant}:*`)));
+    expect(streams.filter((keys) => keys.length > 0).length).toBeGreaterThan(1);
+    const spublished = await Promise.all(
+      nodes.map(async (node) =>
+        Number(/cmdstat_spublish:calls=(\d+)/.exec(await node.info('commandstats'))?.[1] ?? 0),
+      ),
+    );
+    expect(spublished.filter((calls) => calls > 0).length).toBeGreaterThan(1);
+
+    await Promise.all(unsubscribes.map((unsubscribe) => unsubscribe()));
+    await bus.close();
+  });
+});

@@ -1,0 +1,50 @@
+// A connection the Redis adapters run on: one Redis server, or a Redis Cluster. Every key and channel of a session
+// carries its hash tag, so a session's script, MULTI and pipeline stay within one slot either way; on a Cluster a
+// session's events go over sharded pub/sub (SPUBLISH / SSUBSCRIBE, served by the shard that owns the slot) instead
+// of PUBLISH, which every node of a cluster would have to forward.
+
+import { Cluster, type ClusterOptions, type Redis, type RedisOptions } from 'ioredis';
+
+export type RedisConnection = Redis | Cluster;
+
+export function isCluster(connection: RedisConnection): connection is Cluster {
+  return connection instanceof Cluster;
+}
+
+/**
+ * A new connection with the same server(s) and options, the given ones overriding. A Cluster's duplicate opens a
+ * sharded subscriber per master, so it can SSUBSCRIBE.
+ */
+export function duplicateConnection(
+  connection: RedisConnection,
+  options: Partial<RedisOptions> & Partial<ClusterOptions> = {},
+): RedisConnection {
+  if (isCluster(connection)) {
+    const { enableAutoPipelining, ...redisOptions } = options;
+    return connection.duplicate(undefined, {
+      shardedSubscribers: true,
+      ...(enableAutoPipelining === undefined ? {} : { enableAutoPipelining }),
+      redisOptions: { ...connection.options.redisOptions, ...redisOptions },
+    });
+  }
+  return connection.duplicate(options);
+}
+
+/**
+ * PUBLISH where the order of messages matters across publishes: a Cluster sends a PUBLISH (it names no key) to any
+ * node, and two messages sent to two nodes may reach a subscriber in either order; so on a Cluster every PUBLISH
+ * goes to one master (the first by address: the same one for every process while the cluster's masters stay).
+ */
+export function publishInOrder(
+  connection: RedisConnection,
+  channel: string,
+  message: string,
+): Promise<number> {
+  if (!isCluster(connection)) return connection.publish(channel, message);
+  const [node] = connection.nodes('master').sort((a, b) => address(a).localeCompare(address(b)));
+  return (node ?? connection).publish(channel, message);
+}
+
+function address(node: Redis): string {
+  return `${node.options.host}:${node.options.port}`;
+}
