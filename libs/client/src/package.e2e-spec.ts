@@ -62,7 +62,7 @@ afterAll(async () => {
 
 const USE = `
   const admin = new Canopy({ baseUrl: process.env.CANOPY_URL, credential: process.env.CANOPY_ADMIN_KEY });
-  const tenant = await admin.admin.createTenant('packaged');
+  const tenant = await admin.admin.createTenant(process.env.TENANT_NAME);
   const canopy = new Canopy({ baseUrl: process.env.CANOPY_URL, credential: tenant.apiKey });
   const { session } = await canopy.sessions.create({ model: 'mock:echo' });
   const result = await session.run('from the package');
@@ -87,7 +87,8 @@ it.each([
   const { stdout } = await execFileAsync(process.execPath, [file], {
     cwd: project,
     // Only what the program reads: nothing of this process's environment leaks into the consumer.
-    env: { CANOPY_URL: t.url, CANOPY_ADMIN_KEY: TEST_ADMIN_KEY },
+    // Tenant names are unique: each consumer makes its own.
+    env: { CANOPY_URL: t.url, CANOPY_ADMIN_KEY: TEST_ADMIN_KEY, TENANT_NAME: `packaged-${file}` },
     timeout: 30_000,
   });
   expect(JSON.parse(stdout)).toEqual({

@@ -52,10 +52,13 @@ export class Cluster {
   readonly prefix: string;
   readonly adminKey = TEST_ADMIN_KEY;
   database!: TestDatabase;
+  private readonly logDir: string | null;
 
   constructor(private readonly options: ClusterOptions = {}) {
     this.prefix = `${options.prefixBase ?? 'ctest'}${randomBytes(4).toString('hex')}`;
-    if (options.logDir) mkdirSync(options.logDir, { recursive: true });
+    // CANOPY_CLUSTER_LOGS=DIR keeps the logs of every cluster a test starts (to look into a failure).
+    this.logDir = options.logDir ?? process.env.CANOPY_CLUSTER_LOGS ?? null;
+    if (this.logDir) mkdirSync(this.logDir, { recursive: true });
   }
 
   get redisUrl(): string {
@@ -196,7 +199,7 @@ export class Cluster {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const output: string[] = [];
-    const logFile = this.options.logDir ? join(this.options.logDir, `${name}.log`) : null;
+    const logFile = this.logDir ? join(this.logDir, `${name}.log`) : null;
     const keep = (d: Buffer) => {
       output.push(d.toString());
       if (logFile) appendFileSync(logFile, d);
