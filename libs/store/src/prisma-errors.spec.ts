@@ -45,6 +45,24 @@ describe('mapDbError', () => {
   });
 
   it.each([
+    ['P2039', '57P01', 'unavailable'],
+    ['P2039', '57P03', 'unavailable'],
+    ['P2010', '08006', 'unavailable'],
+    ['P2039', '42501', 'unmapped'],
+  ])('maps Prisma %s over a driver adapter SQLSTATE %s to %s', (code, sqlstate, expected) => {
+    // As Prisma raises a Postgres error of its driver adapter (a restart dropping the connection mid-query).
+    const err = Object.assign(new Error(`Database error. Code: \`${sqlstate}\``), {
+      code,
+      meta: {
+        driverAdapterError: Object.assign(new Error('DriverAdapterError'), {
+          cause: { kind: 'postgres', originalCode: sqlstate, originalMessage: 'terminating connection' },
+        }),
+      },
+    });
+    expect(codeOf(mapDbError(err))).toBe(expected);
+  });
+
+  it.each([
     Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), {
       code: 'ECONNREFUSED',
       syscall: 'connect',

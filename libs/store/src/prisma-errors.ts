@@ -53,15 +53,34 @@ export function mapDbError(err: unknown): unknown {
       case '22P02': // invalid_text_representation, e.g. an id that is no uuid: nothing can have it
         return notFound(err);
     }
-    if (code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code)) {
+    if (isUnavailableSqlstate(code)) {
       return CanopyException.unavailable('the database is unavailable', err);
     }
     return err;
   }
-  if ((code && UNAVAILABLE_CODES.has(code)) || isNetworkError(err)) {
+  if (
+    (code && UNAVAILABLE_CODES.has(code)) ||
+    isNetworkError(err) ||
+    isUnavailableSqlstate(adapterSqlstate(e?.meta))
+  ) {
     return CanopyException.unavailable('the database is unavailable', err);
   }
   return err;
+}
+
+function isUnavailableSqlstate(sqlstate: string | undefined): boolean {
+  return sqlstate !== undefined && (sqlstate.startsWith('08') || UNAVAILABLE_SQLSTATES.has(sqlstate));
+}
+
+/**
+ * The SQLSTATE under a Prisma error raised by the driver adapter: a Postgres error on Prisma's road becomes P2039
+ * ("Database error", P2010 for raw queries) with the adapter's error in `meta.driverAdapterError`, its SQLSTATE in
+ * `cause.originalCode` (e.g. 57P01 when a restart drops the connection mid-query).
+ */
+function adapterSqlstate(meta: Record<string, unknown> | undefined): string | undefined {
+  const adapterError = meta?.driverAdapterError as { cause?: { originalCode?: unknown } } | undefined;
+  const sqlstate = adapterError?.cause?.originalCode;
+  return typeof sqlstate === 'string' ? sqlstate : undefined;
 }
 
 /** A raw-SQL transaction that ran past its deadline (Prisma's P2028 on the other road). */
