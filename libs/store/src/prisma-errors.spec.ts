@@ -63,6 +63,17 @@ describe('mapDbError', () => {
   });
 
   it.each([
+    [{ kind: 'postgres', code: '57P01', originalCode: '57P01' }, 'unavailable'],
+    [{ kind: 'ConnectionClosed' }, 'unavailable'],
+    [{ kind: 'DatabaseNotReachable' }, 'unavailable'],
+    [{ kind: 'postgres', code: '42P01', originalCode: '42P01' }, 'unmapped'],
+  ])('maps a driver adapter error raised as it is (%j) to %s', (cause, expected) => {
+    // What a Prisma transaction that cannot start throws: the adapter's own error.
+    const err = Object.assign(new Error('DriverAdapterError'), { name: 'DriverAdapterError', cause });
+    expect(codeOf(mapDbError(err))).toBe(expected);
+  });
+
+  it.each([
     Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), {
       code: 'ECONNREFUSED',
       syscall: 'connect',

@@ -58,11 +58,7 @@ export function mapDbError(err: unknown): unknown {
     }
     return err;
   }
-  if (
-    (code && UNAVAILABLE_CODES.has(code)) ||
-    isNetworkError(err) ||
-    isUnavailableSqlstate(adapterSqlstate(e?.meta))
-  ) {
+  if ((code && UNAVAILABLE_CODES.has(code)) || isNetworkError(err) || adapterSaysUnavailable(err)) {
     return CanopyException.unavailable('the database is unavailable', err);
   }
   return err;
@@ -72,15 +68,31 @@ function isUnavailableSqlstate(sqlstate: string | undefined): boolean {
   return sqlstate !== undefined && (sqlstate.startsWith('08') || UNAVAILABLE_SQLSTATES.has(sqlstate));
 }
 
+/** Driver adapter error kinds that mean the database, not the query, failed. */
+const UNAVAILABLE_ADAPTER_KINDS = new Set([
+  'DatabaseNotReachable',
+  'ConnectionClosed',
+  'SocketTimeout',
+  'TooManyConnections',
+]);
+
 /**
- * The SQLSTATE under a Prisma error raised by the driver adapter: a Postgres error on Prisma's road becomes P2039
- * ("Database error", P2010 for raw queries) with the adapter's error in `meta.driverAdapterError`, its SQLSTATE in
- * `cause.originalCode` (e.g. 57P01 when a restart drops the connection mid-query).
+ * A Prisma driver adapter error under `err`: raised as it is (a DriverAdapterError, e.g. when a transaction cannot
+ * start) or wrapped by Prisma (P2039 "Database error", P2010 for raw queries, the adapter's error in
+ * `meta.driverAdapterError`). Its `cause` names a kind, and for a Postgres error the SQLSTATE (`originalCode`, e.g.
+ * 57P01 when a restart drops the connection mid-query).
  */
-function adapterSqlstate(meta: Record<string, unknown> | undefined): string | undefined {
-  const adapterError = meta?.driverAdapterError as { cause?: { originalCode?: unknown } } | undefined;
-  const sqlstate = adapterError?.cause?.originalCode;
-  return typeof sqlstate === 'string' ? sqlstate : undefined;
+function adapterSaysUnavailable(err: unknown): boolean {
+  const e = err as {
+    name?: unknown;
+    cause?: unknown;
+    meta?: { driverAdapterError?: { cause?: unknown } };
+  } | null;
+  const cause = (e?.name === 'DriverAdapterError' ? e.cause : e?.meta?.driverAdapterError?.cause) as
+    { kind?: unknown; originalCode?: unknown } | undefined;
+  if (!cause) return false;
+  if (typeof cause.kind === 'string' && UNAVAILABLE_ADAPTER_KINDS.has(cause.kind)) return true;
+  return typeof cause.originalCode === 'string' && isUnavailableSqlstate(cause.originalCode);
 }
 
 /** A raw-SQL transaction that ran past its deadline (Prisma's P2028 on the other road). */
