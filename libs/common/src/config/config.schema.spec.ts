@@ -85,6 +85,18 @@ describe('loadConfig', () => {
     );
   });
 
+  it('refuses Redis Cluster seed nodes without REDIS_URL (they would leave it on the embedded runtime)', () => {
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: '127.0.0.1:7000' })).toThrow(
+      /REDIS_CLUSTER_NODES: needs REDIS_URL/,
+    );
+    expect(
+      loadConfig({
+        REDIS_CLUSTER_NODES: '127.0.0.1:7000,127.0.0.1:7001',
+        REDIS_URL: 'redis://127.0.0.1:7000',
+      }).redis.clusterNodes,
+    ).toEqual(['127.0.0.1:7000', '127.0.0.1:7001']);
+  });
+
   it('ignores variables it does not know', () => {
     expect(() => loadConfig({ PATH: '/usr/bin', HOME: '/root' })).not.toThrow();
   });

@@ -282,6 +282,12 @@ export function loadConfig(
     throw new ConfigError(parsed.error.issues.map((i) => `${String(i.path[0] ?? '(root)')}: ${i.message}`));
   }
   const e = parsed.data;
+  // Seed nodes alone would leave the service on the embedded runtime without a word: REDIS_URL selects Redis.
+  if (e.REDIS_CLUSTER_NODES && !e.REDIS_URL) {
+    throw new ConfigError([
+      'REDIS_CLUSTER_NODES: needs REDIS_URL too (it selects the distributed runtime and gives credentials and TLS)',
+    ]);
+  }
   return {
     env: e.NODE_ENV,
     instanceId: e.CANOPY_INSTANCE_ID ?? options.defaultInstanceId ?? 'canopy',
