@@ -6,7 +6,14 @@
 // after a full garbage collection (asked through each process's inspector), so retained memory is told apart from
 // garbage and from pages V8 keeps. Not in CI: `npm run bench -- soak` (CANOPY_BENCH_SOAK_LOGS=DIR keeps the logs).
 
-import { ChaosLoad, Cluster, PrivateRedis, summaryLine, type CaseFigures } from '@canopy/testing';
+import {
+  ChaosLoad,
+  Cluster,
+  PrivateRedis,
+  prepareTemplate,
+  summaryLine,
+  type CaseFigures,
+} from '@canopy/testing';
 
 const LOCK_MS = 2_000;
 const BOUND_MS = LOCK_MS * 3 + 10_000;
@@ -44,6 +51,9 @@ const FAULTS: Fault[] = [
 ];
 
 export async function runSoakBench(minutes: number): Promise<void> {
+  // The test role and the migrated template the cluster's database is made from (on a machine where no test ran
+  // yet, neither exists).
+  await prepareTemplate();
   const redis = await PrivateRedis.start();
   const cluster = new Cluster({
     apis: 2,
