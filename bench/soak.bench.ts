@@ -18,7 +18,16 @@ import {
 const LOCK_MS = 2_000;
 const BOUND_MS = LOCK_MS * 3 + 10_000;
 
+/** The least load each minute gets after its fault, however long the previous minute's checks took. */
+const MIN_LOAD_MS = 40_000;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Time since the soak started, m:ss, at the start of each printed line. */
+const clock = (started: number) => {
+  const s = Math.round((Date.now() - started) / 1000);
+  return `[${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}]`;
+};
 
 type Fault = { name: string; inject: (cluster: Cluster, redis: PrivateRedis) => Promise<void> };
 
@@ -71,6 +80,7 @@ export async function runSoakBench(minutes: number): Promise<void> {
     },
   });
   const figures: CaseFigures[] = [];
+  const soakStarted = Date.now();
   let load: ChaosLoad | null = null;
   try {
     await cluster.start();
@@ -98,12 +108,13 @@ export async function runSoakBench(minutes: number): Promise<void> {
       const redelivered = load.redelivered();
       await fault.inject(cluster, redis);
       const faultEnded = Date.now();
-      // The rest of the minute under load, then the checks over every run of the minute.
-      const wait = started + minute * 60_000 - Date.now();
-      if (wait > 0) await sleep(wait);
+      // The rest of the minute under load, then the checks over every run of the minute. At least MIN_LOAD_MS of
+      // load after each fault: on a loaded machine the checks of a minute (every tree read back through the apis)
+      // can outlast it, and a minute with no time left would check no run at all.
+      await sleep(Math.max(started + minute * 60_000 - Date.now(), MIN_LOAD_MS));
       const f = await load.check(`min ${minute} ${fault.name}`, mark, 1, faultEnded, BOUND_MS, redelivered);
       figures.push(f);
-      console.log(summaryLine(f));
+      console.log(`${clock(started)} ${summaryLine(f)}`);
       await printMemory(cluster, minute);
     }
   } finally {
@@ -113,7 +124,7 @@ export async function runSoakBench(minutes: number): Promise<void> {
   }
   const total = (k: keyof CaseFigures) => figures.reduce((n, f) => n + (f[k] as number), 0);
   console.log(
-    `soak ${minutes} min: faults=${figures.length} runs=${total('runsChecked')} lost=${total('lost')} ` +
+    `soak ${minutes} min (${clock(soakStarted)} wall): faults=${figures.length} runs=${total('runsChecked')} lost=${total('lost')} ` +
       `duplicated=${total('duplicated')} stuck=${total('stuck')} stale=${total('stale')} badTrees=${total('badTrees')} ` +
       `5xx=${total('fiveHundreds')} 503=${total('unavailable')} redelivered=${total('redelivered')} ` +
       `maxRecoveryMs=${Math.max(0, ...figures.map((f) => f.maxRecoveryMs))}`,
