@@ -32,7 +32,7 @@ function spec(): RunSpec {
 }
 
 /** An io whose commit fails with `err` (what the session layer's store or event bus threw). */
-function failingCommit(err: unknown): RunIO {
+function failingCommit(err: Error): RunIO {
   return {
     emit: () => undefined,
     commit: () => Promise.reject(err),
@@ -48,7 +48,7 @@ describe('runTurn: how a failure ends the run', () => {
   ])('%s: error `unavailable` (the prompt can be sent again), not `internal`', async (_, err) => {
     const outcome = await runTurn(spec(), failingCommit(err), deps);
     expect(outcome).toMatchObject({ status: 'error', code: 'unavailable' });
-    expect((outcome as { message: string }).message).toContain((err as Error).message);
+    expect((outcome as { message: string }).message).toContain(err.message);
   });
 
   it('anything else: error `internal`', async () => {
