@@ -115,7 +115,7 @@ export async function runSoakBench(minutes: number): Promise<void> {
       const f = await load.check(`min ${minute} ${fault.name}`, mark, 1, faultEnded, BOUND_MS, redelivered);
       figures.push(f);
       console.log(`${clock(started)} ${summaryLine(f)}`);
-      await printMemory(cluster, minute);
+      await printMemory(cluster, minute, f.treeNodes);
     }
   } finally {
     await load?.stop();
@@ -132,14 +132,16 @@ export async function runSoakBench(minutes: number): Promise<void> {
 }
 
 /** One line per minute: each process's RSS / heap used after a GC / external, in MB. */
-async function printMemory(cluster: Cluster, minute: number): Promise<void> {
+async function printMemory(cluster: Cluster, minute: number, treeNodes?: number): Promise<void> {
   const memory = await cluster.memoryAfterGc();
   const parts = Object.entries(memory)
     .sort(([a], [b]) => a.localeCompare(b))
     .map(
       ([name, m]) => `${name} ${Math.round(m.rssMb)}/${Math.round(m.heapUsedMb)}/${Math.round(m.externalMb)}`,
     );
-  console.log(`minute ${minute} memory MB (rss/heapUsed after GC/external): ${parts.join(', ')}`);
+  // The live sessions hold their trees: heap grows with the nodes of the load's 50 conversations, printed with it.
+  const nodes = treeNodes === undefined ? '' : `; ${treeNodes} nodes in the load's trees`;
+  console.log(`minute ${minute} memory MB (rss/heapUsed after GC/external): ${parts.join(', ')}${nodes}`);
 }
 
 export function soakMinutes(env: NodeJS.ProcessEnv): number {
