@@ -90,11 +90,13 @@ describe('the embedded database', () => {
         status: 'ok',
         steer: { content: 'more', actor: { type: 'admin' } },
         titled: false,
+        queued: false,
       });
       expect(await store.commit(scope, { ...commit, nodes: [] })).toEqual({
         status: 'ok',
         steer: null,
         titled: false,
+        queued: false,
       });
       expect(await store.get(scope, 'embedded')).toMatchObject({ status: 'idle', path: [1] });
       // Another tenant sees nothing, on the very connection the store just used.
