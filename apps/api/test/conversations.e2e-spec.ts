@@ -168,9 +168,9 @@ describe.each(runtimes)('on %s', (_, start) => {
     const id = fork.body.id as string;
     const sourceTree = (await api.get(`/v1/sessions/${source}/tree`)).body;
     // A turn on the fork: its prompt's parent is a shared node.
-    expect((await api.post(`/v1/sessions/${id}/prompt`, { content: 'the wombat follow-up', wait: true })).status).toBe(
-      200,
-    );
+    expect(
+      (await api.post(`/v1/sessions/${id}/prompt`, { content: 'the wombat follow-up', wait: true })).status,
+    ).toBe(200);
     const tree = (await api.get(`/v1/sessions/${id}/tree`)).body;
     expect(tree.path).toEqual([1, 2, 3, 4]);
     expect(tree.nodes.map((n: any) => [n.id, n.parentId])).toEqual([
@@ -184,7 +184,10 @@ describe.each(runtimes)('on %s', (_, start) => {
     );
     const hitsOf = async (q: string) =>
       Object.fromEntries(
-        (await api.get(`/v1/sessions/search?q=${q}`)).body.data.map((h: any) => [h.session.id, h.nodeIds.sort()]),
+        (await api.get(`/v1/sessions/search?q=${q}`)).body.data.map((h: any) => [
+          h.session.id,
+          h.nodeIds.sort(),
+        ]),
       );
     expect(await hitsOf('quokka')).toEqual({ [source]: [1, 2], [id]: [1, 2] });
     expect(await hitsOf('quokka&metadata.team=fork')).toEqual({ [id]: [1, 2] });

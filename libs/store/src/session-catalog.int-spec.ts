@@ -50,16 +50,19 @@ afterAll(async () => {
 /** The rows of `nodes` a session has (a fork's shared nodes are not among them). */
 async function realNodes(scope: Scope, id: string): Promise<number> {
   const [row] = await db.withTenantSql(scope, (tx) =>
-    tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM nodes WHERE tenant_id = $1::uuid AND session_id = $2`, [
-      scope.tenantId,
-      id,
-    ]),
+    tx.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM nodes WHERE tenant_id = $1::uuid AND session_id = $2`,
+      [scope.tenantId, id],
+    ),
   );
   return row!.n;
 }
 
 /** A session's base: the session it shares nodes with and their ids. */
-async function baseOf(scope: Scope, id: string): Promise<{ sessionId: string | null; nodeIds: number[] | null }> {
+async function baseOf(
+  scope: Scope,
+  id: string,
+): Promise<{ sessionId: string | null; nodeIds: number[] | null }> {
   const [row] = await db.withTenantSql(scope, (tx) =>
     tx.query<{ base_session_id: string | null; base_node_ids: number[] | null }>(
       `SELECT base_session_id, base_node_ids FROM sessions WHERE tenant_id = $1::uuid AND id = $2`,
@@ -444,7 +447,11 @@ describe('copy-on-write fork', () => {
       ],
       position: {
         path: [...path, prompt, answer],
-        cursors: { ...cursors, ...(head !== null ? { [String(head)]: prompt } : {}), [String(prompt)]: answer },
+        cursors: {
+          ...cursors,
+          ...(head !== null ? { [String(head)]: prompt } : {}),
+          [String(prompt)]: answer,
+        },
         head: answer,
       },
       nextNodeId: answer + 1,
@@ -506,7 +513,12 @@ describe('copy-on-write fork', () => {
     expect(await realNodes(scope, source.id)).toBe(6);
 
     // A node whose parent is neither real nor shared is refused, as the foreign key did.
-    const started = await store.startRun(scope, { sessionId: fork, kind: 'prompt', input: {}, status: 'running' });
+    const started = await store.startRun(scope, {
+      sessionId: fork,
+      kind: 'prompt',
+      input: {},
+      status: 'running',
+    });
     if (!started.ok) throw new Error(started.reason);
     await expect(
       store.commit(scope, {
@@ -568,12 +580,12 @@ describe('copy-on-write fork', () => {
     if (!fourth.ok) throw new Error(fourth.reason);
     expect(fourth.copied).toBe(1);
     expect(await baseOf(scope, fourth.session.id)).toEqual({ sessionId: source.id, nodeIds: [1] });
-    expect((await store.loadTree(scope, fourth.session.id))!.nodes.map((n) => [n.id, n.parentId, n.message])).toEqual(
-      [
-        [1, null, firstTree.nodes[0]!.message],
-        [2, 1, userMessage('gbranch', 6_000)],
-      ],
-    );
+    expect(
+      (await store.loadTree(scope, fourth.session.id))!.nodes.map((n) => [n.id, n.parentId, n.message]),
+    ).toEqual([
+      [1, null, firstTree.nodes[0]!.message],
+      [2, 1, userMessage('gbranch', 6_000)],
+    ]);
   });
 
   it("search finds a fork's shared messages under the fork's ids, with the fork's own filters", async () => {
@@ -593,7 +605,9 @@ describe('copy-on-write fork', () => {
     expect(await hitsOf(owner, 'two')).toEqual({ [source.id]: [3], [mine.session.id]: [3] });
     expect(await hitsOf(owner, 'other')).toEqual({ [source.id]: [4] });
     // The fork's row decides: its metadata, its user.
-    expect(await hitsOf(owner, 'zebra', { metadata: { team: 'blue' } })).toEqual({ [mine.session.id]: [1, 3] });
+    expect(await hitsOf(owner, 'zebra', { metadata: { team: 'blue' } })).toEqual({
+      [mine.session.id]: [1, 3],
+    });
     expect(await hitsOf(owner, 'zebra', { userId: 'bob' })).toEqual({ [bobs.session.id]: [1] });
     expect(await hitsOf(userScope(owner.tenantId, 'bob'), 'zebra')).toEqual({ [bobs.session.id]: [1] });
     expect(await catalog.count(owner, { q: 'zebra', filter: {} })).toBe(3);
@@ -602,8 +616,9 @@ describe('copy-on-write fork', () => {
       bobs.session.id,
     ]);
     // The snippet is the fork's shared message.
-    const hit = (await catalog.search(owner, { q: 'two', filter: { ids: [mine.session.id] }, limit: 5, cursor: null }))
-      .data[0]!;
+    const hit = (
+      await catalog.search(owner, { q: 'two', filter: { ids: [mine.session.id] }, limit: 5, cursor: null })
+    ).data[0]!;
     expect(hit.snippet).toMatchObject({ nodeId: 3, text: 'zebra two' });
     // Another tenant sees nothing of it.
     expect(await hitsOf(await newTenant(), 'zebra')).toEqual({});
@@ -618,9 +633,9 @@ describe('copy-on-write fork', () => {
       [
         'retention',
         async (id) =>
-          expect(await retention.expireBatch(owner.tenantId, { deleteAfterDays: 30, keep: 'none' }, 10)).toEqual([
-            id,
-          ]),
+          expect(
+            await retention.expireBatch(owner.tenantId, { deleteAfterDays: 30, keep: 'none' }, 10),
+          ).toEqual([id]),
       ],
     ];
     for (const [road, remove] of roads) {
@@ -650,7 +665,10 @@ describe('copy-on-write fork', () => {
       // A fork of a materialized fork shares its (now real) nodes.
       const again = await catalog.fork(owner, { sessionId: forks[1]! });
       if (!again.ok) throw new Error(again.reason);
-      expect(await baseOf(owner, again.session.id)).toEqual({ sessionId: forks[1], nodeIds: [1, 2, 3, 4, 5, 6] });
+      expect(await baseOf(owner, again.session.id)).toEqual({
+        sessionId: forks[1],
+        nodeIds: [1, 2, 3, 4, 5, 6],
+      });
       expect((await store.loadTree(owner, again.session.id))!.nodes).toEqual(before[1]!.nodes);
       await store.delete(owner, again.session.id);
     }
@@ -666,11 +684,12 @@ describe('copy-on-write fork', () => {
     expect((await catalog.deleteIdle(owner, [forked.session.id, source.id])).sort()).toEqual(
       [forked.session.id, source.id].sort(),
     );
-    expect(await store.loadTree(owner, other.session.id)).toMatchObject({ nodes: [{ id: 1, parentId: null }] });
+    expect(await store.loadTree(owner, other.session.id)).toMatchObject({
+      nodes: [{ id: 1, parentId: null }],
+    });
     expect(await realNodes(owner, other.session.id)).toBe(1);
   });
 });
-
 
 describe('import', () => {
   it('stores the tree exactly, or nothing at all (a bad node rolls the session back)', async () => {
