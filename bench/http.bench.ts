@@ -40,6 +40,8 @@ const API_MAIN = join(ROOT, 'dist/apps/api/apps/api/src/main.js');
 const LOADGEN = join(ROOT, 'bench/http-load.mjs');
 const TURNS_PER_SESSION = 10;
 const WARMUP_MS = 1_500;
+/** The quiet moment before each level that measures the idle service's own transactions (its timers). */
+const IDLE_MS = 3_000;
 const CLK_TCK = 100;
 
 type Mode = 'wait' | 'stream' | 'branch' | 'create';
@@ -74,6 +76,13 @@ export interface HttpLevel {
   /** Database work per run (per session in `create` mode); null where the database is not reachable. */
   xactsPerRun: number | null;
   xactsPerRunLessCreates: number | null;
+  /**
+   * xactsPerRunLessCreates less what the service does with no load (timers: the webhook outbox poll, sweeps),
+   * measured on the same service for a few seconds right before the load, at its rate over the load's window.
+   */
+  xactsPerRunLessIdle: number | null;
+  /** Transactions per second of the idle service, measured right before the load. */
+  idleXactsPerSec: number | null;
   rowsFetchedPerRun: number | null;
   statementsPerRun: number;
   /** Time the api's statements waited for a pooled connection (DATABASE_POOL_MAX), per run, in ms. */
@@ -324,8 +333,14 @@ function printVerdicts(result: HttpBenchResult): void {
     lines.push(
       `rows fetched per run <= 50: ${pgTop.rowsFetchedPerRun.toFixed(0)}, ${verdict(pgTop.rowsFetchedPerRun <= 50)}`,
     );
+    // Judged on the runs' own work: the idle service's timers (measured just before, printed) are not per run.
+    const perRun = pgTop.xactsPerRunLessIdle ?? pgTop.xactsPerRunLessCreates;
+    const idle =
+      pgTop.xactsPerRunLessIdle !== null && pgTop.idleXactsPerSec !== null
+        ? ` (${pgTop.xactsPerRunLessCreates.toFixed(2)} with the idle service's ${pgTop.idleXactsPerSec.toFixed(1)} tx/s of timers)`
+        : '';
     lines.push(
-      `transactions per run <= 2 (+1 per session): ${pgTop.xactsPerRunLessCreates.toFixed(2)}, ${verdict(pgTop.xactsPerRunLessCreates <= 2)}`,
+      `transactions per run <= 2 (+1 per session): ${perRun.toFixed(2)}${idle}, ${verdict(perRun <= 2)}`,
     );
   }
   if (result.history) {
@@ -438,7 +453,17 @@ class Service {
 
   async measure(mode: Mode, concurrency: number, measureMs: number): Promise<HttpLevel> {
     const pid = this.proc.pid!;
+    // What the service's timers cost with no load, to tell per-run work from background work.
+    const idleBefore = this.database ? await this.dbCounters() : null;
+    const idleStarted = Date.now();
+    if (idleBefore) await new Promise((r) => setTimeout(r, IDLE_MS));
+    const idleAfter = idleBefore ? await this.dbCounters() : null;
+    const idleXactsPerSec =
+      idleBefore && idleAfter
+        ? (idleAfter.xacts - idleBefore.xacts) / ((Date.now() - idleStarted) / 1000)
+        : null;
     const db = this.database ? await this.dbCounters() : null;
+    const loadStarted = Date.now();
     const tablesBefore = db ? await this.tableCounters() : null;
     const statementsBefore = await this.statementsSent();
     const poolWaitBefore = await this.poolWaitSeconds();
@@ -459,6 +484,7 @@ class Service {
     // pg_stat counters reach the shared statistics up to a second after a backend's transaction ends.
     await new Promise((r) => setTimeout(r, 1_200));
     const dbAfter = db ? await this.dbCounters() : null;
+    const windowSec = (Date.now() - loadStarted) / 1000;
     const tablesAfter = db ? await this.tableCounters() : null;
     const statements = (await this.statementsSent()) - statementsBefore;
     const poolWait = (await this.poolWaitSeconds()) - poolWaitBefore;
@@ -485,6 +511,11 @@ class Service {
       apiRssMiB: peakRss,
       xactsPerRun: xacts === null ? null : per(xacts),
       xactsPerRunLessCreates: xacts === null || mode === 'create' ? null : per(xacts - load.totalSessions),
+      xactsPerRunLessIdle:
+        xacts === null || mode === 'create' || idleXactsPerSec === null
+          ? null
+          : per(xacts - load.totalSessions - idleXactsPerSec * windowSec),
+      idleXactsPerSec,
       rowsFetchedPerRun: db && dbAfter ? per(dbAfter.fetched - db.fetched) : null,
       statementsPerRun: per(statements),
       poolWaitMsPerRun: per(poolWait * 1000),

@@ -6,12 +6,28 @@
 // after a full garbage collection (asked through each process's inspector), so retained memory is told apart from
 // garbage and from pages V8 keeps. Not in CI: `npm run bench -- soak` (CANOPY_BENCH_SOAK_LOGS=DIR keeps the logs).
 
-import { ChaosLoad, Cluster, PrivateRedis, summaryLine, type CaseFigures } from '@canopy/testing';
+import {
+  ChaosLoad,
+  Cluster,
+  PrivateRedis,
+  prepareTemplate,
+  summaryLine,
+  type CaseFigures,
+} from '@canopy/testing';
 
 const LOCK_MS = 2_000;
 const BOUND_MS = LOCK_MS * 3 + 10_000;
 
+/** The least load each minute gets after its fault, however long the previous minute's checks took. */
+const MIN_LOAD_MS = 40_000;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Time since the soak started, m:ss, at the start of each printed line. */
+const clock = (started: number) => {
+  const s = Math.round((Date.now() - started) / 1000);
+  return `[${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}]`;
+};
 
 type Fault = { name: string; inject: (cluster: Cluster, redis: PrivateRedis) => Promise<void> };
 
@@ -44,6 +60,9 @@ const FAULTS: Fault[] = [
 ];
 
 export async function runSoakBench(minutes: number): Promise<void> {
+  // The test role and the migrated template the cluster's database is made from (on a machine where no test ran
+  // yet, neither exists).
+  await prepareTemplate();
   const redis = await PrivateRedis.start();
   const cluster = new Cluster({
     apis: 2,
@@ -61,6 +80,7 @@ export async function runSoakBench(minutes: number): Promise<void> {
     },
   });
   const figures: CaseFigures[] = [];
+  const soakStarted = Date.now();
   let load: ChaosLoad | null = null;
   try {
     await cluster.start();
@@ -88,13 +108,14 @@ export async function runSoakBench(minutes: number): Promise<void> {
       const redelivered = load.redelivered();
       await fault.inject(cluster, redis);
       const faultEnded = Date.now();
-      // The rest of the minute under load, then the checks over every run of the minute.
-      const wait = started + minute * 60_000 - Date.now();
-      if (wait > 0) await sleep(wait);
+      // The rest of the minute under load, then the checks over every run of the minute. At least MIN_LOAD_MS of
+      // load after each fault: on a loaded machine the checks of a minute (every tree read back through the apis)
+      // can outlast it, and a minute with no time left would check no run at all.
+      await sleep(Math.max(started + minute * 60_000 - Date.now(), MIN_LOAD_MS));
       const f = await load.check(`min ${minute} ${fault.name}`, mark, 1, faultEnded, BOUND_MS, redelivered);
       figures.push(f);
-      console.log(summaryLine(f));
-      await printMemory(cluster, minute);
+      console.log(`${clock(started)} ${summaryLine(f)}`);
+      await printMemory(cluster, minute, f.treeNodes);
     }
   } finally {
     await load?.stop();
@@ -103,7 +124,7 @@ export async function runSoakBench(minutes: number): Promise<void> {
   }
   const total = (k: keyof CaseFigures) => figures.reduce((n, f) => n + (f[k] as number), 0);
   console.log(
-    `soak ${minutes} min: faults=${figures.length} runs=${total('runsChecked')} lost=${total('lost')} ` +
+    `soak ${minutes} min (${clock(soakStarted)} wall): faults=${figures.length} runs=${total('runsChecked')} lost=${total('lost')} ` +
       `duplicated=${total('duplicated')} stuck=${total('stuck')} stale=${total('stale')} badTrees=${total('badTrees')} ` +
       `5xx=${total('fiveHundreds')} 503=${total('unavailable')} redelivered=${total('redelivered')} ` +
       `maxRecoveryMs=${Math.max(0, ...figures.map((f) => f.maxRecoveryMs))}`,
@@ -111,14 +132,16 @@ export async function runSoakBench(minutes: number): Promise<void> {
 }
 
 /** One line per minute: each process's RSS / heap used after a GC / external, in MB. */
-async function printMemory(cluster: Cluster, minute: number): Promise<void> {
+async function printMemory(cluster: Cluster, minute: number, treeNodes?: number): Promise<void> {
   const memory = await cluster.memoryAfterGc();
   const parts = Object.entries(memory)
     .sort(([a], [b]) => a.localeCompare(b))
     .map(
       ([name, m]) => `${name} ${Math.round(m.rssMb)}/${Math.round(m.heapUsedMb)}/${Math.round(m.externalMb)}`,
     );
-  console.log(`minute ${minute} memory MB (rss/heapUsed after GC/external): ${parts.join(', ')}`);
+  // The live sessions hold their trees: heap grows with the nodes of the load's 50 conversations, printed with it.
+  const nodes = treeNodes === undefined ? '' : `; ${treeNodes} nodes in the load's trees`;
+  console.log(`minute ${minute} memory MB (rss/heapUsed after GC/external): ${parts.join(', ')}${nodes}`);
 }
 
 export function soakMinutes(env: NodeJS.ProcessEnv): number {

@@ -1,6 +1,6 @@
--- canopy_commit(p_tenant uuid, p_user text, p_session text, p_run uuid, p_nodes jsonb, p_position jsonb, p_next_node_id integer, p_usage jsonb, p_finish jsonb, p_timeout_ms integer, p_title text, OUT outcome text, OUT steer jsonb, OUT titled boolean)
+-- canopy_commit(p_tenant uuid, p_user text, p_session text, p_run uuid, p_nodes jsonb, p_position jsonb, p_next_node_id integer, p_usage jsonb, p_finish jsonb, p_timeout_ms integer, p_title text, OUT outcome text, OUT steer jsonb, OUT titled boolean, OUT queued boolean)
 --
--- Defined last by prisma/migrations/20261205000000_commit_titles/migration.sql (first by 20261122000000_hot_path_functions).
+-- Defined last by prisma/migrations/20261210000000_commit_reports_queue/migration.sql (first by 20261122000000_hot_path_functions).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 -- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
 --
@@ -11,7 +11,7 @@
 -- also ends the run (completed) and sets the session idle, unless a prompt was steered onto the run: then the run
 -- goes on, its steer cleared and handed back.
 -- outcome: 'fenced' (nothing written) or 'ok'; steer: the steered prompt, when a finishing commit found one.
-CREATE OR REPLACE FUNCTION public.canopy_commit(p_tenant uuid, p_user text, p_session text, p_run uuid, p_nodes jsonb, p_position jsonb, p_next_node_id integer, p_usage jsonb, p_finish jsonb, p_timeout_ms integer, p_title text, OUT outcome text, OUT steer jsonb, OUT titled boolean)
+CREATE OR REPLACE FUNCTION public.canopy_commit(p_tenant uuid, p_user text, p_session text, p_run uuid, p_nodes jsonb, p_position jsonb, p_next_node_id integer, p_usage jsonb, p_finish jsonb, p_timeout_ms integer, p_title text, OUT outcome text, OUT steer jsonb, OUT titled boolean, OUT queued boolean)
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
@@ -38,6 +38,7 @@ BEGIN
     IF NOT FOUND THEN
         outcome := 'fenced';
         titled := false;
+        queued := false;
         RETURN;
     END IF;
 
@@ -79,6 +80,13 @@ BEGIN
            active_run_id = CASE WHEN v_ends THEN NULL ELSE sessions.active_run_id END,
            updated_at = now()
      WHERE sessions.tenant_id = p_tenant AND sessions.id = p_session;
+
+    -- 5. Whether prompts wait in the session's queue (double texting) for the run that ended: the caller starts
+    --    the next only then, instead of reading the queue after every run. Read after the lock above, so a prompt
+    --    queued before it is seen here, and one queued after it waited for this transaction (its foreign key
+    --    locks the session row) and finds the session idle when it tries to start itself.
+    queued := v_ends AND EXISTS (SELECT 1 FROM queued_prompts
+                                  WHERE queued_prompts.tenant_id = p_tenant AND queued_prompts.session_id = p_session);
     outcome := 'ok';
 END
 $function$;

@@ -81,6 +81,7 @@ export class QueueModule {
                   subscriber: duplicateConnection(redis.redis, { enableAutoPipelining: false }),
                   prefix: c.redis.prefix,
                   instanceId: c.instanceId,
+                  onError: (err) => new Logger('RunControl').warn({ err }, 'run control connection error'),
                 })
               : new InProcessRunControl(),
         },

@@ -85,11 +85,15 @@ export class RedisRunControl implements RunControl {
       subscriber: Redis | Cluster;
       prefix: string;
       instanceId: string;
+      /** Told of the subscriber connection's errors (Redis away: ioredis reconnects and resubscribes). */
+      onError?: (err: Error) => void;
     },
   ) {
     this.requests = `${options.prefix}:run-control`;
     this.acks = `${options.prefix}:run-control:ack:${options.instanceId}`;
     options.subscriber.on('message', (channel: string, text: string) => this.onMessage(channel, text));
+    // Without a listener ioredis prints every failed reconnect as an "Unhandled error event" on stderr.
+    options.subscriber.on('error', (err: Error) => options.onError?.(err));
     this.ready = this.subscribe();
   }
 

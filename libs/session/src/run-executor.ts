@@ -61,6 +61,8 @@ interface RunPosition {
   firstPrompt: Message | null;
   /** Whether the run's last commit carried a title for the untitled session (taken or not). */
   titleSent: boolean;
+  /** Whether the commit that ended the run found prompts waiting in the session's queue. */
+  queueWaiting: boolean;
 }
 
 export class RunExecutor {
@@ -181,6 +183,7 @@ export class RunExecutor {
       committed: false,
       firstPrompt: null,
       titleSent: false,
+      queueWaiting: false,
     };
     const spec = this.specFor(actingScope(scope.tenantId, run), session, run, pathNodes, controller.signal);
     if (!spec) {
@@ -377,7 +380,14 @@ export class RunExecutor {
       throw err;
     });
     if (result.status === 'fenced') throw new RunFencedError();
-    Object.assign(position, { path, cursors, head, nextNodeId: next, committed: true });
+    Object.assign(position, {
+      path,
+      cursors,
+      head,
+      nextNodeId: next,
+      committed: true,
+      queueWaiting: result.queued,
+    });
     position.firstPrompt ??= request.messages.find(isTitledPrompt) ?? null;
     const steered = result.steer as (RunInput & { actor?: unknown }) | null;
     const steer = steered?.content;
@@ -452,7 +462,8 @@ export class RunExecutor {
       data: { id: session.id, runId: run.id, status: 'completed', usage },
       at: Date.now(),
     });
-    this.finishedListener?.(scope.tenantId, session.id);
+    // The queue is read only when the commit that ended the run saw prompts in it (no read per run otherwise).
+    if (position.queueWaiting) this.finishedListener?.(scope.tenantId, session.id);
     // Titled by the run's last commit already (or a title set meanwhile kept), or nothing earlier to title from.
     if (session.title !== null || position.titleSent || session.nextNodeId === 1) return;
     // Untitled with earlier turns (none of them completed a run): title it from its first prompt that has text,

@@ -309,11 +309,17 @@ export class PostgresSessionStore implements SessionStore {
     // canopy_commit: the fence on active_run_id (which also locks the session), the nodes (NewNode as JSON is the
     // shape it reads), the run (rollback and pending cleared; with finish, ended unless a steered prompt is
     // staged, which is taken and handed back) and the session (position, next node id, usage total summed like
-    // addUsage; idle when the run ended, and titled when it ended untitled and a title was given).
-    const [row] = await this.call<{ outcome: 'ok' | 'fenced'; steer: unknown; titled: boolean }>(
+    // addUsage; idle when the run ended, and titled when it ended untitled and a title was given) and, when the
+    // run ended, whether prompts wait in the session's queue.
+    const [row] = await this.call<{
+      outcome: 'ok' | 'fenced';
+      steer: unknown;
+      titled: boolean;
+      queued: boolean;
+    }>(
       scope,
       sql`
-      SELECT committed.outcome, committed.steer, committed.titled
+      SELECT committed.outcome, committed.steer, committed.titled, committed.queued
         FROM canopy_commit(${scope.tenantId}::uuid, ${scope.userId ?? null}::text, ${input.sessionId}::text,
                            ${input.runId}::uuid, ${json(input.nodes)}, ${json(input.position)},
                            ${input.nextNodeId}::int, ${json(toUsage(input.usage))},
@@ -321,9 +327,9 @@ export class PostgresSessionStore implements SessionStore {
                            ${this.db.txTimeoutMs}::int,
                            ${input.finish && input.title ? input.title : null}::text) AS committed`,
     );
-    const { outcome, steer, titled } = mustHave(row, 'canopy_commit result');
+    const { outcome, steer, titled, queued } = mustHave(row, 'canopy_commit result');
     if (outcome === 'fenced') return { status: 'fenced' };
-    return { status: 'ok', steer: steer === null ? null : jsonObject(steer), titled };
+    return { status: 'ok', steer: steer === null ? null : jsonObject(steer), titled, queued };
   }
 
   async pauseRun(

@@ -102,7 +102,7 @@ const node = (
     ? { id, parentId, message: assistantMessage(text, 1_000 + id), usage: u }
     : { id, parentId, message: userMessage(text, 1_000 + id), usage: null };
 
-const OK = { status: 'ok', steer: null, titled: false } as const;
+const OK = { status: 'ok', steer: null, titled: false, queued: false } as const;
 const FENCED = { status: 'fenced' } as const;
 
 const codeOf = (p: Promise<unknown>) =>
@@ -877,6 +877,51 @@ describe('commit', () => {
     expect((await store.get(scope, 'r'))?.title).toBe('Chosen by the user');
   });
 
+  it('says whether prompts wait in the queue when it ends the run (and only then)', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's');
+    const step = {
+      sessionId: 's',
+      runId: run.id,
+      nodes: [node(1, null, 'q')],
+      position: pos([1]),
+      nextNodeId: 2,
+      usage: emptyUsage(),
+    };
+    expect(
+      await store.enqueuePrompt(scope, 's', {
+        id: randomUUID(),
+        mode: 'enqueue',
+        input: { content: 'next' },
+      }),
+    ).toBe(true);
+    // A commit that does not end the run: the run goes on, nothing to start.
+    expect(await store.commit(scope, step)).toEqual(OK);
+    const end = {
+      ...step,
+      nodes: [node(2, 1, 'a')],
+      position: pos([1, 2]),
+      nextNodeId: 3,
+      finish: { usage: emptyUsage() },
+    };
+    expect(await store.commit(scope, end)).toEqual({ ...OK, queued: true });
+
+    // An empty queue (another session's prompts do not count).
+    await store.create(scope, { id: 't', model: 'm' });
+    const other = (await startRun(scope, 't')).run;
+    expect(
+      await store.commit(scope, {
+        ...end,
+        sessionId: 't',
+        runId: other.id,
+        nodes: [node(1, null, 'q')],
+        position: pos([1]),
+        nextNodeId: 2,
+      }),
+    ).toEqual(OK);
+  });
+
   it('appends nodes, moves the position, sums usage and clears the rollback, in one round trip', async () => {
     const scope = await newScope();
     await store.create(scope, { id: 's', model: 'm' });
@@ -1111,6 +1156,7 @@ describe('commit', () => {
       status: 'ok',
       steer: { content: 'then this', actor: { type: 'admin' } },
       titled: false,
+      queued: false,
     });
     // The turn is committed, the run goes on: the session stays busy and owned, the run running and unfinished.
     expect(await store.get(scope, 's')).toMatchObject({
@@ -1182,6 +1228,7 @@ describe('commit', () => {
           status: 'ok',
           steer: { content: `steer ${i}`, actor: { type: 'admin' } },
           titled: false,
+          queued: false,
         });
         expect(session).toMatchObject({ status: 'busy', activeRunId: run.id });
       } else {

@@ -218,6 +218,11 @@ export type CommitResult =
       steer: JsonObject | null;
       /** Whether this commit titled the session (it ended the run and the session had no title). */
       titled: boolean;
+      /**
+       * Whether prompts wait in the session's queue (double texting) now that this commit ended the run; false
+       * when the run goes on. A prompt queued after the commit starts itself (the session is idle by then).
+       */
+      queued: boolean;
     };
 
 export interface SessionStore {

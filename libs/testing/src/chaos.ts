@@ -54,6 +54,8 @@ export interface CaseFigures {
   maxRecoveryMs: number;
   /** The runs counted as lost or duplicated (run id, status, prompt), to look into. */
   suspects: string[];
+  /** Nodes in the load's sessions' trees when they were checked (the data the live sessions hold grows with it). */
+  treeNodes: number;
 }
 
 /** One SSE subscriber that reconnects with `after` whenever its stream ends, recording every seq it got. */
@@ -296,6 +298,7 @@ export class ChaosLoad {
       redelivered: this.redelivered() - redeliveredBefore,
       maxRecoveryMs,
       suspects: tree.suspects,
+      treeNodes: tree.nodes,
     };
   }
 
@@ -308,8 +311,10 @@ export class ChaosLoad {
     duplicated: number;
     bad: number;
     suspects: string[];
+    nodes: number;
   }> {
     const suspects: string[] = [];
+    let total = 0;
     let lost = 0;
     let duplicated = 0;
     let bad = 0;
@@ -332,6 +337,7 @@ export class ChaosLoad {
         parentId: number | null;
         message: { role: string; content: Array<{ type: string; text?: string }> };
       }>;
+      total += nodes.length;
       const byId = new Map(nodes.map((n) => [n.id, n]));
       const orphan = (n: (typeof nodes)[number]) => {
         if (n.parentId === null) return false;
@@ -361,7 +367,7 @@ export class ChaosLoad {
           suspects.push(`${wrong} run=${run.runId} status=${run.status} prompt=${run.prompt.slice(0, 50)}`);
       }
     }
-    return { lost, duplicated, bad, suspects };
+    return { lost, duplicated, bad, suspects, nodes: total };
   }
 }
 

@@ -3,6 +3,7 @@
 // failures that are safe to retry, and hands its messages to the caller at commit points. It persists nothing
 // itself: `RunIO` (the session layer) commits, pauses and supplies steered prompts.
 
+import { CanopyException, isDependencyUnavailable } from '@canopy/common';
 import {
   addUsage,
   emptyUsage,
@@ -496,6 +497,17 @@ class TurnRun {
     }
     if (err instanceof ModelError) {
       return { status: 'error', code: err.code, message: err.message, partial, usage: this.runUsage };
+    }
+    // A dependency that did not answer (the database, Redis) ends the run as `unavailable`: the prompt can be
+    // sent again once it is back, which `internal` would not say.
+    if ((err instanceof CanopyException && err.code === 'unavailable') || isDependencyUnavailable(err)) {
+      return {
+        status: 'error',
+        code: 'unavailable',
+        message: `the run could not go on: a dependency did not answer (${err instanceof Error ? err.message : String(err)})`,
+        partial,
+        usage: this.runUsage,
+      };
     }
     return {
       status: 'error',

@@ -1,0 +1,88 @@
+-- canopy_commit also answers `queued`: whether prompts wait in the session's queue (double texting) when the run
+-- ends here. The run's end read the queue's head in a transaction of its own after every run; now it drains only
+-- when told to. Same function as in 20261205000000_commit_titles otherwise; the OUT parameters change, so the
+-- old signature is dropped and the function created again.
+
+DROP FUNCTION "canopy_commit"(UUID, TEXT, TEXT, UUID, JSONB, JSONB, INTEGER, JSONB, JSONB, INTEGER, TEXT);
+
+CREATE FUNCTION "canopy_commit"(
+    p_tenant UUID, p_user TEXT, p_session TEXT, p_run UUID, p_nodes JSONB, p_position JSONB,
+    p_next_node_id INTEGER, p_usage JSONB, p_finish JSONB, p_timeout_ms INTEGER, p_title TEXT,
+    OUT outcome TEXT, OUT steer JSONB, OUT titled BOOLEAN, OUT queued BOOLEAN)
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    v_position sessions := jsonb_populate_record(NULL::sessions, p_position);
+    v_total JSONB;    -- the session's usage before this commit
+    v_title TEXT;     -- the session's title before this commit
+    v_ends BOOLEAN;   -- a finishing commit with no steer: the run ends
+BEGIN
+    PERFORM canopy_enter(p_tenant, p_timeout_ms);
+    IF p_session IS NULL OR p_run IS NULL OR jsonb_typeof(p_nodes) IS DISTINCT FROM 'array'
+       OR jsonb_typeof(p_position) IS DISTINCT FROM 'object' OR p_next_node_id IS NULL OR p_usage IS NULL THEN
+        RAISE EXCEPTION 'canopy_commit: invalid arguments' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- 1. The fence, which also locks the session and reads its usage total. Every writer of a run locks its
+    --    session first, so from here on the run row is ours too.
+    SELECT sessions.usage, sessions.title INTO v_total, v_title
+      FROM sessions
+     WHERE sessions.tenant_id = p_tenant AND sessions.id = p_session
+       AND (p_user IS NULL OR sessions.user_id = p_user)
+       AND sessions.active_run_id = p_run
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        outcome := 'fenced';
+        titled := false;
+        queued := false;
+        RETURN;
+    END IF;
+
+    -- 2. The turn's nodes. Parents inserted by the same statement satisfy the foreign key, checked at its end.
+    INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage)
+    SELECT p_tenant, p_session, n.id, n."parentId", (n.message ->> 'role')::message_role, n.message, n.usage
+      FROM jsonb_to_recordset(p_nodes) AS n(id INTEGER, "parentId" INTEGER, message JSONB, usage JSONB);
+
+    -- 3. The run. A finishing commit reads the steer staged on it (after the lock above: every stager locks the
+    --    session first, so none staged before it is missed) and takes it: cleared here, handed back below.
+    IF p_finish IS NOT NULL THEN
+        SELECT runs.steer INTO steer FROM runs WHERE runs.tenant_id = p_tenant AND runs.id = p_run;
+    END IF;
+    v_ends := p_finish IS NOT NULL AND steer IS NULL;
+    -- An untitled session is titled by the run that ends here, when the caller names a title (a rename made
+    -- meanwhile wins: the title read under the lock above is the latest).
+    titled := v_ends AND v_title IS NULL AND p_title IS NOT NULL;
+    UPDATE runs
+       SET rollback = NULL,
+           pending = NULL,
+           steer = CASE WHEN p_finish IS NULL THEN runs.steer END,
+           -- A taken steer is what the run now answers: a worker taking the run over re-runs it from here.
+           input = COALESCE(canopy_commit.steer, runs.input),
+           status = CASE WHEN v_ends THEN 'completed' ELSE runs.status END,
+           usage = CASE WHEN v_ends THEN canopy_usage(p_finish) ELSE runs.usage END,
+           finished_at = CASE WHEN v_ends THEN now() ELSE runs.finished_at END,
+           updated_at = now()
+     WHERE runs.tenant_id = p_tenant AND runs.id = p_run;
+
+    -- 4. The session: position, next node id, usage total; idle and free when the run ended.
+    UPDATE sessions
+       SET path = v_position.path,
+           cursors = v_position.cursors,
+           head = v_position.head,
+           next_node_id = p_next_node_id,
+           usage = canopy_usage_add(v_total, p_usage),
+           title = CASE WHEN titled THEN p_title ELSE sessions.title END,
+           status = CASE WHEN v_ends THEN 'idle' ELSE sessions.status END,
+           active_run_id = CASE WHEN v_ends THEN NULL ELSE sessions.active_run_id END,
+           updated_at = now()
+     WHERE sessions.tenant_id = p_tenant AND sessions.id = p_session;
+
+    -- 5. Whether prompts wait in the session's queue (double texting) for the run that ended: the caller starts
+    --    the next only then, instead of reading the queue after every run. Read after the lock above, so a prompt
+    --    queued before it is seen here, and one queued after it waited for this transaction (its foreign key
+    --    locks the session row) and finds the session idle when it tries to start itself.
+    queued := v_ends AND EXISTS (SELECT 1 FROM queued_prompts
+                                  WHERE queued_prompts.tenant_id = p_tenant AND queued_prompts.session_id = p_session);
+    outcome := 'ok';
+END
+$$;
