@@ -1,13 +1,10 @@
 -- canopy_load_run(p_tenant uuid, p_user text, p_session text, p_run uuid, p_timeout_ms integer, OUT session sessions, OUT run runs, OUT path_nodes json)
 --
--- Defined last by prisma/migrations/20261122000000_hot_path_functions/migration.sql.
+-- Defined last by prisma/migrations/20261209000000_cow_forks/migration.sql (first by 20261122000000_hot_path_functions).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 -- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
 --
--- SessionStore.loadRun: takes run p_run for execution. A queued run becomes running, a running one is taken over;
--- one more attempt either way. Answers the session, the run and the nodes of the active path, root first
--- (json: [{id, parentId, message, usage}]). All NULL when the run is not the session's active run (or the
--- session is not p_user's when p_user is given), or is not queued or running: nothing to execute, nothing written.
+-- The run's path nodes, virtual ones included.
 CREATE OR REPLACE FUNCTION public.canopy_load_run(p_tenant uuid, p_user text, p_session text, p_run uuid, p_timeout_ms integer, OUT session sessions, OUT run runs, OUT path_nodes json)
  RETURNS record
  LANGUAGE plpgsql
@@ -41,13 +38,12 @@ BEGIN
         RETURN;
     END IF;
 
-    -- 3. The active path's nodes, in path order (ids not found are left out). This statement's snapshot is newer
-    --    than the lock, so it sees the nodes of a commit the lock waited for.
-    SELECT COALESCE(json_agg(json_build_object('id', nodes.id, 'parentId', nodes.parent_id,
-                                               'message', nodes.message, 'usage', nodes.usage)
-                             ORDER BY step.ord), '[]')
+    -- 3. The active path's nodes (shared ones included), in path order (ids not found are left out). This
+    --    statement's snapshot is newer than the lock, so it sees the nodes of a commit the lock waited for.
+    SELECT COALESCE(json_agg(json_build_object('id', path_node.id, 'parentId', path_node.parent_id,
+                                               'message', path_node.message, 'usage', path_node.usage)
+                             ORDER BY path_node.id), '[]')
       INTO path_nodes
-      FROM unnest(session.path) WITH ORDINALITY AS step(id, ord)
-      JOIN nodes ON nodes.tenant_id = p_tenant AND nodes.session_id = p_session AND nodes.id = step.id;
+      FROM canopy_session_nodes(p_tenant, p_session, session.path) AS path_node;
 END
 $function$;

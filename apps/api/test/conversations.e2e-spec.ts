@@ -161,6 +161,46 @@ describe.each(runtimes)('on %s', (_, start) => {
     expect((await api.post(`/v1/sessions/${source}/cancel`)).status).toBe(200);
   });
 
+  it('a fork shares its source: runs on, searches and exports as a copy, and outlives the source', async () => {
+    const source = await conversation(api, ['the quokka question', 'the second question']);
+    const fork = await api.post(`/v1/sessions/${source}/fork`, { nodeId: 2, metadata: { team: 'fork' } });
+    expect(fork.status).toBe(201);
+    const id = fork.body.id as string;
+    const sourceTree = (await api.get(`/v1/sessions/${source}/tree`)).body;
+    // A turn on the fork: its prompt's parent is a shared node.
+    expect(
+      (await api.post(`/v1/sessions/${id}/prompt`, { content: 'the wombat follow-up', wait: true })).status,
+    ).toBe(200);
+    const tree = (await api.get(`/v1/sessions/${id}/tree`)).body;
+    expect(tree.path).toEqual([1, 2, 3, 4]);
+    expect(tree.nodes.map((n: any) => [n.id, n.parentId])).toEqual([
+      [1, null],
+      [2, 1],
+      [3, 2],
+      [4, 3],
+    ]);
+    expect(tree.nodes.slice(0, 2).map((n: any) => n.message)).toEqual(
+      sourceTree.nodes.slice(0, 2).map((n: any) => n.message),
+    );
+    const hitsOf = async (q: string) =>
+      Object.fromEntries(
+        (await api.get(`/v1/sessions/search?q=${q}`)).body.data.map((h: any) => [
+          h.session.id,
+          h.nodeIds.sort(),
+        ]),
+      );
+    expect(await hitsOf('quokka')).toEqual({ [source]: [1, 2], [id]: [1, 2] });
+    expect(await hitsOf('quokka&metadata.team=fork')).toEqual({ [id]: [1, 2] });
+    const exported = (await api.get(`/v1/sessions/${id}/export`)).body;
+    expect(exported.tree.nodes.map((n: any) => n.id)).toEqual([1, 2, 3, 4]);
+
+    expect((await api.delete(`/v1/sessions/${source}`)).status).toBe(204);
+    expect((await api.get(`/v1/sessions/${id}/tree`)).body).toEqual(tree);
+    expect((await api.get(`/v1/sessions/${id}/export`)).body).toEqual(exported);
+    expect(await hitsOf('quokka')).toEqual({ [id]: [1, 2] });
+    expect(await hitsOf('wombat')).toEqual({ [id]: [3, 4] });
+  });
+
   it('exports canopy (round-trips exactly), openai, anthropic and markdown', async () => {
     const canopy = await api.get(`/v1/sessions/${ids.deploy}/export`);
     expect(canopy.status).toBe(200);

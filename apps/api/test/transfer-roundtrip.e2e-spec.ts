@@ -1,7 +1,8 @@
 // The canopy format round-trips exactly through the API (fast-check): for generated trees (branches, several
 // roots, every block type, usage on some nodes, session fields), import -> export gives the document back (its
 // usage total summed over its nodes), and export -> import elsewhere -> export gives the same bytes. Forks of any
-// node of such a tree carry that node's path exactly.
+// node of such a tree carry that node's path exactly, as do forks of those forks, before and after the source is
+// deleted (copy-on-write forks share the source's nodes until then).
 
 /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-call -- JSON bodies of any shape, read loosely by tests */
 
@@ -56,6 +57,15 @@ it('export -> import -> export is identical for generated trees (property)', asy
         expect(tree.nodes.map((x: any) => [x.id, x.parentId, x.message, x.usage])).toEqual(
           chain.map((x, i) => [i + 1, i === 0 ? null : i, x.message, x.usage]),
         );
+        // Copy-on-write: a fork of the fork carries the same path, and deleting the source changes neither.
+        const nodesOf = async (s: string) => (await first.get(`/v1/sessions/${s}/tree`)).body.nodes;
+        const forkExport = (await first.get(`/v1/sessions/${fork.body.id}/export`)).body;
+        const forkOfFork = await first.post(`/v1/sessions/${fork.body.id}/fork`, {});
+        expect(forkOfFork.status).toBe(201);
+        expect(await nodesOf(forkOfFork.body.id)).toEqual(tree.nodes);
+        expect((await first.delete(`/v1/sessions/${id}`)).status).toBe(204);
+        expect((await first.get(`/v1/sessions/${fork.body.id}/export`)).body).toEqual(forkExport);
+        expect(await nodesOf(forkOfFork.body.id)).toEqual(tree.nodes);
       }
     }),
     { numRuns: 40 },

@@ -117,15 +117,15 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async loadTree(scope: Scope, id: string): Promise<{ session: SessionRecord; nodes: TreeNode[] } | null> {
-    // One statement: the session row with its whole tree aggregated beside it, in id order.
+    // One statement: the session row with its whole tree aggregated beside it, in id order (a fork's shared
+    // nodes included: canopy_session_nodes).
     const [row] = await this.db.withTenantSql(scope, (tx) =>
       query<SessionRow & { nodes: NodeJson[] }>(
         tx,
         sql`
         SELECT ${SESSION_COLUMNS},
                COALESCE((SELECT json_agg(${NODE_JSON} ORDER BY nodes.id)
-                           FROM nodes
-                          WHERE nodes.tenant_id = sessions.tenant_id AND nodes.session_id = sessions.id),
+                           FROM canopy_session_nodes(sessions.tenant_id, sessions.id) AS nodes),
                         '[]') AS nodes
           FROM sessions
          WHERE ${whereSession(scope, id)}`,
@@ -474,6 +474,8 @@ export class PostgresSessionStore implements SessionStore {
     runId: string,
   ): Promise<{ nodeId: NodeId | null } | null> {
     if (!isUuid(runId)) return null;
+    // The run's first node on the path: one the run committed, so a real row of `nodes` (a fork's shared nodes,
+    // read through canopy_session_nodes elsewhere, are older than any of its runs and could never match).
     const [row] = await this.db.withTenantSql(scope, (tx) =>
       query<{ parent_id: number | null }>(
         tx,

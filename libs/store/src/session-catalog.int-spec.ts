@@ -18,6 +18,7 @@ import { PostgresSessionStore } from './postgres-session.store';
 import { RetentionRepository } from './retention.repository';
 import { SessionCatalogStore, type ImportSessionInput } from './session-catalog.store';
 import { declareSearch, searchStatement } from './session-search';
+import type { SessionFilter } from './session-filters';
 import { CountingDatabase } from './testing/counting-database';
 
 const userScope = (tenantId: string, userId: string) => tenantScope(tenantId, { userId });
@@ -45,6 +46,31 @@ afterAll(async () => {
   await db?.disconnect();
   await testDb?.drop();
 });
+
+/** The rows of `nodes` a session has (a fork's shared nodes are not among them). */
+async function realNodes(scope: Scope, id: string): Promise<number> {
+  const [row] = await db.withTenantSql(scope, (tx) =>
+    tx.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM nodes WHERE tenant_id = $1::uuid AND session_id = $2`,
+      [scope.tenantId, id],
+    ),
+  );
+  return row!.n;
+}
+
+/** A session's base: the session it shares nodes with and their ids. */
+async function baseOf(
+  scope: Scope,
+  id: string,
+): Promise<{ sessionId: string | null; nodeIds: number[] | null }> {
+  const [row] = await db.withTenantSql(scope, (tx) =>
+    tx.query<{ base_session_id: string | null; base_node_ids: number[] | null }>(
+      `SELECT base_session_id, base_node_ids FROM sessions WHERE tenant_id = $1::uuid AND id = $2`,
+      [scope.tenantId, id],
+    ),
+  );
+  return { sessionId: row!.base_session_id, nodeIds: row!.base_node_ids };
+}
 
 async function newTenant(): Promise<Scope> {
   const id = randomUUID();
@@ -273,7 +299,7 @@ describe('fork', () => {
     scope = await newTenant();
   });
 
-  it('copies the path root..node in one statement, ids from 1, usage per node, the source untouched', async () => {
+  it('shares the path root..node in one statement, ids from 1, usage per node, the source untouched', async () => {
     // Tree: 1 -> 2 -> 3 -> 4 (path), and a branch 2 -> 5.
     const base = linear(['q1', 'a1', 'q2', 'a2']);
     base.nodes.push({ id: 5, parentId: 2, message: userMessage('q2 edited', 2_000), usage: null });
@@ -289,7 +315,10 @@ describe('fork', () => {
     const forked = await catalog.fork(scope, { sessionId: source.id, nodeId: 5 });
     expect([db.statements, db.roundTrips]).toEqual([1, 1]);
     if (!forked.ok) throw new Error(forked.reason);
-    expect(forked.copied).toBe(3);
+    expect(forked.copied).toBe(0);
+    // Copy-on-write: no node row of its own, the source's three nodes as its base.
+    expect(await realNodes(scope, forked.session.id)).toBe(0);
+    expect(await baseOf(scope, forked.session.id)).toEqual({ sessionId: source.id, nodeIds: [1, 2, 5] });
     const tree = (await store.loadTree(scope, forked.session.id))!;
     expect(tree.nodes.map((n) => [n.id, n.parentId])).toEqual([
       [1, null],
@@ -312,8 +341,8 @@ describe('fork', () => {
     expect(tree.session.usage).toEqual(sumUsage(tree.nodes.map((n) => n.usage)));
     expect(await store.loadTree(scope, source.id)).toEqual(before);
 
-    // Search finds the fork's copied messages under their new ids (vectors copied from the source's index), and
-    // not the source's messages the fork left out.
+    // Search finds the fork's shared messages under its own ids (the source's index rows), and not the source's
+    // messages the fork left out.
     const hits = async (q: string) =>
       (await catalog.search(scope, { q, filter: {}, limit: 20, cursor: null })).data
         .filter((h) => h.session.id === forked.session.id)
@@ -350,7 +379,8 @@ describe('fork', () => {
     ] as const) {
       const forked = await catalog.fork(scope, { sessionId: source.id, nodeId });
       if (!forked.ok) throw new Error(forked.reason);
-      expect(forked.copied).toBe(path.length);
+      expect(forked.copied).toBe(0);
+      expect(await baseOf(scope, forked.session.id)).toEqual({ sessionId: source.id, nodeIds: path });
       const tree = (await store.loadTree(scope, forked.session.id))!;
       expect(tree.session.path).toEqual(path.map((_, i) => i + 1));
       expect(tree.nodes.map((n) => n.message)).toEqual(messagesOf([...path]));
@@ -389,6 +419,275 @@ describe('fork', () => {
     const source = await catalog.importSession(scope, linear([]));
     const forked = await catalog.fork(scope, { sessionId: source.id });
     expect(forked.ok && forked.session).toMatchObject({ path: [], head: null, nextNodeId: 1 });
+    expect(forked.ok && (await baseOf(scope, forked.session.id))).toEqual({ sessionId: null, nodeIds: null });
+  });
+});
+describe('copy-on-write fork', () => {
+  let scope: Scope;
+  beforeAll(async () => {
+    scope = await newTenant();
+  });
+
+  /** One turn on the session through the run road: a prompt and its answer after the head, committed, finished. */
+  async function turn(s: Scope, sessionId: string, text: string): Promise<void> {
+    const started = await store.startRun(s, { sessionId, kind: 'prompt', input: {}, status: 'running' });
+    if (!started.ok) throw new Error(started.reason);
+    const context = (await store.loadRun(s, sessionId, started.run.id))!;
+    // The run's context is the whole active path, shared nodes included.
+    expect(context.pathNodes.map((n) => n.id)).toEqual(context.session.path);
+    const { head, path, cursors, nextNodeId } = context.session;
+    const usage = makeUsage({ inputTokens: 3, outputTokens: 4 });
+    const [prompt, answer] = [nextNodeId, nextNodeId + 1];
+    const result = await store.commit(s, {
+      sessionId,
+      runId: started.run.id,
+      nodes: [
+        { id: prompt, parentId: head, message: userMessage(text, 5_000), usage: null },
+        { id: answer, parentId: prompt, message: assistantMessage(`${text} answered`, 5_001), usage },
+      ],
+      position: {
+        path: [...path, prompt, answer],
+        cursors: {
+          ...cursors,
+          ...(head !== null ? { [String(head)]: prompt } : {}),
+          [String(prompt)]: answer,
+        },
+        head: answer,
+      },
+      nextNodeId: answer + 1,
+      usage,
+      finish: { usage },
+    });
+    expect(result).toMatchObject({ status: 'ok' });
+  }
+
+  /** What a fork must read: the path's nodes of the source, renumbered 1..n. */
+  async function copyOf(s: Scope, sessionId: string, path: number[]): Promise<TreeNode[]> {
+    const source = (await store.loadTree(s, sessionId))!;
+    return path.map((id, i) => ({
+      ...source.nodes.find((n) => n.id === id)!,
+      id: i + 1,
+      parentId: i === 0 ? null : i,
+    }));
+  }
+
+  const exported = async (s: Scope, id: string) =>
+    (await catalog.exportPage(s, { ids: [id] }, 10, null)).data.map((d) => d.nodes);
+
+  const hitsOf = async (s: Scope, q: string, filter: SessionFilter = {}) =>
+    Object.fromEntries(
+      (await catalog.search(s, { q, filter, limit: 50, cursor: null })).data.map((h) => [
+        h.session.id,
+        h.nodeIds,
+      ]),
+    );
+
+  it('reads, exports and runs on a fork as on a copy; a turn hangs under a shared node', async () => {
+    const source = await catalog.importSession(scope, linear(['cq1', 'ca1', 'cq2', 'ca2', 'cq3', 'ca3']));
+    const forked = await catalog.fork(scope, { sessionId: source.id, nodeId: 4 });
+    if (!forked.ok) throw new Error(forked.reason);
+    const fork = forked.session.id;
+    const expected = await copyOf(scope, source.id, [1, 2, 3, 4]);
+    expect(await realNodes(scope, fork)).toBe(0);
+    expect((await store.loadTree(scope, fork))!.nodes).toEqual(expected);
+    expect(await exported(scope, fork)).toEqual([expected]);
+    expect(forked.session.usage).toEqual(sumUsage(expected.map((n) => n.usage)));
+
+    // A run on the fork: its first node's parent (4) is shared.
+    await turn(scope, fork, 'cfork');
+    const tree = (await store.loadTree(scope, fork))!;
+    expect(tree.nodes.map((n) => [n.id, n.parentId])).toEqual([
+      [1, null],
+      [2, 1],
+      [3, 2],
+      [4, 3],
+      [5, 4],
+      [6, 5],
+    ]);
+    expect(tree.session).toMatchObject({ path: [1, 2, 3, 4, 5, 6], head: 6, nextNodeId: 7 });
+    expect(tree.session.usage).toEqual(sumUsage(tree.nodes.map((n) => n.usage)));
+    expect(await realNodes(scope, fork)).toBe(2);
+    expect(await exported(scope, fork)).toEqual([tree.nodes]);
+    // The source is untouched.
+    expect((await store.loadTree(scope, source.id))!.nodes).toHaveLength(6);
+    expect(await realNodes(scope, source.id)).toBe(6);
+
+    // A node whose parent is neither real nor shared is refused, as the foreign key did.
+    const started = await store.startRun(scope, {
+      sessionId: fork,
+      kind: 'prompt',
+      input: {},
+      status: 'running',
+    });
+    if (!started.ok) throw new Error(started.reason);
+    await expect(
+      store.commit(scope, {
+        sessionId: fork,
+        runId: started.run.id,
+        nodes: [{ id: 8, parentId: 7, message: userMessage('orphan', 1), usage: null }],
+        position: { path: [8], cursors: {}, head: 8 },
+        nextNodeId: 9,
+        usage: makeUsage({}),
+      }),
+    ).rejects.toMatchObject({ code: 'not_found' });
+    expect(await realNodes(scope, fork)).toBe(2);
+  });
+
+  it('forks a fork from the first base, copying only the source fork own nodes on the path', async () => {
+    const source = await catalog.importSession(scope, linear(['gq1', 'ga1', 'gq2', 'ga2']));
+    const first = await catalog.fork(scope, { sessionId: source.id, nodeId: 2 });
+    if (!first.ok) throw new Error(first.reason);
+    await turn(scope, first.session.id, 'gfirst'); // nodes 3, 4 of the first fork: real
+    const firstTree = (await store.loadTree(scope, first.session.id))!;
+
+    // At its tip: shares 1..2 with the source (not with the first fork), copies 3..4.
+    db.statements = db.roundTrips = 0;
+    const second = await catalog.fork(scope, { sessionId: first.session.id });
+    expect([db.statements, db.roundTrips]).toEqual([1, 1]);
+    if (!second.ok) throw new Error(second.reason);
+    expect(second.copied).toBe(2);
+    expect(await baseOf(scope, second.session.id)).toEqual({ sessionId: source.id, nodeIds: [1, 2] });
+    const secondTree = (await store.loadTree(scope, second.session.id))!;
+    expect(secondTree.nodes).toEqual(firstTree.nodes);
+    expect(secondTree.session.usage).toEqual(sumUsage(firstTree.nodes.map((n) => n.usage)));
+    expect(secondTree.session.metadata).toEqual({ forkedFrom: { sessionId: first.session.id, nodeId: 4 } });
+
+    // At a shared node: shares, copies nothing.
+    const third = await catalog.fork(scope, { sessionId: first.session.id, nodeId: 1 });
+    if (!third.ok) throw new Error(third.reason);
+    expect(third.copied).toBe(0);
+    expect(await baseOf(scope, third.session.id)).toEqual({ sessionId: source.id, nodeIds: [1] });
+    expect((await store.loadTree(scope, third.session.id))!.nodes).toEqual(firstTree.nodes.slice(0, 1));
+
+    // At an own node off the active path (a branch under a shared node): walks up to the shared part.
+    const started = await store.startRun(scope, {
+      sessionId: first.session.id,
+      kind: 'prompt',
+      input: {},
+      status: 'running',
+    });
+    if (!started.ok) throw new Error(started.reason);
+    await store.commit(scope, {
+      sessionId: first.session.id,
+      runId: started.run.id,
+      nodes: [{ id: 5, parentId: 1, message: userMessage('gbranch', 6_000), usage: null }],
+      position: firstTree.session, // the active path stays 1..4
+      nextNodeId: 6,
+      usage: makeUsage({}),
+      finish: { usage: makeUsage({}) },
+    });
+    const fourth = await catalog.fork(scope, { sessionId: first.session.id, nodeId: 5 });
+    if (!fourth.ok) throw new Error(fourth.reason);
+    expect(fourth.copied).toBe(1);
+    expect(await baseOf(scope, fourth.session.id)).toEqual({ sessionId: source.id, nodeIds: [1] });
+    expect(
+      (await store.loadTree(scope, fourth.session.id))!.nodes.map((n) => [n.id, n.parentId, n.message]),
+    ).toEqual([
+      [1, null, firstTree.nodes[0]!.message],
+      [2, 1, userMessage('gbranch', 6_000)],
+    ]);
+  });
+
+  it("search finds a fork's shared messages under the fork's ids, with the fork's own filters", async () => {
+    const owner = await newTenant();
+    const source = await catalog.importSession(
+      owner,
+      linear(['zebra one', 'plain', 'zebra two', 'other'], { userId: 'ann', metadata: { team: 'red' } }),
+    );
+    const mine = await catalog.fork(owner, { sessionId: source.id, nodeId: 3, metadata: { team: 'blue' } });
+    const bobs = await catalog.fork(owner, { sessionId: source.id, nodeId: 1, userId: 'bob' });
+    if (!mine.ok || !bobs.ok) throw new Error('fork refused');
+    expect(await hitsOf(owner, 'zebra')).toEqual({
+      [source.id]: [1, 3],
+      [mine.session.id]: [1, 3],
+      [bobs.session.id]: [1],
+    });
+    expect(await hitsOf(owner, 'two')).toEqual({ [source.id]: [3], [mine.session.id]: [3] });
+    expect(await hitsOf(owner, 'other')).toEqual({ [source.id]: [4] });
+    // The fork's row decides: its metadata, its user.
+    expect(await hitsOf(owner, 'zebra', { metadata: { team: 'blue' } })).toEqual({
+      [mine.session.id]: [1, 3],
+    });
+    expect(await hitsOf(owner, 'zebra', { userId: 'bob' })).toEqual({ [bobs.session.id]: [1] });
+    expect(await hitsOf(userScope(owner.tenantId, 'bob'), 'zebra')).toEqual({ [bobs.session.id]: [1] });
+    expect(await catalog.count(owner, { q: 'zebra', filter: {} })).toBe(3);
+    expect(await catalog.count(owner, { q: 'zebra', filter: { userId: 'bob' } })).toBe(1);
+    expect((await catalog.select(owner, { userId: 'bob' }, 10, 'zebra')).map((t) => t.id)).toEqual([
+      bobs.session.id,
+    ]);
+    // The snippet is the fork's shared message.
+    const hit = (
+      await catalog.search(owner, { q: 'two', filter: { ids: [mine.session.id] }, limit: 5, cursor: null })
+    ).data[0]!;
+    expect(hit.snippet).toMatchObject({ nodeId: 3, text: 'zebra two' });
+    // Another tenant sees nothing of it.
+    expect(await hitsOf(await newTenant(), 'zebra')).toEqual({});
+  });
+
+  it('deleting the source (one, many, the retention sweep) keeps its forks whole and searchable', async () => {
+    const owner = await newTenant();
+    const old = new Date(Date.now() - 40 * 86_400_000);
+    const roads: Array<[string, (id: string) => Promise<unknown>]> = [
+      ['one', (id) => store.delete(owner, id)],
+      ['many', (id) => catalog.deleteIdle(owner, [id])],
+      [
+        'retention',
+        async (id) =>
+          expect(
+            await retention.expireBatch(owner.tenantId, { deleteAfterDays: 30, keep: 'none' }, 10),
+          ).toEqual([id]),
+      ],
+    ];
+    for (const [road, remove] of roads) {
+      const source = await catalog.importSession(
+        owner,
+        linear([`walrus ${road}`, 'a1', `narwhal ${road}`, 'a2'], { updatedAt: old }),
+      );
+      const forks = [];
+      for (const nodeId of [2, 4]) {
+        const forked = await catalog.fork(owner, { sessionId: source.id, nodeId });
+        if (!forked.ok) throw new Error(forked.reason);
+        forks.push(forked.session.id);
+      }
+      await turn(owner, forks[1]!, `fresh ${road}`); // a fork with nodes of its own, under shared ones
+      const before = await Promise.all(forks.map(async (id) => (await store.loadTree(owner, id))!));
+
+      await remove(source.id);
+      expect({ road, exists: await store.exists(owner, source.id) }).toEqual({ road, exists: false });
+      for (const [i, id] of forks.entries()) {
+        expect({ road, tree: await store.loadTree(owner, id) }).toEqual({ road, tree: before[i] });
+        expect(await baseOf(owner, id)).toEqual({ sessionId: null, nodeIds: null });
+        expect(await realNodes(owner, id)).toBe(before[i]!.nodes.length);
+      }
+      expect(await hitsOf(owner, `walrus ${road}`)).toEqual({ [forks[0]!]: [1], [forks[1]!]: [1] });
+      expect(await hitsOf(owner, `narwhal ${road}`)).toEqual({ [forks[1]!]: [3] });
+      expect(await hitsOf(owner, `fresh ${road}`)).toEqual({ [forks[1]!]: [5, 6] });
+      // A fork of a materialized fork shares its (now real) nodes.
+      const again = await catalog.fork(owner, { sessionId: forks[1]! });
+      if (!again.ok) throw new Error(again.reason);
+      expect(await baseOf(owner, again.session.id)).toEqual({
+        sessionId: forks[1],
+        nodeIds: [1, 2, 3, 4, 5, 6],
+      });
+      expect((await store.loadTree(owner, again.session.id))!.nodes).toEqual(before[1]!.nodes);
+      await store.delete(owner, again.session.id);
+    }
+  });
+
+  it('deleting a source with its forks in one statement deletes them all', async () => {
+    const owner = await newTenant();
+    const source = await catalog.importSession(owner, linear(['q', 'a']));
+    const forked = await catalog.fork(owner, { sessionId: source.id });
+    if (!forked.ok) throw new Error(forked.reason);
+    const other = await catalog.fork(owner, { sessionId: source.id, nodeId: 1 });
+    if (!other.ok) throw new Error(other.reason);
+    expect((await catalog.deleteIdle(owner, [forked.session.id, source.id])).sort()).toEqual(
+      [forked.session.id, source.id].sort(),
+    );
+    expect(await store.loadTree(owner, other.session.id)).toMatchObject({
+      nodes: [{ id: 1, parentId: null }],
+    });
+    expect(await realNodes(owner, other.session.id)).toBe(1);
   });
 });
 

@@ -9,7 +9,7 @@ import { CanopyException } from '@canopy/common';
 import { sumUsage, type Scope, type SessionStatus, type TreeNode } from '@canopy/core';
 import { Database } from './database';
 import { filterConditions, type SessionFilter } from './session-filters';
-import { countSessions, declareSearch, searchPage, type SearchPage } from './session-search';
+import { countSessions, declareSearch, searchMatches, searchPage, type SearchPage } from './session-search';
 import {
   NODE_JSON,
   SESSION_COLUMNS,
@@ -94,9 +94,11 @@ export class SessionCatalogStore {
   /**
    * A new session whose tree is the source's path from its root to the node (ids renumbered from 1, each node's
    * message and usage kept): ONE call of canopy_fork in autocommit (one round trip, its statements planned once per
-   * connection), O(path length). A node on the source's active path (the default: its tip) takes the stored path's
-   * prefix; any other node walks up the parent pointers. Reads committed nodes only, so the source may be busy; it
-   * is not touched.
+   * connection), O(path length). Copy-on-write: the fork SHARES the path's nodes (its base, migration
+   * 20261209000000_cow_forks) instead of copying them; forking a fork shares what the source shares and copies
+   * only the source's own nodes on the path (`copied`). A node on the source's active path (the default: its tip)
+   * takes the stored path's prefix; any other node walks up the parent pointers. Reads committed nodes only, so the
+   * source may be busy; it is not touched.
    */
   async fork(scope: Scope, input: ForkInput): Promise<ForkResult> {
     const statement = sql`
@@ -173,8 +175,8 @@ export class SessionCatalogStore {
         tx,
         sql`
         SELECT ${SESSION_COLUMNS},
-               COALESCE((SELECT json_agg(${NODE_JSON} ORDER BY nodes.id) FROM nodes
-                          WHERE nodes.tenant_id = sessions.tenant_id AND nodes.session_id = sessions.id), '[]') AS nodes
+               COALESCE((SELECT json_agg(${NODE_JSON} ORDER BY nodes.id)
+                           FROM canopy_session_nodes(sessions.tenant_id, sessions.id) AS nodes), '[]') AS nodes
           FROM sessions
          WHERE ${join(conditions, ' AND ')}
          ORDER BY sessions.created_at, sessions.id
@@ -194,10 +196,7 @@ export class SessionCatalogStore {
     return this.db.withTenantSql(scope, async (tx) => {
       if (q !== undefined) {
         await declareSearch(tx, q);
-        conditions.push(
-          sql`EXISTS (SELECT 1 FROM node_search WHERE node_search.tenant_id = sessions.tenant_id
-                        AND node_search.session_id = sessions.id AND node_search.search @@ canopy_search_query())`,
-        );
+        conditions.push(searchMatches());
       }
       const rows = await query<{ id: string; status: SessionStatus; active_run_id: string | null }>(
         tx,

@@ -3,7 +3,7 @@
 // which node_search's SELECT policy applies (see the migration 20261204000000_find_fork_expire for why a policy:
 // under forced row-level security only policy conditions may use the index). Sessions are ranked by their best
 // matching message (ts_rank), then newest first; each hit carries its best matching node ids and a snippet of the
-// best one with the matched words marked.
+// best one with the matched words marked. A fork matches its shared messages too (matchRows).
 
 import { CanopyException } from '@canopy/common';
 import type { Scope } from '@canopy/core';
@@ -77,13 +77,7 @@ export function searchStatement(
     WITH ranked AS (
       SELECT hit.session_id, max(hit.rank) AS rank, count(*) AS matches,
              (array_agg(hit.node_id ORDER BY hit.rank DESC, hit.node_id))[1:${MAX_NODE_IDS}::int] AS node_ids
-        FROM (SELECT sessions.id AS session_id, node_search.node_id,
-                     ts_rank(node_search.search, canopy_search_query()) AS rank
-                FROM sessions
-                JOIN node_search ON node_search.tenant_id = sessions.tenant_id
-                                AND node_search.session_id = sessions.id
-                                AND node_search.search @@ canopy_search_query()
-               WHERE ${join(filterConditions(scope, filter), ' AND ')}) AS hit
+        FROM (${matchRows(scope, filter)}) AS hit
        GROUP BY hit.session_id
     ), page AS (
       SELECT ${SESSION_COLUMNS}, ranked.rank, ranked.node_ids, ranked.matches
@@ -98,10 +92,51 @@ export function searchStatement(
       LEFT JOIN LATERAL (
         SELECT ts_headline('simple', translate(canopy_message_text(nodes.message), ${MARK_START + MARK_END}::text, '  '),
                            canopy_search_query(), ${HEADLINE_OPTIONS}::text) AS snippet
-          FROM nodes
-         WHERE nodes.tenant_id = ${scope.tenantId}::uuid AND nodes.session_id = page.id AND nodes.id = page.node_ids[1]
+          FROM canopy_session_nodes(${scope.tenantId}::uuid, page.id, page.node_ids[1:1]) AS nodes
       ) AS headline ON true
      ORDER BY page.rank DESC, page.updated_at DESC, page.id DESC`;
+}
+
+/**
+ * The matching messages of the sessions the filter keeps, as rows (session_id, node_id, rank): each session's own
+ * node_search rows, and a fork's shared ones (copy-on-write forks, migration 20261209000000_cow_forks): a match on
+ * node m of a base session is a match of each of its forks whose base holds m, under the fork's id for it (its
+ * position in base_node_ids). The filter applies to the session that answers, the fork's own row for a shared
+ * match; a base's forks are found by sessions_base_idx.
+ */
+function matchRows(scope: Scope, filter: SessionFilter): Sql {
+  const where = join(filterConditions(scope, filter), ' AND ');
+  return sql`
+    SELECT sessions.id AS session_id, node_search.node_id, ts_rank(node_search.search, canopy_search_query()) AS rank
+      FROM sessions
+      JOIN node_search ON node_search.tenant_id = sessions.tenant_id
+                      AND node_search.session_id = sessions.id
+                      AND node_search.search @@ canopy_search_query()
+     WHERE ${where}
+    UNION ALL
+    SELECT sessions.id, array_position(sessions.base_node_ids, node_search.node_id),
+           ts_rank(node_search.search, canopy_search_query())
+      FROM sessions
+      JOIN node_search ON node_search.tenant_id = sessions.tenant_id
+                      AND node_search.session_id = sessions.base_session_id
+                      AND node_search.node_id = ANY (sessions.base_node_ids)
+                      AND node_search.search @@ canopy_search_query()
+     WHERE ${where} AND sessions.base_session_id IS NOT NULL`;
+}
+
+/**
+ * A condition on `sessions`: the session has a message matching the transaction's search, its own or (a fork) a
+ * shared one.
+ */
+export function searchMatches(): Sql {
+  return sql`(EXISTS (SELECT 1 FROM node_search
+                       WHERE node_search.tenant_id = sessions.tenant_id AND node_search.session_id = sessions.id
+                         AND node_search.search @@ canopy_search_query())
+              OR EXISTS (SELECT 1 FROM node_search
+                          WHERE node_search.tenant_id = sessions.tenant_id
+                            AND node_search.session_id = sessions.base_session_id
+                            AND node_search.node_id = ANY (sessions.base_node_ids)
+                            AND node_search.search @@ canopy_search_query()))`;
 }
 
 /** The matching sessions of the page after `cursor`, best first. Call declareSearch first in the same transaction. */
@@ -148,13 +183,7 @@ export async function countSessions(
   const [row] = searching
     ? await query<{ count: string }>(
         tx,
-        sql`
-        SELECT count(*) AS count
-          FROM (SELECT DISTINCT node_search.session_id FROM node_search
-                 WHERE node_search.tenant_id = ${scope.tenantId}::uuid
-                   AND node_search.search @@ canopy_search_query()) AS matched
-          JOIN sessions ON sessions.tenant_id = ${scope.tenantId}::uuid AND sessions.id = matched.session_id
-         WHERE ${join(conditions, ' AND ')}`,
+        sql`SELECT count(DISTINCT hit.session_id) AS count FROM (${matchRows(scope, filter)}) AS hit`,
       )
     : await query<{ count: string }>(
         tx,

@@ -26,7 +26,7 @@ export class SessionTransferController {
   @Post('sessions/:id/fork')
   @ApiOperation({
     summary:
-      'A new session whose tree is the path from the root to nodeId (default: the active tip), ids from 1, usage kept; metadata.forkedFrom names the origin. Works while the source is busy.',
+      "A new session whose tree is the path from the root to nodeId (default: the active tip), ids from 1, usage kept; metadata.forkedFrom names the origin. Works while the source is busy. The fork shares the source's messages instead of copying them (copy-on-write): it reads, searches and exports as a copy would, and stays whole when the source is deleted.",
   })
   fork(@CurrentScope() scope: Scope, @Param('id') id: string, @Body() body: ForkDto) {
     return this.catalog.fork(scope, id, body);
