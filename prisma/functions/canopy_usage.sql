@@ -1,6 +1,6 @@
 -- canopy_usage(u jsonb)
 --
--- Defined last by prisma/migrations/20261122000000_hot_path_functions/migration.sql.
+-- Defined last by prisma/migrations/20261211000000_usage_functions_inline/migration.sql (first by 20261122000000_hot_path_functions).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 -- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
 --
@@ -11,28 +11,19 @@
 CREATE OR REPLACE FUNCTION public.canopy_usage(u jsonb)
  RETURNS jsonb
  LANGUAGE sql
- IMMUTABLE PARALLEL SAFE
- SET extra_float_digits TO '1'
+ STABLE PARALLEL SAFE
 AS $function$
     SELECT jsonb_build_object(
-               'inputTokens', p.input_tokens,
-               'outputTokens', p.output_tokens,
-               'cacheReadTokens', p.cache_read_tokens,
-               'cacheWriteTokens', p.cache_write_tokens,
-               'totalTokens', COALESCE(canopy_usage_number(u, 'totalTokens'),
-                                       p.input_tokens + p.output_tokens + p.cache_read_tokens + p.cache_write_tokens),
-               'inputCost', p.input_cost,
-               'outputCost', p.output_cost,
-               'cacheReadCost', p.cache_read_cost,
-               'cacheWriteCost', p.cache_write_cost,
-               'totalCost', COALESCE(canopy_usage_number(u, 'totalCost'),
-                                     p.input_cost + p.output_cost + p.cache_read_cost + p.cache_write_cost))
-      FROM (SELECT COALESCE(canopy_usage_number(u, 'inputTokens'), 0) AS input_tokens,
-                   COALESCE(canopy_usage_number(u, 'outputTokens'), 0) AS output_tokens,
-                   COALESCE(canopy_usage_number(u, 'cacheReadTokens'), 0) AS cache_read_tokens,
-                   COALESCE(canopy_usage_number(u, 'cacheWriteTokens'), 0) AS cache_write_tokens,
-                   COALESCE(canopy_usage_number(u, 'inputCost'), 0) AS input_cost,
-                   COALESCE(canopy_usage_number(u, 'outputCost'), 0) AS output_cost,
-                   COALESCE(canopy_usage_number(u, 'cacheReadCost'), 0) AS cache_read_cost,
-                   COALESCE(canopy_usage_number(u, 'cacheWriteCost'), 0) AS cache_write_cost) AS p
+        'inputTokens', COALESCE(canopy_usage_number(u, 'inputTokens'), 0),
+        'outputTokens', COALESCE(canopy_usage_number(u, 'outputTokens'), 0),
+        'cacheReadTokens', COALESCE(canopy_usage_number(u, 'cacheReadTokens'), 0),
+        'cacheWriteTokens', COALESCE(canopy_usage_number(u, 'cacheWriteTokens'), 0),
+        'totalTokens', COALESCE(canopy_usage_number(u, 'totalTokens'),
+                        COALESCE(canopy_usage_number(u, 'inputTokens'), 0) + COALESCE(canopy_usage_number(u, 'outputTokens'), 0) + COALESCE(canopy_usage_number(u, 'cacheReadTokens'), 0) + COALESCE(canopy_usage_number(u, 'cacheWriteTokens'), 0)),
+        'inputCost', COALESCE(canopy_usage_number(u, 'inputCost'), 0),
+        'outputCost', COALESCE(canopy_usage_number(u, 'outputCost'), 0),
+        'cacheReadCost', COALESCE(canopy_usage_number(u, 'cacheReadCost'), 0),
+        'cacheWriteCost', COALESCE(canopy_usage_number(u, 'cacheWriteCost'), 0),
+        'totalCost', COALESCE(canopy_usage_number(u, 'totalCost'),
+                        COALESCE(canopy_usage_number(u, 'inputCost'), 0) + COALESCE(canopy_usage_number(u, 'outputCost'), 0) + COALESCE(canopy_usage_number(u, 'cacheReadCost'), 0) + COALESCE(canopy_usage_number(u, 'cacheWriteCost'), 0)))
 $function$;

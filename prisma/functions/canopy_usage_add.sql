@@ -1,6 +1,6 @@
 -- canopy_usage_add(a jsonb, b jsonb)
 --
--- Defined last by prisma/migrations/20261122000000_hot_path_functions/migration.sql.
+-- Defined last by prisma/migrations/20261211000000_usage_functions_inline/migration.sql (first by 20261122000000_hot_path_functions).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 -- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
 --
@@ -8,10 +8,23 @@
 CREATE OR REPLACE FUNCTION public.canopy_usage_add(a jsonb, b jsonb)
  RETURNS jsonb
  LANGUAGE sql
- IMMUTABLE PARALLEL SAFE
- SET extra_float_digits TO '1'
+ STABLE PARALLEL SAFE
 AS $function$
-    SELECT jsonb_object_agg(x.key, x.value::float8 + y.value::float8)
-      FROM jsonb_each(canopy_usage(a)) AS x
-      JOIN jsonb_each(canopy_usage(b)) AS y ON y.key = x.key
+    SELECT jsonb_build_object(
+        'inputTokens', COALESCE(canopy_usage_number(a, 'inputTokens'), 0) + COALESCE(canopy_usage_number(b, 'inputTokens'), 0),
+        'outputTokens', COALESCE(canopy_usage_number(a, 'outputTokens'), 0) + COALESCE(canopy_usage_number(b, 'outputTokens'), 0),
+        'cacheReadTokens', COALESCE(canopy_usage_number(a, 'cacheReadTokens'), 0) + COALESCE(canopy_usage_number(b, 'cacheReadTokens'), 0),
+        'cacheWriteTokens', COALESCE(canopy_usage_number(a, 'cacheWriteTokens'), 0) + COALESCE(canopy_usage_number(b, 'cacheWriteTokens'), 0),
+        'totalTokens', COALESCE(canopy_usage_number(a, 'totalTokens'),
+                        COALESCE(canopy_usage_number(a, 'inputTokens'), 0) + COALESCE(canopy_usage_number(a, 'outputTokens'), 0) + COALESCE(canopy_usage_number(a, 'cacheReadTokens'), 0) + COALESCE(canopy_usage_number(a, 'cacheWriteTokens'), 0))
+        + COALESCE(canopy_usage_number(b, 'totalTokens'),
+                        COALESCE(canopy_usage_number(b, 'inputTokens'), 0) + COALESCE(canopy_usage_number(b, 'outputTokens'), 0) + COALESCE(canopy_usage_number(b, 'cacheReadTokens'), 0) + COALESCE(canopy_usage_number(b, 'cacheWriteTokens'), 0)),
+        'inputCost', COALESCE(canopy_usage_number(a, 'inputCost'), 0) + COALESCE(canopy_usage_number(b, 'inputCost'), 0),
+        'outputCost', COALESCE(canopy_usage_number(a, 'outputCost'), 0) + COALESCE(canopy_usage_number(b, 'outputCost'), 0),
+        'cacheReadCost', COALESCE(canopy_usage_number(a, 'cacheReadCost'), 0) + COALESCE(canopy_usage_number(b, 'cacheReadCost'), 0),
+        'cacheWriteCost', COALESCE(canopy_usage_number(a, 'cacheWriteCost'), 0) + COALESCE(canopy_usage_number(b, 'cacheWriteCost'), 0),
+        'totalCost', COALESCE(canopy_usage_number(a, 'totalCost'),
+                        COALESCE(canopy_usage_number(a, 'inputCost'), 0) + COALESCE(canopy_usage_number(a, 'outputCost'), 0) + COALESCE(canopy_usage_number(a, 'cacheReadCost'), 0) + COALESCE(canopy_usage_number(a, 'cacheWriteCost'), 0))
+        + COALESCE(canopy_usage_number(b, 'totalCost'),
+                        COALESCE(canopy_usage_number(b, 'inputCost'), 0) + COALESCE(canopy_usage_number(b, 'outputCost'), 0) + COALESCE(canopy_usage_number(b, 'cacheReadCost'), 0) + COALESCE(canopy_usage_number(b, 'cacheWriteCost'), 0)))
 $function$;

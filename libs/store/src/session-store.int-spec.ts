@@ -4,7 +4,8 @@
 
 import { randomUUID } from 'node:crypto';
 import { CanopyException } from '@canopy/common';
-import { createTestDatabase, type TestDatabase } from '@canopy/testing';
+import { Client } from 'pg';
+import { adminUrl, createTestDatabase, type TestDatabase } from '@canopy/testing';
 import {
   addUsage,
   assistantMessage,
@@ -1030,6 +1031,49 @@ describe('commit', () => {
     // toEqual compares numbers with Object.is: 0.1 + 0.2 must be 0.30000000000000004 here too.
     expect((await store.get(scope, 's'))?.usage).toEqual(addUsage(stored, u));
     expect((await store.getRun(scope, run.id))?.usage).toEqual(makeUsage({ inputTokens: 3 }));
+  });
+
+  it('sums exactly even on a database whose default prints floats rounded (the pool pins the setting)', async () => {
+    const admin = new Client({ connectionString: adminUrl().replace(/\/[^/]*$/, `/${testDb.name}`) });
+    await admin.connect();
+    await admin.query(`ALTER DATABASE ${testDb.name} SET extra_float_digits = 0`);
+    const rounding = new Database({ url: testDb.url, poolMax: 1, txMaxWaitMs: 5_000, txTimeoutMs: 10_000 });
+    try {
+      const other = new PostgresSessionStore(rounding);
+      const scope = await newScope();
+      await other.create(scope, { id: 's', model: 'm' });
+      const run = await other.startRun(scope, {
+        sessionId: 's',
+        kind: 'prompt',
+        input: { content: 'hi' },
+        status: 'running',
+      });
+      if (!run.ok) throw new Error(run.reason);
+      // What a connection of this database prints without the pool's setting: 15 significant digits.
+      const raw = await admin.query<{ v: string }>(
+        `SET extra_float_digits = 0; SELECT (0.1::float8 + 0.2::float8)::text AS v`,
+      );
+      expect((raw as unknown as Array<{ rows: Array<{ v: string }> }>)[1]!.rows[0]!.v).toBe('0.3');
+      const a = makeUsage({ outputCost: 0.1 });
+      const b = makeUsage({ outputCost: 0.2, cacheReadCost: 1 / 3 });
+      for (const usage of [a, b]) {
+        const step = {
+          sessionId: 's',
+          runId: run.run.id,
+          nodes: [],
+          position: pos([]),
+          nextNodeId: 1,
+          usage,
+        };
+        expect(await other.commit(scope, step)).toEqual(OK);
+      }
+      expect((await other.get(scope, 's'))?.usage).toEqual(addUsage(a, b));
+      expect((await other.get(scope, 's'))?.usage.outputCost).toBe(0.30000000000000004);
+    } finally {
+      await rounding.disconnect();
+      await admin.query(`ALTER DATABASE ${testDb.name} RESET extra_float_digits`);
+      await admin.end();
+    }
   });
 
   it('answers unavailable when the session stays locked past the deadline, writing nothing', async () => {
