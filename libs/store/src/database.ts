@@ -19,7 +19,7 @@
 import type { Scope } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
 import { PrismaPg } from '@prisma/adapter-pg';
-import { Pool, type PoolClient } from 'pg';
+import { Pool, type ClientBase, type PoolClient } from 'pg';
 import { PrismaClient, type Prisma } from './generated/prisma/client';
 import { auditSetting } from './audit';
 import { mapDbError, transactionTimeout } from './prisma-errors';
@@ -73,16 +73,19 @@ export class Database {
       connectionString: options.url,
       max: options.poolMax,
       connectionTimeoutMillis: options.txMaxWaitMs,
+      // Floats print with the shortest exact digits whatever the server's default, so usage sums made in SQL
+      // (canopy_usage, canopy_usage_add) equal the same sums in JavaScript to the last bit. pg-pool awaits the
+      // hook's promise before it hands the new connection out (a failure drops the connection and fails the
+      // checkout); @types/pg declares it returning void.
+      onConnect: ((client: ClientBase) => client.query('SET extra_float_digits = 1')) as (
+        client: ClientBase,
+      ) => void,
     });
     // A pooled connection that dies while idle is dropped by the pool; without a listener it would crash us.
     this.pool.on('error', () => undefined);
     // Every statement sent on any road (Prisma's adapter included) is one query() call on a pooled client: counted
     // for /metrics and the benches (round trips per run).
     this.pool.on('connect', (client) => {
-      // Floats print with the shortest exact digits whatever the server's default, so usage sums made in SQL
-      // (canopy_usage, canopy_usage_add) equal the same sums in JavaScript to the last bit. Queued before any
-      // statement the connection is given; not counted below.
-      void client.query('SET extra_float_digits = 1').catch(() => undefined);
       const query = client.query.bind(client) as (...args: unknown[]) => unknown;
       (client as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
         this.statementsSent++;

@@ -277,6 +277,21 @@ export class ChaosLoad {
       0,
     );
     const tree = await this.verifyTrees();
+    // Runs left open say where they are (their record and the session's registry entry), so a case that fails on
+    // them explains itself in the output.
+    const open = this.runs.filter(
+      (r) =>
+        r.status === null &&
+        (checkedAt - r.startedAt > boundMs || (caught.includes(r) && r.startedAt <= faultEndedAt)),
+    );
+    for (const r of open.slice(0, 5)) {
+      const run = await this.request('GET', `/v1/runs/${r.runId}`);
+      const live = await this.request('GET', `/v1/live/${r.sessionId}`);
+      tree.suspects.push(
+        `open run=${r.runId} session=${r.sessionId} for ${checkedAt - r.startedAt} ms: run ${run.status} ` +
+          `${JSON.stringify(run.body ?? null).slice(0, 300)}; live ${live.status} ${JSON.stringify(live.body ?? null).slice(0, 200)}`,
+      );
+    }
     let fiveHundreds = 0;
     let unavailable = 0;
     for (const [status, count] of this.statuses) {
