@@ -23,6 +23,13 @@ export interface ChaosLoadOptions {
   subscribersPerApi?: number;
 }
 
+export interface ChaosMark {
+  runs: number;
+  open: TrackedRun[];
+  statuses: Map<number, number>;
+  at: number;
+}
+
 interface TrackedRun {
   sessionId: string;
   runId: string;
@@ -56,6 +63,8 @@ export interface CaseFigures {
   suspects: string[];
   /** Nodes in the load's sessions' trees when they were checked (the data the live sessions hold grows with it). */
   treeNodes: number;
+  /** Requests with no answer within their 15 s (status 0: the api went away or hung), since the mark. */
+  noAnswer: number;
 }
 
 /** One SSE subscriber that reconnects with `after` whenever its stream ends, recording every seq it got. */
@@ -130,6 +139,13 @@ export class ChaosLoad {
   private readonly subscribers: ResumingSubscriber[] = [];
   private stopped = false;
   private workers: Promise<void>[] = [];
+  /** Every prompt request: when it was sent, when (and how) it was answered, to explain a window without runs. */
+  private readonly prompts: Array<{
+    sessionId: string;
+    sentAt: number;
+    answeredAt: number | null;
+    status: number | null;
+  }> = [];
   private next = 0;
 
   constructor(private readonly options: ChaosLoadOptions) {}
@@ -200,7 +216,17 @@ export class ChaosLoad {
     const words = this.options.words ?? 20;
     while (!this.stopped) {
       const prompt = `${sessionId} r${k++} ${'w '.repeat(words).trim()}`;
+      const attempt = {
+        sessionId,
+        sentAt: Date.now(),
+        answeredAt: null as number | null,
+        status: null as number | null,
+      };
+      this.prompts.push(attempt);
+      if (this.prompts.length > 20_000) this.prompts.splice(0, 10_000);
       const res = await this.request('POST', `/v1/sessions/${sessionId}/prompt`, { content: prompt });
+      attempt.answeredAt = Date.now();
+      attempt.status = res.status;
       if (res.status !== 202 && res.status !== 200) {
         await sleep(300); // busy (a previous run not ended yet), or a dependency down: try again shortly
         continue;
@@ -238,9 +264,17 @@ export class ChaosLoad {
     await Promise.all(this.subscribers.map((s) => s.stop()));
   }
 
-  /** The runs so far (a copy), and a mark to count from. */
-  mark(): { runs: number; statuses: Map<number, number>; at: number } {
-    return { runs: this.runs.length, statuses: new Map(this.statuses), at: Date.now() };
+  /**
+   * A mark to count from: the runs so far, those of them still open (a fault after the mark catches them too), the
+   * statuses answered so far.
+   */
+  mark(): ChaosMark {
+    return {
+      runs: this.runs.length,
+      open: this.runs.filter((r) => r.status === null),
+      statuses: new Map(this.statuses),
+      at: Date.now(),
+    };
   }
 
   redelivered(): number {
@@ -257,13 +291,15 @@ export class ChaosLoad {
    */
   async check(
     name: string,
-    since: { runs: number; statuses: Map<number, number>; at: number },
+    since: ChaosMark,
     faults: number,
     faultEndedAt: number,
     boundMs: number,
     redeliveredBefore: number,
   ): Promise<CaseFigures> {
-    const caught = this.runs.slice(since.runs);
+    // The runs the fault caught: those streaming when it was marked, and every one started since. (The load's
+    // sessions tend to move in step after a fault, all streaming at once; a window of a second may see no prompt.)
+    const caught = [...since.open, ...this.runs.slice(since.runs)];
     const deadline = faultEndedAt + boundMs;
     while (Date.now() < deadline && caught.some((r) => r.status === null && r.startedAt <= faultEndedAt)) {
       await sleep(250);
@@ -292,11 +328,31 @@ export class ChaosLoad {
           `${JSON.stringify(run.body ?? null).slice(0, 300)}; live ${live.status} ${JSON.stringify(live.body ?? null).slice(0, 200)}`,
       );
     }
+    if (caught.length === 0) {
+      // No run started in the window: say what the prompts sent in it got (and which were still unanswered).
+      const sent = this.prompts.filter((p) => p.sentAt >= since.at && p.sentAt <= faultEndedAt);
+      const byStatus = new Map<string, number>();
+      for (const p of sent) {
+        const k = p.status === null ? 'pending' : String(p.status);
+        byStatus.set(k, (byStatus.get(k) ?? 0) + 1);
+      }
+      const inFlight = this.prompts.filter(
+        (p) => p.sentAt < since.at && (p.answeredAt ?? Infinity) > since.at,
+      );
+      const following = this.runs.filter((r) => r.status === null).length;
+      tree.suspects.push(
+        `no run in the window (${faultEndedAt - since.at} ms): prompts sent ${sent.length} ` +
+          `${JSON.stringify([...byStatus])}; prompts already in flight at the mark ${inFlight.length} ` +
+          `(oldest ${inFlight.length ? since.at - Math.min(...inFlight.map((p) => p.sentAt)) : 0} ms); runs being followed ${following}`,
+      );
+    }
     let fiveHundreds = 0;
     let unavailable = 0;
+    let noAnswer = 0;
     for (const [status, count] of this.statuses) {
       const delta = count - (since.statuses.get(status) ?? 0);
       if (status === 503) unavailable += delta;
+      else if (status === 0) noAnswer += delta;
       else if (status >= 500) fiveHundreds += delta;
     }
     return {
@@ -314,6 +370,7 @@ export class ChaosLoad {
       maxRecoveryMs,
       suspects: tree.suspects,
       treeNodes: tree.nodes,
+      noAnswer,
     };
   }
 
@@ -390,7 +447,7 @@ export function summaryLine(f: CaseFigures): string {
   return (
     `[chaos] ${f.name}: faults=${f.faults} runs=${f.runsChecked} lost=${f.lost} duplicated=${f.duplicated} ` +
     `stuck=${f.stuck} stale=${f.stale} badTrees=${f.badTrees} 5xx=${f.fiveHundreds} 503=${f.unavailable} ` +
-    `redelivered=${f.redelivered} maxRecoveryMs=${f.maxRecoveryMs}` +
+    `redelivered=${f.redelivered} noAnswer=${f.noAnswer} maxRecoveryMs=${f.maxRecoveryMs}` +
     (f.suspects.length > 0 ? `\n  ${f.suspects.join('\n  ')}` : '')
   );
 }
