@@ -1,7 +1,12 @@
 // A run whose workers keep dying (SIGKILL) is taken over after each stall, re-run from its last commit, and once
 // past its attempt budget ended as an error with a rollback: the session idle, the tree as it was, nothing lost.
-// Real processes: 1 api + 2 workers, with a short run lock so stalls are detected within about a second.
+// A run whose job the queue failed (stalled past its budget) while the worker that failed it died before ending
+// the run is ended by the lost-run sweep. Real processes: 1 api + 2 workers, with a short run lock so stalls are
+// detected within about a second.
 
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { JOBS } from '@canopy/queue';
 import { Api, newTenant } from './support/api-client';
 import { Cluster, eventually } from '@canopy/testing';
 
@@ -60,6 +65,54 @@ it('ends a regenerate whose workers die on every attempt as an error, rolled bac
   expect(tree.path).toEqual([1, 2]);
   expect((tree.nodes as Array<{ id: number }>).map((n) => n.id)).toEqual([1, 2]);
   // And the session works on.
+  const next = await api.post(`/v1/sessions/${session.id}/prompt`, { content: 'again', wait: true });
+  expect(next.body.finalResponse).toBe('Echo: again');
+}, 120_000);
+
+it('ends a run whose job the queue failed while nothing lived to end the run', async () => {
+  const session = (await api.post('/v1/sessions', { model: 'mock:echo', opts: { delayMs: 200 } })).body;
+  const words = Array.from({ length: 29 }, (_, i) => `w${i}`).join(' ');
+  const { runId } = (await api.post(`/v1/sessions/${session.id}/prompt`, { content: words })).body;
+  await eventually(async () => expect((await api.get(`/v1/runs/${runId}`)).body.status).toBe('running'), {
+    timeoutMs: 20_000,
+    intervalMs: 100,
+  });
+  await Promise.all([cluster.kill('worker-1'), cluster.kill('worker-2')]);
+  // What a worker does when a job stalled past its budget, with none of what follows: BullMQ's stalled check
+  // fails the job (here on a worker that allows no stall), and the process dies before it ends the run.
+  const connection = new Redis(cluster.redisUrl, { maxRetriesPerRequest: null });
+  const prefix = `${cluster.prefix}:bull`;
+  const queue = new Queue(JOBS.run.queue, { connection, prefix });
+  const failer = new Worker(JOBS.run.queue, () => Promise.reject(new Error('not for this worker')), {
+    connection,
+    prefix,
+    lockDuration: 1_000,
+    stalledInterval: 300,
+    maxStalledCount: 0,
+  });
+  try {
+    await eventually(async () => expect(await queue.getJobState(runId)).toBe('failed'), {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    });
+  } finally {
+    await failer.close(true);
+    await queue.close();
+    await connection.quit();
+  }
+  await Promise.all([cluster.startWorker(1), cluster.startWorker(2)]);
+  // The workers' lost-run sweep finds it (unfinished, no job held) and ends it as the dead worker would have.
+  const run = await eventually(
+    async () => {
+      const r = (await api.get(`/v1/runs/${runId}`)).body as { status: string; error?: unknown };
+      if (r.status !== 'error') throw new Error(`run ${r.status}`);
+      return r;
+    },
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+  expect(run.error).toMatchObject({ code: 'interrupted' });
+  expect((await api.get(`/v1/sessions/${session.id}`)).body.status).toBe('idle');
+  expect((await api.get(`/v1/sessions/${session.id}/tree`)).body.nodes).toEqual([]);
   const next = await api.post(`/v1/sessions/${session.id}/prompt`, { content: 'again', wait: true });
   expect(next.body.finalResponse).toBe('Echo: again');
 }, 120_000);

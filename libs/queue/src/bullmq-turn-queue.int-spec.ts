@@ -99,9 +99,66 @@ describe('BullMQ turn queue: graceful close', () => {
   }, 20_000);
 });
 
-async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+describe('BullMQ turn queue: jobs it ended', () => {
+  it('says how it ended a job, and queues a run again over an ended job only when told to replace it', async () => {
+    const prefix = `qtest${randomBytes(4).toString('hex')}`;
+    const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const failing = new BullmqTurnQueue({ connection, prefix, concurrency: 4, lockDurationMs: 2_000 });
+    const failed = { tenantId: randomUUID(), sessionId: 'failed', runId: randomUUID() };
+    const done = { tenantId: randomUUID(), sessionId: 'done', runId: randomUUID() };
+    let next: BullmqTurnQueue | null = null;
+    try {
+      // A worker whose every attempt fails, and which does not end the run when the queue gives up on it (as one
+      // that died right after failing the job would not).
+      const finals: string[] = [];
+      failing.process(
+        (job) => (job.sessionId === 'failed' ? Promise.reject(new Error('boom')) : Promise.resolve()),
+        (job) => {
+          finals.push(job.runId);
+          return Promise.resolve();
+        },
+      );
+      expect(await failing.endedJob(failed)).toBe(null); // no job yet
+      await failing.enqueue(failed);
+      await failing.enqueue(done);
+      await until(() => finals.length === 1, 20_000); // attempts 1 s and 2 s apart
+      await until(async () => (await failing.endedJob(done)) === 'completed');
+      expect(await failing.endedJob(failed)).toBe('failed');
+      await failing.close(1_000);
+
+      const taken: string[] = [];
+      next = new BullmqTurnQueue({ connection, prefix, concurrency: 4, lockDurationMs: 2_000 });
+      next.process(
+        (job) => {
+          taken.push(job.sessionId);
+          return Promise.resolve();
+        },
+        () => Promise.resolve(),
+      );
+      // A plain enqueue of an id BullMQ still keeps is ignored...
+      await next.enqueue(failed);
+      await next.enqueue(done);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(taken).toEqual([]);
+      // ... replacing the ended job queues it again.
+      await next.enqueue(failed, { replaceEnded: true });
+      await next.enqueue(done, { replaceEnded: true });
+      await until(() => taken.length === 2);
+      expect([...taken].sort()).toEqual(['done', 'failed']);
+      await until(async () => (await next!.endedJob(failed)) === 'completed');
+    } finally {
+      await failing.close(1_000).catch(() => undefined);
+      await next?.close(1_000);
+      const keys = await connection.keys(`${prefix}:*`);
+      if (keys.length) await connection.del(...keys);
+      await connection.quit();
+    }
+  }, 40_000);
+});
+
+async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 20));
   }

@@ -44,8 +44,15 @@ export class BullmqTurnQueue implements TurnQueue {
     });
   }
 
-  async enqueue(job: RunJob): Promise<void> {
+  async enqueue(job: RunJob, options: { replaceEnded?: boolean } = {}): Promise<void> {
     const payload = runJobPayload.parse(job);
+    if (options.replaceEnded) {
+      // BullMQ ignores an add whose job id it still keeps, finished jobs included (kept for removeOnComplete /
+      // removeOnFail): the ended job goes first. One being executed cannot be removed (its lock): left alone.
+      const id = JOBS.run.jobId(payload);
+      const state = await this.queue.getJobState(id);
+      if (state === 'completed' || state === 'failed') await this.queue.remove(id);
+    }
     await this.queue.add(JOBS.run.name, payload, {
       jobId: JOBS.run.jobId(payload),
       attempts: JOBS.run.attempts,
@@ -53,6 +60,11 @@ export class BullmqTurnQueue implements TurnQueue {
       removeOnComplete: { age: 3_600, count: 10_000 },
       removeOnFail: { age: 24 * 3_600 },
     });
+  }
+
+  async endedJob(job: RunJob): Promise<'failed' | 'completed' | null> {
+    const state = await this.queue.getJobState(JOBS.run.jobId(runJobPayload.parse(job)));
+    return state === 'failed' || state === 'completed' ? state : null;
   }
 
   async heldRuns(): Promise<Set<string>> {

@@ -19,6 +19,11 @@ export class InlineTurnQueue implements TurnQueue {
     return Promise.resolve(null);
   }
 
+  /** Nothing ends a job here but its handler, which ends the run itself (or gives it up). */
+  endedJob(): Promise<'failed' | 'completed' | null> {
+    return Promise.resolve(null);
+  }
+
   process(handler: RunHandler, giveUp: GiveUpHandler): void {
     if (this.handler) throw new Error('the turn queue already has a handler');
     this.handler = handler;

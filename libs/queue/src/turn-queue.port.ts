@@ -32,8 +32,17 @@ export type GiveUpHandler = (job: RunJob, error: unknown) => Promise<void>;
 export interface TurnQueue {
   /** True when enqueued runs execute in this process at once (the run can start as `running`). */
   readonly runsInline: boolean;
-  /** Hands the run to an executor; resolves once it is accepted (not when it finishes). */
-  enqueue(job: RunJob): Promise<void>;
+  /**
+   * Hands the run to an executor; resolves once it is accepted (not when it finishes). A job of the same id the
+   * queue still holds makes it a no-op; with `replaceEnded`, one the queue has ended (completed or failed) is
+   * replaced by a new one (the lost-run sweep queues a run again so).
+   */
+  enqueue(job: RunJob, options?: { replaceEnded?: boolean }): Promise<void>;
+  /**
+   * How the queue ended the job of this execution of the run, if it did: `failed` when it gave up on it (attempts
+   * or stall takeovers spent), `completed` when a handler returned; null when it holds the job or has none.
+   */
+  endedJob(job: RunJob): Promise<'failed' | 'completed' | null>;
   /**
    * The runs the queue holds now (waiting, delayed or being executed), for finding runs it lost (a Redis that
    * restarted empty); null when the queue cannot lose runs (inline).

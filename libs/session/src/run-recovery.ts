@@ -60,11 +60,14 @@ export class RunRecovery {
   }
 
   /**
-   * Queues again the runs the queue lost: unfinished in the database (queued, or running with no process naming
-   * itself their worker in the live registry), not executing here, and held by no job for at least
-   * lostRunSweepMs (a run being started is queued within that). Its new execution takes the run over from its
-   * last commit (commits are fenced, so nothing is written twice), or ends it past its attempts. When any was
-   * lost, Redis lost its data: the decision expiries of paused runs are set again too. Answers how many.
+   * Deals with the runs the queue lost: unfinished in the database, not executing here, and held by no job (waiting,
+   * delayed or active) for at least lostRunSweepMs (a run being started is queued within that). One whose job the
+   * queue failed (its attempts or stall takeovers spent) while whoever failed it did not live to end the run is
+   * given up now, as that process would have. The others (their job gone with a Redis that lost its data, or
+   * ended without the run ending) are queued again, unless running with a process naming itself their worker in
+   * the live registry: a new execution takes the run over from its last commit (commits are fenced, so nothing is
+   * written twice), or ends it past its attempts. When any was queued again, the decision expiries of paused runs
+   * are set again too (Redis lost its data). Answers how many runs it queued again or gave up.
    */
   async requeueLostRuns(now = Date.now()): Promise<number> {
     const confirmMs = this.deps.settings.lostRunSweepMs;
@@ -74,28 +77,45 @@ export class RunRecovery {
     const runs = await this.deps.store.unfinishedRuns();
     const stillLost = new Set<string>();
     let requeued = 0;
+    let givenUp = 0;
     for (const r of runs) {
       if (r.status === 'paused' || held.has(r.runId) || this.executor.isRunning(r.runId)) continue;
       stillLost.add(r.runId);
       const since = this.lost.get(r.runId) ?? now;
       this.lost.set(r.runId, since);
       if (now - since < confirmMs) continue;
-      if (r.status === 'running') {
-        // A live worker still executing it (its job gone with Redis) finishes it itself.
-        const entry = await this.deps.registry.get(r.tenantId, r.sessionId).catch(() => null);
-        if (entry?.where.worker) continue;
+      const job = { tenantId: r.tenantId, sessionId: r.sessionId, runId: r.runId };
+      const ended = await this.deps.queue.endedJob(job);
+      if (ended === 'failed') {
+        // Its job is failed for good: the worker that failed it (on its attempts or stalls) died before it ended
+        // the run. A job queued again would only be a further attempt past the budget.
+        await this.giveUpRun(
+          r.tenantId,
+          r.sessionId,
+          r.runId,
+          new Error('its job failed and nothing ended it'),
+        );
+        givenUp++;
+      } else {
+        if (r.status === 'running') {
+          // A live worker still executing it (its job gone with Redis) finishes it itself.
+          const entry = await this.deps.registry.get(r.tenantId, r.sessionId).catch(() => null);
+          if (entry?.where.worker) continue;
+        }
+        await this.deps.queue.enqueue(job, { replaceEnded: ended === 'completed' });
+        requeued++;
       }
-      await this.deps.queue.enqueue({ tenantId: r.tenantId, sessionId: r.sessionId, runId: r.runId });
       this.lost.delete(r.runId);
       stillLost.delete(r.runId);
-      requeued++;
     }
     for (const runId of [...this.lost.keys()]) if (!stillLost.has(runId)) this.lost.delete(runId);
+    if (givenUp > 0)
+      this.deps.logger.warn('ended runs whose failed job nothing had ended', { runs: givenUp });
     if (requeued > 0) {
       this.deps.logger.warn('queued again runs the queue had lost', { runs: requeued });
       await this.decisions.rearmExpiries();
     }
-    return requeued;
+    return requeued + givenUp;
   }
 
   /**
