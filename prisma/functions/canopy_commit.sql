@@ -1,6 +1,6 @@
 -- canopy_commit(p_tenant uuid, p_user text, p_session text, p_run uuid, p_nodes jsonb, p_position jsonb, p_next_node_id integer, p_usage jsonb, p_finish jsonb, p_timeout_ms integer, p_title text, OUT outcome text, OUT steer jsonb, OUT titled boolean, OUT queued boolean)
 --
--- Defined last by prisma/migrations/20261210000000_commit_reports_queue/migration.sql (first by 20261122000000_hot_path_functions).
+-- Defined last by prisma/migrations/20261212000000_fork_path_usage/migration.sql (first by 20261122000000_hot_path_functions).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 -- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
 --
@@ -43,9 +43,27 @@ BEGIN
     END IF;
 
     -- 2. The turn's nodes. Parents inserted by the same statement satisfy the foreign key, checked at its end.
-    INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage)
-    SELECT p_tenant, p_session, n.id, n."parentId", (n.message ->> 'role')::message_role, n.message, n.usage
-      FROM jsonb_to_recordset(p_nodes) AS n(id INTEGER, "parentId" INTEGER, message JSONB, usage JSONB);
+    --    Each node's path usage is its parent's plus its own, down each chain from a parent already stored (read
+    --    through canopy_session_nodes: a fork's first own node hangs under a shared one).
+    INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, path_usage)
+    WITH RECURSIVE added AS (
+        SELECT n.id, n."parentId" AS parent_id, n.message, n.usage
+          FROM jsonb_to_recordset(p_nodes) AS n(id INTEGER, "parentId" INTEGER, message JSONB, usage JSONB)
+    ), down AS (
+        SELECT added.*, CASE WHEN added.parent_id IS NULL THEN canopy_usage_vector(added.usage)
+                             ELSE canopy_path_usage(parent.path_usage, added.usage) END AS path_usage
+          FROM added
+          LEFT JOIN canopy_session_nodes(p_tenant, p_session,
+                                         ARRAY(SELECT added.parent_id FROM added WHERE added.parent_id IS NOT NULL))
+                    AS parent ON parent.id = added.parent_id
+         WHERE NOT EXISTS (SELECT 1 FROM added AS above WHERE above.id = added.parent_id)
+        UNION ALL
+        SELECT added.*, canopy_path_usage(down.path_usage, added.usage)
+          FROM down JOIN added ON added.parent_id = down.id
+    )
+    SELECT p_tenant, p_session, down.id, down.parent_id, (down.message ->> 'role')::message_role, down.message,
+           down.usage, down.path_usage
+      FROM down;
 
     -- 3. The run. A finishing commit reads the steer staged on it (after the lock above: every stager locks the
     --    session first, so none staged before it is missed) and takes it: cleared here, handed back below.

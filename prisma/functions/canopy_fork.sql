@@ -1,6 +1,6 @@
 -- canopy_fork(p_tenant uuid, p_user text, p_source text, p_node integer, p_id text, p_title text, p_title_given boolean, p_metadata jsonb, p_owner text, p_timeout_ms integer, OUT outcome text, OUT session sessions, OUT copied integer)
 --
--- Defined last by prisma/migrations/20261209000000_cow_forks/migration.sql (first by 20261208000000_fork_function).
+-- Defined last by prisma/migrations/20261212000000_fork_path_usage/migration.sql (first by 20261208000000_fork_function).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 -- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
 --
@@ -20,6 +20,7 @@ DECLARE
     v_base_session text;
     v_base_ids integer[];
     v_usage jsonb;
+    v_tip_found boolean;
     v_found integer;
     v_attempt integer := 0;
 BEGIN
@@ -103,41 +104,54 @@ BEGIN
         v_base_ids := NULL;
     END IF;
 
-    -- 4. The path's usage (summed as sumUsage does), read with the path's nodes.
-    SELECT count(*)::integer,
-           jsonb_build_object(
-               'inputTokens', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'inputTokens'), 0)), 0),
-               'outputTokens', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'outputTokens'), 0)), 0),
-               'cacheReadTokens', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'cacheReadTokens'), 0)), 0),
-               'cacheWriteTokens', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'cacheWriteTokens'), 0)), 0),
-               'inputCost', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'inputCost'), 0)), 0),
-               'outputCost', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'outputCost'), 0)), 0),
-               'cacheReadCost', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'cacheReadCost'), 0)), 0),
-               'cacheWriteCost', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'cacheWriteCost'), 0)), 0),
-               'totalTokens', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'totalTokens'),
-                   COALESCE(canopy_usage_number(path.usage, 'inputTokens'), 0)
-                   + COALESCE(canopy_usage_number(path.usage, 'outputTokens'), 0)
-                   + COALESCE(canopy_usage_number(path.usage, 'cacheReadTokens'), 0)
-                   + COALESCE(canopy_usage_number(path.usage, 'cacheWriteTokens'), 0))), 0),
-               'totalCost', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'totalCost'),
-                   COALESCE(canopy_usage_number(path.usage, 'inputCost'), 0)
-                   + COALESCE(canopy_usage_number(path.usage, 'outputCost'), 0)
-                   + COALESCE(canopy_usage_number(path.usage, 'cacheReadCost'), 0)
-                   + COALESCE(canopy_usage_number(path.usage, 'cacheWriteCost'), 0))), 0))
-      INTO v_found, v_usage
-      FROM (SELECT base.usage FROM nodes AS base
-             WHERE base.tenant_id = p_tenant AND base.session_id = v_base_session AND base.id = ANY (v_base_ids)
-            UNION ALL
-            SELECT own.usage FROM unnest(v_ids[v_kept + 1:]) AS step(id)
-              JOIN nodes AS own ON own.tenant_id = p_tenant AND own.session_id = p_source AND own.id = step.id
-           ) AS path;
-    IF v_found <> cardinality(v_ids) THEN
-        -- A node of the stored path is missing: the tree is not what the session says. Nothing is kept.
-        RAISE EXCEPTION 'canopy_fork: % of % path nodes of session % found', v_found, cardinality(v_ids), p_source
-            USING ERRCODE = 'data_corrupted';
+    -- 4. The path's usage: its tip's path usage (the sum root -> tip), which also says the tip is there. Not
+    --    known (nodes from before path usages): summed over the path's nodes, as sumUsage does.
+    IF cardinality(v_ids) = 0 THEN
+        v_usage := canopy_usage('{}');
+    ELSE
+        SELECT canopy_usage_of_vector(tip.path_usage), true INTO v_usage, v_tip_found
+          FROM canopy_session_nodes(p_tenant, p_source, ARRAY[v_ids[cardinality(v_ids)]]) AS tip;
+        IF v_tip_found IS NULL THEN
+            RAISE EXCEPTION 'canopy_fork: node % of the path of session % not found', v_ids[cardinality(v_ids)],
+                p_source USING ERRCODE = 'data_corrupted';
+        END IF;
+    END IF;
+    IF v_usage IS NULL THEN
+        SELECT count(*)::integer,
+               jsonb_build_object(
+                   'inputTokens', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'inputTokens'), 0)), 0),
+                   'outputTokens', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'outputTokens'), 0)), 0),
+                   'cacheReadTokens', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'cacheReadTokens'), 0)), 0),
+                   'cacheWriteTokens', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'cacheWriteTokens'), 0)), 0),
+                   'inputCost', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'inputCost'), 0)), 0),
+                   'outputCost', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'outputCost'), 0)), 0),
+                   'cacheReadCost', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'cacheReadCost'), 0)), 0),
+                   'cacheWriteCost', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'cacheWriteCost'), 0)), 0),
+                   'totalTokens', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'totalTokens'),
+                       COALESCE(canopy_usage_number(path.usage, 'inputTokens'), 0)
+                       + COALESCE(canopy_usage_number(path.usage, 'outputTokens'), 0)
+                       + COALESCE(canopy_usage_number(path.usage, 'cacheReadTokens'), 0)
+                       + COALESCE(canopy_usage_number(path.usage, 'cacheWriteTokens'), 0))), 0),
+                   'totalCost', COALESCE(sum(COALESCE(canopy_usage_number(path.usage, 'totalCost'),
+                       COALESCE(canopy_usage_number(path.usage, 'inputCost'), 0)
+                       + COALESCE(canopy_usage_number(path.usage, 'outputCost'), 0)
+                       + COALESCE(canopy_usage_number(path.usage, 'cacheReadCost'), 0)
+                       + COALESCE(canopy_usage_number(path.usage, 'cacheWriteCost'), 0))), 0))
+          INTO v_found, v_usage
+          FROM (SELECT base.usage FROM nodes AS base
+                 WHERE base.tenant_id = p_tenant AND base.session_id = v_base_session AND base.id = ANY (v_base_ids)
+                UNION ALL
+                SELECT own.usage FROM unnest(v_ids[v_kept + 1:]) AS step(id)
+                  JOIN nodes AS own ON own.tenant_id = p_tenant AND own.session_id = p_source AND own.id = step.id
+               ) AS path;
+        IF v_found <> cardinality(v_ids) THEN
+            -- A node of the stored path is missing: the tree is not what the session says. Nothing is kept.
+            RAISE EXCEPTION 'canopy_fork: % of % path nodes of session % found', v_found, cardinality(v_ids), p_source
+                USING ERRCODE = 'data_corrupted';
+        END IF;
     END IF;
 
-    -- 5. The new session: path 1..n, each node's cursor its only child, its base.
+    -- 5. The new session: path 1..n, no cursors (each node has one child, which a walk down takes), its base.
     INSERT INTO sessions (tenant_id, id, user_id, title, model, system, opts, tools, metadata,
                           idle_shutdown_after_ms, path, cursors, head, next_node_id, usage,
                           base_session_id, base_node_ids)
@@ -148,8 +162,7 @@ BEGIN
                 || jsonb_build_object('forkedFrom', jsonb_build_object('sessionId', v_source.id, 'nodeId', v_tip)),
             v_source.idle_shutdown_after_ms,
             ARRAY(SELECT generate_series(1, cardinality(v_ids))),
-            COALESCE((SELECT jsonb_object_agg((g - 1)::text, g) FROM generate_series(2, cardinality(v_ids)) g),
-                     '{}'),
+            '{}',
             NULLIF(cardinality(v_ids), 0),
             cardinality(v_ids) + 1,
             v_usage,
@@ -157,9 +170,10 @@ BEGIN
     RETURNING * INTO session;
 
     -- 6. A fork's own nodes on the path, copied after the virtual ones (the index trigger indexes them).
-    INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage)
+    --    Each keeps its path usage: its path prefix is the same.
+    INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, path_usage)
     SELECT p_tenant, p_id, (v_kept + step.ord)::integer, NULLIF(v_kept + step.ord - 1, 0)::integer, own.role,
-           own.message, own.usage
+           own.message, own.usage, own.path_usage
       FROM unnest(v_ids[v_kept + 1:]) WITH ORDINALITY AS step(id, ord)
       JOIN nodes AS own ON own.tenant_id = p_tenant AND own.session_id = p_source AND own.id = step.id;
     GET DIAGNOSTICS copied = ROW_COUNT;

@@ -1,6 +1,6 @@
 -- canopy_materialize_forks()
 --
--- Defined last by prisma/migrations/20261209000000_cow_forks/migration.sql.
+-- Defined last by prisma/migrations/20261212000000_fork_path_usage/migration.sql (first by 20261209000000_cow_forks).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 -- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
 --
@@ -13,9 +13,9 @@ AS $function$
 BEGIN
     IF EXISTS (SELECT 1 FROM sessions WHERE sessions.tenant_id = OLD.tenant_id AND sessions.base_session_id = OLD.id)
        AND EXISTS (SELECT 1 FROM tenants WHERE tenants.id = OLD.tenant_id) THEN
-        INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, created_at)
+        INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, created_at, path_usage)
         SELECT fork.tenant_id, fork.id, step.ord::integer, NULLIF(step.ord::integer - 1, 0), source.role,
-               source.message, source.usage, source.created_at
+               source.message, source.usage, source.created_at, source.path_usage
           FROM sessions AS fork
          CROSS JOIN LATERAL unnest(fork.base_node_ids) WITH ORDINALITY AS step(node_id, ord)
           JOIN nodes AS source ON source.tenant_id = OLD.tenant_id AND source.session_id = OLD.id

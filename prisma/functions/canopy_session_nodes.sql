@@ -1,6 +1,6 @@
 -- canopy_session_nodes(p_tenant uuid, p_session text, p_ids integer[])
 --
--- Defined last by prisma/migrations/20261209000000_cow_forks/migration.sql.
+-- Defined last by prisma/migrations/20261212000000_fork_path_usage/migration.sql (first by 20261209000000_cow_forks).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 -- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
 --
@@ -19,7 +19,7 @@ AS $function$
       JOIN nodes ON nodes.tenant_id = p_tenant AND nodes.session_id = p_session AND nodes.id = wanted.id
     UNION ALL
     SELECT p_tenant, p_session, shared.id, NULLIF(shared.id - 1, 0), source.role, source.message, source.usage,
-           source.created_at
+           source.created_at, source.path_usage
       FROM sessions
      CROSS JOIN LATERAL (
             SELECT step.ord::integer AS id, step.node_id

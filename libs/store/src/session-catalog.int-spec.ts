@@ -332,7 +332,7 @@ describe('fork', () => {
     expect(tree.session).toMatchObject({
       path: [1, 2, 3],
       head: 3,
-      cursors: { '1': 2, '2': 3 },
+      cursors: {}, // one child each: a walk down takes it (see the fork's migration)
       nextNodeId: 4,
       title: 'source',
       status: 'idle',
@@ -531,6 +531,72 @@ describe('copy-on-write fork', () => {
       }),
     ).rejects.toMatchObject({ code: 'not_found' });
     expect(await realNodes(scope, fork)).toBe(2);
+  });
+
+  /** Every node's stored path usage (as a usage), by id, a fork's shared ones included; null where not known. */
+  async function pathUsages(s: Scope, id: string): Promise<Record<number, unknown>> {
+    const rows = await db.withTenantSql(s, (tx) =>
+      tx.query<{ id: number; usage: unknown }>(
+        `SELECT id, canopy_usage_of_vector(path_usage) AS usage FROM canopy_session_nodes($1::uuid, $2) ORDER BY id`,
+        [s.tenantId, id],
+      ),
+    );
+    return Object.fromEntries(rows.map((r) => [r.id, r.usage]));
+  }
+
+  /** What they must be: sumUsage over each node's path root -> node, in path order. */
+  function sumsOfPaths(nodes: TreeNode[]): Record<number, unknown> {
+    const byId = new Map(nodes.map((n) => [n.id, n]));
+    const out: Record<number, unknown> = {};
+    for (const n of nodes) {
+      const path: TreeNode[] = [];
+      for (
+        let at: TreeNode | undefined = n;
+        at;
+        at = at.parentId === null ? undefined : byId.get(at.parentId)
+      )
+        path.unshift(at);
+      out[n.id] = sumUsage(path.map((p) => p.usage));
+    }
+    return out;
+  }
+
+  it("keeps each node's path usage on every road that writes nodes; a fork's usage is its tip's", async () => {
+    const source = await catalog.importSession(scope, linear(['pq1', 'pa1', 'pq2', 'pa2', 'pq3', 'pa3']));
+    await turn(scope, source.id, 'psource'); // a commit under imported nodes
+    const first = await catalog.fork(scope, { sessionId: source.id, nodeId: 4 });
+    if (!first.ok) throw new Error(first.reason);
+    await turn(scope, first.session.id, 'pfirst'); // a commit under a shared node
+    const second = await catalog.fork(scope, { sessionId: first.session.id }); // copies the first's own nodes
+    if (!second.ok) throw new Error(second.reason);
+    expect(second.copied).toBe(2);
+    const check = async (id: string) => {
+      const tree = (await store.loadTree(scope, id))!;
+      // Float costs (0.1 * i): the same additions in the same order as sumUsage, to the last bit.
+      expect(await pathUsages(scope, id)).toEqual(sumsOfPaths(tree.nodes));
+      return tree;
+    };
+    await check(source.id);
+    const firstTree = await check(first.session.id);
+    await check(second.session.id);
+    expect(second.session.usage).toEqual(sumUsage(firstTree.nodes.map((n) => n.usage)));
+    expect(second.session.usage.inputCost).toBe(0.1 + 0.30000000000000004); // 0.1 * 1 + 0.1 * 3, in JavaScript
+
+    // The source deleted: its forks' shared nodes become real rows, their path usages with them.
+    await store.delete(scope, source.id);
+    expect(await baseOf(scope, first.session.id)).toEqual({ sessionId: null, nodeIds: null });
+    await check(first.session.id);
+
+    // Not known (nodes from before path usages): the fork sums its path as it did before.
+    await db.withTenantSql(scope, (tx) =>
+      tx.query(`UPDATE nodes SET path_usage = NULL WHERE tenant_id = $1::uuid AND session_id = $2`, [
+        scope.tenantId,
+        first.session.id,
+      ]),
+    );
+    const third = await catalog.fork(scope, { sessionId: first.session.id });
+    if (!third.ok) throw new Error(third.reason);
+    expect(third.session.usage).toEqual(sumUsage(firstTree.nodes.map((n) => n.usage)));
   });
 
   it('forks a fork from the first base, copying only the source fork own nodes on the path', async () => {

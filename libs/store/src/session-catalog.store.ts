@@ -139,15 +139,35 @@ export class SessionCatalogStore {
       if (!row)
         throw new CanopyException('already_exists', `session ${id} already exists`, { id, field: 'id' });
       if (input.nodes.length) {
-        // Parents inserted by the same statement satisfy the foreign key, checked at its end.
-        await query(
+        // Parents inserted by the same statement satisfy the parent check, made at its end. Each node's path
+        // usage (root -> it, summed in path order: what a fork of it costs) is its parent's plus its own, down
+        // each tree from its root; a node whose parent is not among them is stored without one (the check
+        // refuses it anyway).
+        const inserted = await query<{ id: number }>(
           tx,
           sql`
-          INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage)
-          SELECT ${scope.tenantId}::uuid, ${id}::text, n.id, n."parentId", (n.message ->> 'role')::message_role,
-                 n.message, n.usage
-            FROM jsonb_to_recordset(${json(input.nodes)}) AS n(id INTEGER, "parentId" INTEGER, message JSONB, usage JSONB)`,
+          INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, path_usage)
+          WITH RECURSIVE added AS (
+              SELECT n.id, n."parentId" AS parent_id, n.message, n.usage
+                FROM jsonb_to_recordset(${json(input.nodes)}) AS n(id INTEGER, "parentId" INTEGER, message JSONB, usage JSONB)
+          ), down AS (
+              SELECT added.*, CASE WHEN added.parent_id IS NULL THEN canopy_usage_vector(added.usage) END AS path_usage
+                FROM added
+               WHERE NOT EXISTS (SELECT 1 FROM added AS above WHERE above.id = added.parent_id)
+              UNION ALL
+              SELECT added.*, canopy_path_usage(down.path_usage, added.usage)
+                FROM down JOIN added ON added.parent_id = down.id
+          )
+          SELECT ${scope.tenantId}::uuid, ${id}::text, down.id, down.parent_id,
+                 (down.message ->> 'role')::message_role, down.message, down.usage, down.path_usage
+            FROM down
+          RETURNING id`,
         );
+        // The formats check the tree before (parents known and older); a node no walk reached would be lost here.
+        if (inserted.length !== input.nodes.length)
+          throw new Error(
+            `import of session ${id}: ${inserted.length} of ${input.nodes.length} nodes form a tree`,
+          );
       }
       return toSession(row);
     });
