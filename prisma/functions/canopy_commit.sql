@@ -54,7 +54,8 @@ BEGIN
                              ELSE canopy_path_usage(parent.path_usage, added.usage) END AS path_usage
           FROM added
           LEFT JOIN canopy_session_nodes(p_tenant, p_session,
-                                         ARRAY(SELECT added.parent_id FROM added WHERE added.parent_id IS NOT NULL))
+                                         ARRAY(SELECT DISTINCT added.parent_id FROM added
+                                                WHERE added.parent_id IS NOT NULL))
                     AS parent ON parent.id = added.parent_id
          WHERE NOT EXISTS (SELECT 1 FROM added AS above WHERE above.id = added.parent_id)
         UNION ALL

@@ -72,8 +72,11 @@ BEGIN
                 SELECT nodes.id, nodes.parent_id, 1 AS depth FROM nodes
                  WHERE nodes.tenant_id = p_tenant AND nodes.session_id = p_source AND nodes.id = v_tip
                 UNION ALL
-                SELECT nodes.id, nodes.parent_id, up.depth + 1 FROM up JOIN nodes
-                    ON nodes.tenant_id = p_tenant AND nodes.session_id = p_source AND nodes.id = up.parent_id
+                SELECT parent.id, parent.parent_id, up.depth + 1 FROM up
+                 CROSS JOIN LATERAL (SELECT nodes.id, nodes.parent_id FROM nodes
+                                      WHERE nodes.tenant_id = p_tenant AND nodes.session_id = p_source
+                                        AND nodes.id = up.parent_id
+                                     OFFSET 0) AS parent
             )
             SELECT array_agg(up.id ORDER BY up.depth DESC), (array_agg(up.parent_id ORDER BY up.depth DESC))[1]
               INTO v_ids, v_top_parent
@@ -141,8 +144,8 @@ BEGIN
           FROM (SELECT base.usage FROM nodes AS base
                  WHERE base.tenant_id = p_tenant AND base.session_id = v_base_session AND base.id = ANY (v_base_ids)
                 UNION ALL
-                SELECT own.usage FROM unnest(v_ids[v_kept + 1:]) AS step(id)
-                  JOIN nodes AS own ON own.tenant_id = p_tenant AND own.session_id = p_source AND own.id = step.id
+                SELECT own.usage FROM nodes AS own
+                 WHERE own.tenant_id = p_tenant AND own.session_id = p_source AND own.id = ANY (v_ids[v_kept + 1:])
                ) AS path;
         IF v_found <> cardinality(v_ids) THEN
             -- A node of the stored path is missing: the tree is not what the session says. Nothing is kept.
@@ -169,14 +172,19 @@ BEGIN
             v_base_session, v_base_ids)
     RETURNING * INTO session;
 
-    -- 6. A fork's own nodes on the path, copied after the virtual ones (the index trigger indexes them).
-    --    Each keeps its path usage: its path prefix is the same.
-    INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, path_usage)
-    SELECT p_tenant, p_id, (v_kept + step.ord)::integer, NULLIF(v_kept + step.ord - 1, 0)::integer, own.role,
-           own.message, own.usage, own.path_usage
-      FROM unnest(v_ids[v_kept + 1:]) WITH ORDINALITY AS step(id, ord)
-      JOIN nodes AS own ON own.tenant_id = p_tenant AND own.session_id = p_source AND own.id = step.id;
-    GET DIAGNOSTICS copied = ROW_COUNT;
+    -- 6. A fork's own nodes on the path, copied after the virtual ones (the index trigger indexes them), each
+    --    read by its primary key. Each keeps its path usage: its path prefix is the same.
+    copied := 0;
+    IF v_kept < cardinality(v_ids) THEN
+        INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, path_usage)
+        SELECT p_tenant, p_id, (v_kept + step.ord)::integer, NULLIF(v_kept + step.ord - 1, 0)::integer, own.role,
+               own.message, own.usage, own.path_usage
+          FROM unnest(v_ids[v_kept + 1:]) WITH ORDINALITY AS step(id, ord)
+         CROSS JOIN LATERAL (SELECT nodes.role, nodes.message, nodes.usage, nodes.path_usage FROM nodes
+                              WHERE nodes.tenant_id = p_tenant AND nodes.session_id = p_source AND nodes.id = step.id
+                             OFFSET 0) AS own;
+        GET DIAGNOSTICS copied = ROW_COUNT;
+    END IF;
     outcome := 'ok';
 END
 $function$;

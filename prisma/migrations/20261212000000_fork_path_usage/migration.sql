@@ -12,10 +12,19 @@
 -- that hang under a fork's shared nodes are left so (the backfill below walks each tree from its roots), and so is
 -- everything below a NULL; canopy_fork then sums the path as before.
 --
--- Also: a fork's cursors are empty (no node of a fresh fork has a second child, and a tree's walk down takes the
--- newest child where no cursor is set): building a 10,000-entry cursor object for each fork cost 10-15 ms.
+-- Also: the nodes of a session are read by primary key whatever the statistics say (canopy_session_nodes and
+-- canopy_fork below: no join of unnest(ids) with nodes the planner may turn around), and a fork's cursors are
+-- empty (no node of a fresh fork has a second child, and a tree's walk down takes the newest child where no cursor
+-- is set): building a 10,000-entry cursor object for each fork cost 10-15 ms.
 
 ALTER TABLE "nodes" ADD COLUMN "path_usage" DOUBLE PRECISION[];
+
+-- Nothing reads nodes by parent (the foreign key whose cascade it served went with 20261209000000_cow_forks), and
+-- the planner took it for primary-key lookups: both start (tenant, session), and where the statistics say a session
+-- has few nodes (a tenant of many small sessions) the two cost the same, so a lookup by id could scan every node of
+-- a big session through it (the parent check of each inserted node: 57 ms for 18,000 nodes). One index fewer to
+-- write on each commit too.
+DROP INDEX "nodes_children_idx";
 
 -- A usage as the vector of its ten fields, each read as canopy_usage reads it (a missing total the sum of parts).
 CREATE FUNCTION "canopy_usage_vector"(u JSONB) RETURNS DOUBLE PRECISION[]
@@ -74,16 +83,23 @@ UPDATE nodes SET path_usage = walk.path_usage
   FROM walk
  WHERE nodes.tenant_id = walk.tenant_id AND nodes.session_id = walk.session_id AND nodes.id = walk.id;
 
-CREATE OR REPLACE FUNCTION "canopy_session_nodes"(p_tenant uuid, p_session text, p_ids integer[] DEFAULT NULL::integer[])
- RETURNS SETOF nodes
- LANGUAGE sql
- STABLE
-AS $function$
+-- The nodes of a session, real and virtual (as in 20261209000000_cow_forks), now with their path usages, and read
+-- by primary key whatever the statistics say. Joined with unnest(p_ids), the wanted nodes were a join the planner
+-- was free to turn around: with statistics from many small sessions (a tenant's 20,000 ten-node sessions) it
+-- estimated one row per session and scanned all the nodes of a 10,000-node session for each wanted id (a fork's tip:
+-- 12 ms instead of 0.05; a run's path, a commit's parents the same way). Wanted real nodes are now an index
+-- condition (id = ANY (p_ids), each id once), wanted virtual ones one primary-key probe each (a LATERAL the
+-- planner may not pull up: OFFSET 0).
+CREATE OR REPLACE FUNCTION "canopy_session_nodes"(p_tenant UUID, p_session TEXT, p_ids INTEGER[] DEFAULT NULL)
+    RETURNS SETOF "nodes"
+    LANGUAGE sql STABLE
+    AS $function$
     SELECT nodes.* FROM nodes
      WHERE p_ids IS NULL AND nodes.tenant_id = p_tenant AND nodes.session_id = p_session
     UNION ALL
-    SELECT nodes.* FROM unnest(p_ids) AS wanted(id)
-      JOIN nodes ON nodes.tenant_id = p_tenant AND nodes.session_id = p_session AND nodes.id = wanted.id
+    SELECT nodes.* FROM nodes
+     WHERE p_ids IS NOT NULL AND nodes.tenant_id = p_tenant AND nodes.session_id = p_session
+       AND nodes.id = ANY (p_ids)
     UNION ALL
     SELECT p_tenant, p_session, shared.id, NULLIF(shared.id - 1, 0), source.role, source.message, source.usage,
            source.created_at, source.path_usage
@@ -97,8 +113,12 @@ AS $function$
               FROM unnest(p_ids) AS wanted(id)
              WHERE wanted.id BETWEEN 1 AND cardinality(sessions.base_node_ids)
            ) AS shared
-      JOIN nodes AS source ON source.tenant_id = p_tenant AND source.session_id = sessions.base_session_id
-                          AND source.id = shared.node_id
+     CROSS JOIN LATERAL (
+            SELECT base.* FROM nodes AS base
+             WHERE base.tenant_id = p_tenant AND base.session_id = sessions.base_session_id
+               AND base.id = shared.node_id
+            OFFSET 0
+           ) AS source
      WHERE sessions.tenant_id = p_tenant AND sessions.id = p_session AND sessions.base_session_id IS NOT NULL
 $function$;
 
@@ -167,7 +187,8 @@ BEGIN
                              ELSE canopy_path_usage(parent.path_usage, added.usage) END AS path_usage
           FROM added
           LEFT JOIN canopy_session_nodes(p_tenant, p_session,
-                                         ARRAY(SELECT added.parent_id FROM added WHERE added.parent_id IS NOT NULL))
+                                         ARRAY(SELECT DISTINCT added.parent_id FROM added
+                                                WHERE added.parent_id IS NOT NULL))
                     AS parent ON parent.id = added.parent_id
          WHERE NOT EXISTS (SELECT 1 FROM added AS above WHERE above.id = added.parent_id)
         UNION ALL
@@ -290,8 +311,11 @@ BEGIN
                 SELECT nodes.id, nodes.parent_id, 1 AS depth FROM nodes
                  WHERE nodes.tenant_id = p_tenant AND nodes.session_id = p_source AND nodes.id = v_tip
                 UNION ALL
-                SELECT nodes.id, nodes.parent_id, up.depth + 1 FROM up JOIN nodes
-                    ON nodes.tenant_id = p_tenant AND nodes.session_id = p_source AND nodes.id = up.parent_id
+                SELECT parent.id, parent.parent_id, up.depth + 1 FROM up
+                 CROSS JOIN LATERAL (SELECT nodes.id, nodes.parent_id FROM nodes
+                                      WHERE nodes.tenant_id = p_tenant AND nodes.session_id = p_source
+                                        AND nodes.id = up.parent_id
+                                     OFFSET 0) AS parent
             )
             SELECT array_agg(up.id ORDER BY up.depth DESC), (array_agg(up.parent_id ORDER BY up.depth DESC))[1]
               INTO v_ids, v_top_parent
@@ -359,8 +383,8 @@ BEGIN
           FROM (SELECT base.usage FROM nodes AS base
                  WHERE base.tenant_id = p_tenant AND base.session_id = v_base_session AND base.id = ANY (v_base_ids)
                 UNION ALL
-                SELECT own.usage FROM unnest(v_ids[v_kept + 1:]) AS step(id)
-                  JOIN nodes AS own ON own.tenant_id = p_tenant AND own.session_id = p_source AND own.id = step.id
+                SELECT own.usage FROM nodes AS own
+                 WHERE own.tenant_id = p_tenant AND own.session_id = p_source AND own.id = ANY (v_ids[v_kept + 1:])
                ) AS path;
         IF v_found <> cardinality(v_ids) THEN
             -- A node of the stored path is missing: the tree is not what the session says. Nothing is kept.
@@ -387,14 +411,19 @@ BEGIN
             v_base_session, v_base_ids)
     RETURNING * INTO session;
 
-    -- 6. A fork's own nodes on the path, copied after the virtual ones (the index trigger indexes them).
-    --    Each keeps its path usage: its path prefix is the same.
-    INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, path_usage)
-    SELECT p_tenant, p_id, (v_kept + step.ord)::integer, NULLIF(v_kept + step.ord - 1, 0)::integer, own.role,
-           own.message, own.usage, own.path_usage
-      FROM unnest(v_ids[v_kept + 1:]) WITH ORDINALITY AS step(id, ord)
-      JOIN nodes AS own ON own.tenant_id = p_tenant AND own.session_id = p_source AND own.id = step.id;
-    GET DIAGNOSTICS copied = ROW_COUNT;
+    -- 6. A fork's own nodes on the path, copied after the virtual ones (the index trigger indexes them), each
+    --    read by its primary key. Each keeps its path usage: its path prefix is the same.
+    copied := 0;
+    IF v_kept < cardinality(v_ids) THEN
+        INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, path_usage)
+        SELECT p_tenant, p_id, (v_kept + step.ord)::integer, NULLIF(v_kept + step.ord - 1, 0)::integer, own.role,
+               own.message, own.usage, own.path_usage
+          FROM unnest(v_ids[v_kept + 1:]) WITH ORDINALITY AS step(id, ord)
+         CROSS JOIN LATERAL (SELECT nodes.role, nodes.message, nodes.usage, nodes.path_usage FROM nodes
+                              WHERE nodes.tenant_id = p_tenant AND nodes.session_id = p_source AND nodes.id = step.id
+                             OFFSET 0) AS own;
+        GET DIAGNOSTICS copied = ROW_COUNT;
+    END IF;
     outcome := 'ok';
 END
 $function$;
