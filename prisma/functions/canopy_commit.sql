@@ -53,10 +53,7 @@ BEGIN
         SELECT added.*, CASE WHEN added.parent_id IS NULL THEN canopy_usage_vector(added.usage)
                              ELSE canopy_path_usage(parent.path_usage, added.usage) END AS path_usage
           FROM added
-          LEFT JOIN canopy_session_nodes(p_tenant, p_session,
-                                         ARRAY(SELECT DISTINCT added.parent_id FROM added
-                                                WHERE added.parent_id IS NOT NULL))
-                    AS parent ON parent.id = added.parent_id
+          LEFT JOIN LATERAL canopy_session_nodes(p_tenant, p_session, ARRAY[added.parent_id]) AS parent ON true
          WHERE NOT EXISTS (SELECT 1 FROM added AS above WHERE above.id = added.parent_id)
         UNION ALL
         SELECT added.*, canopy_path_usage(down.path_usage, added.usage)

@@ -4,15 +4,24 @@
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 -- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
 --
--- A node's path usage: its parent's (NULL: not known, and so is this one) plus its own usage.
+-- A node's path usage: its parent's (NULL: not known, and so is this one) plus its own usage, field by field. One
+-- expression (no FROM), so the planner inlines it into the statements calling it, planned once with them (see
+-- 20261211000000_usage_functions_inline: a SQL function it cannot inline is planned again on every call).
 CREATE OR REPLACE FUNCTION public.canopy_path_usage(parent double precision[], u jsonb)
  RETURNS double precision[]
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-    SELECT CASE WHEN parent IS NOT NULL AND cardinality(parent) = 10 THEN
-        ARRAY[parent[1] + v[1], parent[2] + v[2], parent[3] + v[3], parent[4] + v[4], parent[5] + v[5],
-              parent[6] + v[6], parent[7] + v[7], parent[8] + v[8], parent[9] + v[9], parent[10] + v[10]]
+    SELECT CASE WHEN cardinality(parent) = 10 THEN ARRAY[
+        parent[1] + COALESCE(canopy_usage_number(u, 'inputTokens'), 0),
+        parent[2] + COALESCE(canopy_usage_number(u, 'outputTokens'), 0),
+        parent[3] + COALESCE(canopy_usage_number(u, 'cacheReadTokens'), 0),
+        parent[4] + COALESCE(canopy_usage_number(u, 'cacheWriteTokens'), 0),
+        parent[5] + COALESCE(canopy_usage_number(u, 'totalTokens'), COALESCE(canopy_usage_number(u, 'inputTokens'), 0) + COALESCE(canopy_usage_number(u, 'outputTokens'), 0) + COALESCE(canopy_usage_number(u, 'cacheReadTokens'), 0) + COALESCE(canopy_usage_number(u, 'cacheWriteTokens'), 0)),
+        parent[6] + COALESCE(canopy_usage_number(u, 'inputCost'), 0),
+        parent[7] + COALESCE(canopy_usage_number(u, 'outputCost'), 0),
+        parent[8] + COALESCE(canopy_usage_number(u, 'cacheReadCost'), 0),
+        parent[9] + COALESCE(canopy_usage_number(u, 'cacheWriteCost'), 0),
+        parent[10] + COALESCE(canopy_usage_number(u, 'totalCost'), COALESCE(canopy_usage_number(u, 'inputCost'), 0) + COALESCE(canopy_usage_number(u, 'outputCost'), 0) + COALESCE(canopy_usage_number(u, 'cacheReadCost'), 0) + COALESCE(canopy_usage_number(u, 'cacheWriteCost'), 0))]
     END
-      FROM (SELECT canopy_usage_vector(u) AS v) AS own
 $function$;

@@ -45,15 +45,24 @@ CREATE FUNCTION "canopy_usage_vector"(u JSONB) RETURNS DOUBLE PRECISION[]
                  COALESCE(canopy_usage_number(u, 'inputCost'), 0) + COALESCE(canopy_usage_number(u, 'outputCost'), 0) + COALESCE(canopy_usage_number(u, 'cacheReadCost'), 0) + COALESCE(canopy_usage_number(u, 'cacheWriteCost'), 0))]
 $$;
 
--- A node's path usage: its parent's (NULL: not known, and so is this one) plus its own usage.
+-- A node's path usage: its parent's (NULL: not known, and so is this one) plus its own usage, field by field. One
+-- expression (no FROM), so the planner inlines it into the statements calling it, planned once with them (see
+-- 20261211000000_usage_functions_inline: a SQL function it cannot inline is planned again on every call).
 CREATE FUNCTION "canopy_path_usage"(parent DOUBLE PRECISION[], u JSONB) RETURNS DOUBLE PRECISION[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
-    SELECT CASE WHEN parent IS NOT NULL AND cardinality(parent) = 10 THEN
-        ARRAY[parent[1] + v[1], parent[2] + v[2], parent[3] + v[3], parent[4] + v[4], parent[5] + v[5],
-              parent[6] + v[6], parent[7] + v[7], parent[8] + v[8], parent[9] + v[9], parent[10] + v[10]]
+    SELECT CASE WHEN cardinality(parent) = 10 THEN ARRAY[
+        parent[1] + COALESCE(canopy_usage_number(u, 'inputTokens'), 0),
+        parent[2] + COALESCE(canopy_usage_number(u, 'outputTokens'), 0),
+        parent[3] + COALESCE(canopy_usage_number(u, 'cacheReadTokens'), 0),
+        parent[4] + COALESCE(canopy_usage_number(u, 'cacheWriteTokens'), 0),
+        parent[5] + COALESCE(canopy_usage_number(u, 'totalTokens'), COALESCE(canopy_usage_number(u, 'inputTokens'), 0) + COALESCE(canopy_usage_number(u, 'outputTokens'), 0) + COALESCE(canopy_usage_number(u, 'cacheReadTokens'), 0) + COALESCE(canopy_usage_number(u, 'cacheWriteTokens'), 0)),
+        parent[6] + COALESCE(canopy_usage_number(u, 'inputCost'), 0),
+        parent[7] + COALESCE(canopy_usage_number(u, 'outputCost'), 0),
+        parent[8] + COALESCE(canopy_usage_number(u, 'cacheReadCost'), 0),
+        parent[9] + COALESCE(canopy_usage_number(u, 'cacheWriteCost'), 0),
+        parent[10] + COALESCE(canopy_usage_number(u, 'totalCost'), COALESCE(canopy_usage_number(u, 'inputCost'), 0) + COALESCE(canopy_usage_number(u, 'outputCost'), 0) + COALESCE(canopy_usage_number(u, 'cacheReadCost'), 0) + COALESCE(canopy_usage_number(u, 'cacheWriteCost'), 0))]
     END
-      FROM (SELECT canopy_usage_vector(u) AS v) AS own
 $$;
 
 -- The vector as a stored usage (canopy_usage's object); NULL for NULL.
@@ -186,10 +195,7 @@ BEGIN
         SELECT added.*, CASE WHEN added.parent_id IS NULL THEN canopy_usage_vector(added.usage)
                              ELSE canopy_path_usage(parent.path_usage, added.usage) END AS path_usage
           FROM added
-          LEFT JOIN canopy_session_nodes(p_tenant, p_session,
-                                         ARRAY(SELECT DISTINCT added.parent_id FROM added
-                                                WHERE added.parent_id IS NOT NULL))
-                    AS parent ON parent.id = added.parent_id
+          LEFT JOIN LATERAL canopy_session_nodes(p_tenant, p_session, ARRAY[added.parent_id]) AS parent ON true
          WHERE NOT EXISTS (SELECT 1 FROM added AS above WHERE above.id = added.parent_id)
         UNION ALL
         SELECT added.*, canopy_path_usage(down.path_usage, added.usage)
