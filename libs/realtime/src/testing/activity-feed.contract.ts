@@ -92,8 +92,13 @@ export function describeActivityFeedContract(name: string, make: () => Promise<A
     });
 
     it('delivers only events published after subscribe resolved', async () => {
+      // A witness subscribed before the early event sees it arrive first. On a Redis Cluster a PUBLISH returns once
+      // its own node has delivered it and reaches the other nodes over the cluster bus later: a subscription made
+      // meanwhile on another node would still get it. "Published" here is "delivered to those already listening".
+      const witness = await record(tenantA);
       const early = titled(tenantA);
       await feed.publish(early);
+      await waitFor('the early event', () => witness.events.length >= 1);
       const a = await record(tenantA);
       const all = await record(null);
 
