@@ -76,8 +76,10 @@ CREATE FUNCTION "canopy_usage_of_vector"(v DOUBLE PRECISION[]) RETURNS JSONB
     END
 $$;
 
--- The nodes there are: each tree walked down from its roots (a root's path usage is its own usage). Nodes under a
+-- The nodes there are, across tenants (this transaction only: row-level security is forced, even for the owner
+-- running the migration): each tree walked down from its roots (a root's path usage is its own usage). Nodes under a
 -- fork's shared nodes stay NULL (see above).
+SELECT set_config('canopy.admin', 'on', true);
 WITH RECURSIVE walk AS (
     SELECT nodes.tenant_id, nodes.session_id, nodes.id, canopy_usage_vector(nodes.usage) AS path_usage
       FROM nodes
@@ -91,6 +93,7 @@ WITH RECURSIVE walk AS (
 UPDATE nodes SET path_usage = walk.path_usage
   FROM walk
  WHERE nodes.tenant_id = walk.tenant_id AND nodes.session_id = walk.session_id AND nodes.id = walk.id;
+SELECT set_config('canopy.admin', '', true);
 
 -- The nodes of a session, real and virtual (as in 20261209000000_cow_forks), now with their path usages, and read
 -- by primary key whatever the statistics say. Joined with unnest(p_ids), the wanted nodes were a join the planner
