@@ -917,6 +917,25 @@ describe('random input (fast-check)', () => {
     );
   });
 
+  it('a key "__proto__" anywhere in a body answers 400 naming it (the schemas would drop it: a silent loss)', async () => {
+    // Found by the property above (seed 1017490738): PATCH {metadata: {"__proto__": "__proto__"}} answered 200
+    // and stored no such key.
+    const scratch = await api.post('/v1/sessions', { model: 'mock:echo' });
+    const patch = operations.find((op) => op.key === 'PATCH /v1/sessions/{id}')!;
+    const path = `/v1/sessions/${scratch.body.id}`;
+    for (const body of ['{"metadata": {"__proto__": "x"}}', '{"title": "t", "__proto__": {"title": "u"}}']) {
+      const res = await send(patch, { path, body });
+      expect(errorMismatch(res, 400, 'bad_request')).toBeNull();
+      const issues = (errorOf(res)?.details as { issues: Array<{ path: string; message: string }> }).issues;
+      expect(issues[0]!.message).toBe('"__proto__" is not allowed as a key');
+      expect(issues[0]!.path).toMatch(/__proto__$/);
+    }
+    const create = operations.find((op) => op.key === 'POST /v1/sessions')!;
+    const res = await send(create, { body: '{"model": "mock:echo", "opts": {"a": {"__proto__": 1}}}' });
+    expect(errorMismatch(res, 400, 'bad_request')).toBeNull();
+    expect((await api.get(path)).body.metadata).toEqual({});
+  });
+
   it('random cursors answer 200 or 400 invalid cursor, never 5xx', async () => {
     const list = operations.find((op) => op.key === 'GET /v1/sessions')!;
     const text = fc.string({ unit: 'binary', maxLength: 30 }).filter((v) => !v.includes('\u0000'));

@@ -23,6 +23,8 @@ import {
   resumeSchema,
   sessionIdSchema,
   unstorableTextPath,
+  reservedKeyPath,
+  RESERVED_KEY_MESSAGE,
   type Scope,
 } from '@canopy/core';
 import { CanopyException, InjectConfig, describe as describeError, type CanopyConfig } from '@canopy/common';
@@ -178,6 +180,12 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
         const path = unstorable.join('.');
         throw CanopyException.badRequest('invalid frame', {
           issues: [{ path, message: 'must not contain NUL characters or unpaired surrogates' }],
+        });
+      }
+      const reserved = reservedKeyPath(json);
+      if (reserved) {
+        throw CanopyException.badRequest('invalid frame', {
+          issues: [{ path: reserved.join('.'), message: RESERVED_KEY_MESSAGE }],
         });
       }
       const parsed = frameSchema.safeParse(json);

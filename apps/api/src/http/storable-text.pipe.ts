@@ -1,10 +1,11 @@
 // A global pipe ahead of the schemas: no body, query or path parameter may carry text Postgres cannot store
 // (a NUL character, an unpaired UTF-16 surrogate). Such input is a bad_request naming the field, like any
 // invalid field, instead of a database error (500) or a misleading one (jsonb's invalid_text_representation).
+// Nor a key `__proto__`, which the schemas would drop without a word (the request succeeding, the value lost).
 
 import { Injectable, type ArgumentMetadata, type PipeTransform } from '@nestjs/common';
 import { CanopyException } from '@canopy/common';
-import { unstorableTextPath } from '@canopy/core';
+import { RESERVED_KEY_MESSAGE, reservedKeyPath, unstorableTextPath } from '@canopy/core';
 
 const MESSAGE = 'must not contain NUL characters or unpaired surrogates';
 
@@ -12,11 +13,14 @@ const MESSAGE = 'must not contain NUL characters or unpaired surrogates';
 export class StorableTextPipe implements PipeTransform {
   transform(value: unknown, metadata: ArgumentMetadata): unknown {
     if (metadata.type === 'custom') return value;
-    const found = unstorableTextPath(value);
+    const unstorable = unstorableTextPath(value);
+    const reserved = unstorable ? null : reservedKeyPath(value);
+    const found = unstorable ?? reserved;
     if (!found) return value;
+    const message = unstorable ? MESSAGE : RESERVED_KEY_MESSAGE;
     const path = [...(metadata.type === 'param' && metadata.data ? [metadata.data] : []), ...found].join('.');
-    throw CanopyException.badRequest(`invalid request: ${path || '(body)'}: ${MESSAGE}`, {
-      issues: [{ path, message: MESSAGE }],
+    throw CanopyException.badRequest(`invalid request: ${path || '(body)'}: ${message}`, {
+      issues: [{ path, message }],
     });
   }
 }

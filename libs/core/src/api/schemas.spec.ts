@@ -1,6 +1,32 @@
-// unstorableTextPath: where in a request value lies text Postgres cannot store (NUL, an unpaired surrogate).
+// unstorableTextPath: where in a request value lies text Postgres cannot store (NUL, an unpaired surrogate);
+// reservedKeyPath: where it has a key "__proto__".
 
-import { unstorableTextPath } from './schemas';
+import { reservedKeyPath, unstorableTextPath } from './schemas';
+
+describe('reservedKeyPath', () => {
+  // As a request body arrives: JSON.parse makes "__proto__" an own key (zod's records then drop it silently).
+  const body = (json: string): unknown => JSON.parse(json);
+
+  it('names the path of a "__proto__" key at any depth', () => {
+    expect(reservedKeyPath(body('{"metadata": {"__proto__": "x", "team": "ops"}}'))).toEqual([
+      'metadata',
+      '__proto__',
+    ]);
+    expect(reservedKeyPath(body('{"opts": {"a": [{"__proto__": {}}]}}'))).toEqual([
+      'opts',
+      'a',
+      0,
+      '__proto__',
+    ]);
+    expect(reservedKeyPath(body('{"__proto__": 1}'))).toEqual(['__proto__']);
+  });
+
+  it('lets every other key and value through, "constructor", "prototype" and the text "__proto__" included', () => {
+    expect(reservedKeyPath(body('{"constructor": "c", "prototype": {"proto": "__proto__"}}'))).toBeNull();
+    expect(reservedKeyPath('__proto__')).toBeNull();
+    expect(reservedKeyPath(null)).toBeNull();
+  });
+});
 
 describe('unstorableTextPath', () => {
   it('finds nothing in ordinary text, emoji (paired surrogates) and non-string values', () => {

@@ -48,6 +48,35 @@ function isStorableText(s: string): boolean {
  * before its schema, so such input is a bad_request instead of a database error.
  */
 export function unstorableTextPath(value: unknown): Array<string | number> | null {
+  return firstPathWhere(
+    value,
+    (s) => !isStorableText(s),
+    (key) => !isStorableText(key),
+  );
+}
+
+/** Why reservedKeyPath refuses a key. */
+export const RESERVED_KEY_MESSAGE = '"__proto__" is not allowed as a key';
+
+/**
+ * The path to the first object key `__proto__` in a request value, or null. Checked on every request with
+ * unstorableTextPath: the schemas (zod) drop such a key without a word, and a JavaScript object would take it
+ * for its prototype, so a value sent under it would be lost while the request succeeds.
+ */
+export function reservedKeyPath(value: unknown): Array<string | number> | null {
+  return firstPathWhere(
+    value,
+    () => false,
+    (key) => key === '__proto__',
+  );
+}
+
+/** The path to the first string or key (depth-first, without recursion) that fails its test, or null. */
+function firstPathWhere(
+  value: unknown,
+  badText: (s: string) => boolean,
+  badKey: (key: string) => boolean,
+): Array<string | number> | null {
   interface Step {
     value: unknown;
     key: string | number | null;
@@ -63,13 +92,13 @@ export function unstorableTextPath(value: unknown): Array<string | number> | nul
     const step = stack.pop()!;
     const v = step.value;
     if (typeof v === 'string') {
-      if (!isStorableText(v)) return pathOf(step);
+      if (badText(v)) return pathOf(step);
     } else if (Array.isArray(v)) {
       v.forEach((child: unknown, i) => stack.push({ value: child, key: i, parent: step }));
     } else if (v !== null && typeof v === 'object') {
       for (const [key, child] of Object.entries(v as Record<string, unknown>)) {
         const next: Step = { value: child, key, parent: step };
-        if (!isStorableText(key)) return pathOf(next);
+        if (badKey(key)) return pathOf(next);
         stack.push(next);
       }
     }
