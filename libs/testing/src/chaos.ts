@@ -141,7 +141,6 @@ export class ChaosLoad {
   private workers: Promise<void>[] = [];
   /** Every prompt request: when it was sent, when (and how) it was answered, to explain a window without runs. */
   private readonly prompts: Array<{
-    sessionId: string;
     sentAt: number;
     answeredAt: number | null;
     status: number | null;
@@ -217,7 +216,6 @@ export class ChaosLoad {
     while (!this.stopped) {
       const prompt = `${sessionId} r${k++} ${'w '.repeat(words).trim()}`;
       const attempt = {
-        sessionId,
         sentAt: Date.now(),
         answeredAt: null as number | null,
         status: null as number | null,

@@ -22,9 +22,7 @@ import {
   promptSchema,
   resumeSchema,
   sessionIdSchema,
-  unstorableTextPath,
-  reservedKeyPath,
-  RESERVED_KEY_MESSAGE,
+  refusedInput,
   type Scope,
 } from '@canopy/core';
 import { CanopyException, InjectConfig, describe as describeError, type CanopyConfig } from '@canopy/common';
@@ -175,17 +173,10 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
     try {
       const json: unknown = JSON.parse(rawText(data));
       refValue = (json as { ref?: string | number } | null)?.ref;
-      const unstorable = unstorableTextPath(json);
-      if (unstorable) {
-        const path = unstorable.join('.');
+      const refused = refusedInput(json);
+      if (refused) {
         throw CanopyException.badRequest('invalid frame', {
-          issues: [{ path, message: 'must not contain NUL characters or unpaired surrogates' }],
-        });
-      }
-      const reserved = reservedKeyPath(json);
-      if (reserved) {
-        throw CanopyException.badRequest('invalid frame', {
-          issues: [{ path: reserved.join('.'), message: RESERVED_KEY_MESSAGE }],
+          issues: [{ path: refused.path.join('.'), message: refused.message }],
         });
       }
       const parsed = frameSchema.safeParse(json);

@@ -5,20 +5,19 @@
 
 import { Injectable, type ArgumentMetadata, type PipeTransform } from '@nestjs/common';
 import { CanopyException } from '@canopy/common';
-import { RESERVED_KEY_MESSAGE, reservedKeyPath, unstorableTextPath } from '@canopy/core';
-
-const MESSAGE = 'must not contain NUL characters or unpaired surrogates';
+import { refusedInput } from '@canopy/core';
 
 @Injectable()
 export class StorableTextPipe implements PipeTransform {
   transform(value: unknown, metadata: ArgumentMetadata): unknown {
     if (metadata.type === 'custom') return value;
-    const unstorable = unstorableTextPath(value);
-    const reserved = unstorable ? null : reservedKeyPath(value);
-    const found = unstorable ?? reserved;
-    if (!found) return value;
-    const message = unstorable ? MESSAGE : RESERVED_KEY_MESSAGE;
-    const path = [...(metadata.type === 'param' && metadata.data ? [metadata.data] : []), ...found].join('.');
+    const refused = refusedInput(value);
+    if (!refused) return value;
+    const { message } = refused;
+    const path = [
+      ...(metadata.type === 'param' && metadata.data ? [metadata.data] : []),
+      ...refused.path,
+    ].join('.');
     throw CanopyException.badRequest(`invalid request: ${path || '(body)'}: ${message}`, {
       issues: [{ path, message }],
     });

@@ -1,9 +1,15 @@
 // unstorableTextPath: where in a request value lies text Postgres cannot store (NUL, an unpaired surrogate);
-// reservedKeyPath: where it has a key "__proto__".
+// refusedInput: either, or a key "__proto__", in one walk.
 
-import { reservedKeyPath, unstorableTextPath } from './schemas';
+import { RESERVED_KEY_MESSAGE, refusedInput, unstorableTextPath } from './schemas';
 
-describe('reservedKeyPath', () => {
+const reservedKeyPath = (value: unknown) => {
+  const refused = refusedInput(value);
+  if (refused) expect(refused.message).toBe(RESERVED_KEY_MESSAGE);
+  return refused?.path ?? null;
+};
+
+describe('refusedInput: a key "__proto__"', () => {
   // As a request body arrives: JSON.parse makes "__proto__" an own key (zod's records then drop it silently).
   const body = (json: string): unknown => JSON.parse(json);
 

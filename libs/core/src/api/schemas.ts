@@ -42,41 +42,38 @@ function isStorableText(s: string): boolean {
   return !s.includes('\u0000') && !LONE_SURROGATE.test(s);
 }
 
-/**
- * The path to the first string (or object key) in a request value that no Postgres text or jsonb column can
- * hold — a NUL character or an unpaired surrogate — or null when there is none. Checked on every request
- * before its schema, so such input is a bad_request instead of a database error.
- */
-export function unstorableTextPath(value: unknown): Array<string | number> | null {
-  return firstPathWhere(
-    value,
-    (s) => !isStorableText(s),
-    (key) => !isStorableText(key),
-  );
-}
+/** Why unstorableTextPath refuses a string or key. */
+export const UNSTORABLE_TEXT_MESSAGE = 'must not contain NUL characters or unpaired surrogates';
 
-/** Why reservedKeyPath refuses a key. */
+/**
+ * Why refusedInput refuses a key `__proto__`: the schemas (zod) drop such a key without a word (a JavaScript
+ * object would take it for its prototype), so a value sent under it would be lost while the request succeeds.
+ */
 export const RESERVED_KEY_MESSAGE = '"__proto__" is not allowed as a key';
 
 /**
- * The path to the first object key `__proto__` in a request value, or null. Checked on every request with
- * unstorableTextPath: the schemas (zod) drop such a key without a word, and a JavaScript object would take it
- * for its prototype, so a value sent under it would be lost while the request succeeds.
+ * The path to the first string (or object key) in a request value that no Postgres text or jsonb column can
+ * hold — a NUL character or an unpaired surrogate — or null when there is none.
  */
-export function reservedKeyPath(value: unknown): Array<string | number> | null {
-  return firstPathWhere(
-    value,
-    () => false,
-    (key) => key === '__proto__',
+export function unstorableTextPath(value: unknown): Array<string | number> | null {
+  return firstProblem(value, (s) => (isStorableText(s) ? null : UNSTORABLE_TEXT_MESSAGE))?.path ?? null;
+}
+
+/**
+ * What no request may carry, anywhere, checked in one walk before its schema: unstorable text (a bad_request instead
+ * of a database error) and a `__proto__` key (a bad_request instead of a silent loss). The first found, with why.
+ */
+export function refusedInput(value: unknown): { path: Array<string | number>; message: string } | null {
+  return firstProblem(value, (s, isKey) =>
+    !isStorableText(s) ? UNSTORABLE_TEXT_MESSAGE : isKey && s === '__proto__' ? RESERVED_KEY_MESSAGE : null,
   );
 }
 
-/** The path to the first string or key (depth-first, without recursion) that fails its test, or null. */
-function firstPathWhere(
+/** The first string or key (depth-first, without recursion) its test finds a problem with: where, and which. */
+function firstProblem(
   value: unknown,
-  badText: (s: string) => boolean,
-  badKey: (key: string) => boolean,
-): Array<string | number> | null {
+  problemOf: (s: string, isKey: boolean) => string | null,
+): { path: Array<string | number>; message: string } | null {
   interface Step {
     value: unknown;
     key: string | number | null;
@@ -92,13 +89,15 @@ function firstPathWhere(
     const step = stack.pop()!;
     const v = step.value;
     if (typeof v === 'string') {
-      if (badText(v)) return pathOf(step);
+      const message = problemOf(v, false);
+      if (message) return { path: pathOf(step), message };
     } else if (Array.isArray(v)) {
       v.forEach((child: unknown, i) => stack.push({ value: child, key: i, parent: step }));
     } else if (v !== null && typeof v === 'object') {
       for (const [key, child] of Object.entries(v as Record<string, unknown>)) {
         const next: Step = { value: child, key, parent: step };
-        if (badKey(key)) return pathOf(next);
+        const message = problemOf(key, true);
+        if (message) return { path: pathOf(next), message };
         stack.push(next);
       }
     }
