@@ -322,6 +322,42 @@ describe('callSql', () => {
   });
 });
 
+describe('connection lanes', () => {
+  it('gives a free connection to a waiting request before waiting run statements, and answers all', async () => {
+    const pair = open({ poolMax: 2 });
+    const order: string[] = [];
+    const statement = (label: string, lane: 'request' | 'run', sleep = 0) =>
+      pair
+        .callSql({ tenantId: a }, `SELECT pg_sleep($1::float8)`, [sleep], lane)
+        .then(() => order.push(label));
+    // Both connections busy (the second for longer); then five run statements queue, then one request.
+    const holders = [statement('hold-1', 'run', 0.2), statement('hold-2', 'run', 0.8)];
+    const runs = [1, 2, 3, 4, 5].map((n) => statement(`run-${n}`, 'run'));
+    const request = statement('request', 'request');
+    expect(pair.poolStats.waitingByLane).toEqual({ request: 1, run: 5 });
+    await Promise.all([...holders, ...runs, request]);
+    // The first connection freed went to the request, though it came last (first come, first served would have
+    // answered it after the five runs); the runs kept their order among themselves.
+    expect(order).toEqual(['hold-1', 'request', 'run-1', 'run-2', 'run-3', 'run-4', 'run-5', 'hold-2']);
+    expect(pair.poolStats.waitingByLane).toEqual({ request: 0, run: 0 });
+  });
+
+  it('times a lane wait out at DATABASE_TX_MAX_WAIT_MS as unavailable, and the permits come back', async () => {
+    const single = open({ poolMax: 1, txMaxWaitMs: 150 });
+    const holding = single.callSql({ tenantId: a }, 'SELECT pg_sleep(0.5)', [], 'run');
+    expect(await codeOf(single.callSql({ tenantId: a }, 'SELECT 1', [], 'run'))).toBe('unavailable');
+    expect(await codeOf(single.callSql({ tenantId: a }, 'SELECT 1', []))).toBe('unavailable');
+    await holding;
+    // A failed statement and a broken connection give their permit back too.
+    expect(await codeOf(single.callSql({ tenantId: a }, 'SELECT $1::uuid', ['x'], 'run'))).toBe('not_found');
+    await expect(single.callSql({ tenantId: a }, 'SELECT 1 AS one', [])).resolves.toEqual([{ one: 1 }]);
+    await expect(single.withTenantSql({ tenantId: a }, (tx) => tx.query('SELECT 1 AS one'))).resolves.toEqual(
+      [{ one: 1 }],
+    );
+    expect(single.poolStats).toMatchObject({ waiting: 0, waitingByLane: { request: 0, run: 0 } });
+  });
+});
+
 describe('withAdminSql', () => {
   it('spans tenants, and needs a reason', async () => {
     const [seen] = await db.withAdminSql('test: cross-tenant read', (tx) =>

@@ -22,6 +22,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool, type ClientBase, type PoolClient } from 'pg';
 import { PrismaClient, type Prisma } from './generated/prisma/client';
 import { auditSetting } from './audit';
+import { ConnectionLanes, type Lane } from './connection-lanes';
 import { mapDbError, transactionTimeout } from './prisma-errors';
 
 export type Tx = Prisma.TransactionClient;
@@ -66,6 +67,8 @@ export class Database {
   /** Checkouts of a pooled connection by the raw-SQL roads, and the time they waited for one (poolStats). */
   private checkouts = 0;
   private checkoutWaitMs = 0;
+  /** Who gets the next free connection of the raw-SQL roads when all are busy (connection-lanes.ts). */
+  private readonly lanes: ConnectionLanes;
 
   constructor(private readonly options: DatabaseOptions) {
     // One pool for both roads, so poolMax bounds the connections this process opens (Postgres allows few).
@@ -92,6 +95,11 @@ export class Database {
         return query(...args);
       };
     });
+    this.lanes = new ConnectionLanes(
+      options.poolMax,
+      // pg-pool's own words for it, so it maps to unavailable (503) like the pool's timeout.
+      () => new Error('timeout exceeded when trying to connect (waiting for a pooled connection)'),
+    );
     this.prisma = new PrismaClient({
       adapter: new PrismaPg(this.pool), // an external pool: Prisma never ends it, disconnect() does
       transactionOptions: { maxWait: options.txMaxWaitMs, timeout: options.txTimeoutMs },
@@ -155,14 +163,16 @@ export class Database {
    * functions do (they set canopy.tenant_id, transaction-local: for this statement only); one that does not sees
    * nothing, row-level security being what it is. The scope's tenant id is checked here like withTenantSql's: one
    * that is no uuid finds nothing, before the database is touched. Errors are mapped as on the other roads.
+   * `lane` 'run' is for the run engine's statements: callers waiting for an answer go first (connection-lanes.ts).
    */
   async callSql<R = Record<string, unknown>>(
     scope: Pick<Scope, 'tenantId'>,
     text: string,
     params: unknown[],
+    lane: Lane = 'request',
   ): Promise<R[]> {
     if (!isUuid(scope.tenantId)) throw CanopyException.notFound('tenant');
-    const client = await this.checkout();
+    const client = await this.checkout(lane);
     // As in sqlTransaction: a connection that dies while we hold it is discarded, not returned to the pool.
     let broken: Error | undefined;
     const onError = (err: Error) => (broken ??= err);
@@ -173,34 +183,61 @@ export class Database {
       throw mapDbError(err);
     } finally {
       client.removeListener('error', onError);
-      client.release(broken);
+      this.giveBack(client, broken);
     }
   }
 
   /**
    * The pool as the raw-SQL roads (the session store, the hot path) see it: checkouts since start, the time they
-   * waited for a free connection (all poolMax busy: the pool queues), and the pool's state now. Prisma's typed
-   * client takes its connections from the same pool without passing here.
+   * waited for a free connection (all poolMax busy: they queue in their lanes), and the pool's state now, with the
+   * lanes' waiters. Prisma's typed client takes its connections from the same pool without passing here (it
+   * serves admin routes and key lookups, cached on the request path); while it holds some, checkouts here can
+   * also wait in the pool's own first-come queue.
    */
-  get poolStats(): { checkouts: number; waitSeconds: number; waiting: number; total: number; idle: number } {
+  get poolStats(): {
+    checkouts: number;
+    waitSeconds: number;
+    waiting: number;
+    total: number;
+    idle: number;
+    waitingByLane: { request: number; run: number };
+  } {
+    const lanes = this.lanes.state;
     return {
       checkouts: this.checkouts,
       waitSeconds: this.checkoutWaitMs / 1000,
-      waiting: this.pool.waitingCount,
+      waiting: this.pool.waitingCount + lanes.request + lanes.run,
       total: this.pool.totalCount,
       idle: this.pool.idleCount,
+      waitingByLane: { request: lanes.request, run: lanes.run },
     };
   }
 
-  private async checkout(): Promise<PoolClient> {
+  /** A pooled connection for the raw-SQL roads, once its lane's turn comes; giveBack returns both. */
+  private async checkout(lane: Lane): Promise<PoolClient> {
     const started = performance.now();
     try {
-      return await this.pool.connect();
+      await this.lanes.acquire(lane, this.options.txMaxWaitMs);
+      try {
+        return await this.pool.connect();
+      } catch (err) {
+        this.lanes.release();
+        throw err;
+      }
     } catch (err) {
       throw mapDbError(err);
     } finally {
       this.checkouts++;
       this.checkoutWaitMs += performance.now() - started;
+    }
+  }
+
+  /** Returns a checked-out client to the pool (discarded if it broke) and its permit to the lanes. */
+  private giveBack(client: PoolClient, broken: Error | undefined): void {
+    try {
+      client.release(broken);
+    } finally {
+      this.lanes.release();
     }
   }
 
@@ -296,7 +333,7 @@ export class Database {
    * ROLLBACK on any failure. A client whose connection broke, or that could not roll back, leaves the pool.
    */
   private async sqlTransaction<T>(setting: string, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
-    const client = await this.checkout();
+    const client = await this.checkout('request');
     // A connection that dies while we hold it emits 'error' on the client: without a listener that would crash
     // the process. The failing query rejects on its own; remember the error so the client is discarded.
     let broken: Error | undefined;
@@ -332,7 +369,7 @@ export class Database {
       throw mapDbError(err);
     } finally {
       client.removeListener('error', onError);
-      client.release(broken);
+      this.giveBack(client, broken);
     }
   }
 }

@@ -530,9 +530,12 @@ export class PostgresSessionStore implements SessionStore {
     }));
   }
 
-  /** One statement in autocommit (Database.callSql): the hot path's canopy_* function calls. */
+  /**
+   * One statement in autocommit (Database.callSql): the hot path's canopy_* function calls, in the run lane (a
+   * request waiting for its answer, a session create or a read, gets the next free connection before them).
+   */
   private call<R>(scope: Scope, statement: Sql): Promise<R[]> {
-    return this.db.callSql<R>(scope, statement.text, statement.values);
+    return this.db.callSql<R>(scope, statement.text, statement.values, 'run');
   }
 
   /**

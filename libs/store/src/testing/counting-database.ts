@@ -2,6 +2,7 @@
 // a store method sends.
 
 import type { Scope } from '@canopy/core';
+import type { Lane } from '../connection-lanes';
 import { Database, type SqlTx } from '../database';
 
 /**
@@ -12,10 +13,15 @@ export class CountingDatabase extends Database {
   statements = 0;
   roundTrips = 0;
 
-  override callSql<R>(scope: Pick<Scope, 'tenantId'>, text: string, params: unknown[]): Promise<R[]> {
+  override callSql<R>(
+    scope: Pick<Scope, 'tenantId'>,
+    text: string,
+    params: unknown[],
+    lane?: Lane,
+  ): Promise<R[]> {
     this.statements++;
     this.roundTrips++;
-    return super.callSql<R>(scope, text, params);
+    return super.callSql<R>(scope, text, params, lane);
   }
 
   override withTenantSql<T>(scope: Pick<Scope, 'tenantId'>, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
