@@ -81,20 +81,15 @@ export class PostgresSessionStore implements SessionStore {
     const id = input.id ?? randomBytes(16).toString('base64url');
     // A user token creates sessions for its own user only: anything else would be invisible to its creator.
     const userId = scope.userId ?? input.userId ?? null;
-    // ON CONFLICT keeps create-if-absent one atomic statement; no row back means the id is taken in this tenant.
-    const [row] = await this.db.withTenantSql(scope, (tx) =>
-      query<SessionRow>(
-        tx,
-        sql`
-        INSERT INTO sessions
-          (tenant_id, id, user_id, title, model, system, opts, tools, metadata, idle_shutdown_after_ms)
-        VALUES (${scope.tenantId}::uuid, ${id}::text, ${userId}::text, ${input.title ?? null}::text,
-                ${input.model}::text, ${input.system ?? null}::text, ${json(input.opts ?? {})},
-                ${json(input.tools ?? [])}, ${json(input.metadata ?? {})}, ${input.idleShutdownAfterMs ?? null}::int)
-        ON CONFLICT (tenant_id, id) DO NOTHING
-        RETURNING ${SESSION_COLUMNS}`,
-      ),
-    );
+    // One statement in autocommit (canopy_create_session: ON CONFLICT keeps create-if-absent atomic); no row back
+    // means the id is taken in this tenant.
+    const statement = sql`
+      SELECT ${SESSION_COLUMNS}
+        FROM canopy_create_session(${scope.tenantId}::uuid, ${id}::text, ${userId}::text, ${input.title ?? null}::text,
+                                   ${input.model}::text, ${input.system ?? null}::text, ${json(input.opts ?? {})},
+                                   ${json(input.tools ?? [])}, ${json(input.metadata ?? {})},
+                                   ${input.idleShutdownAfterMs ?? null}::int, ${this.db.txTimeoutMs}::int) AS sessions`;
+    const [row] = await this.db.callSql<SessionRow>(scope, statement.text, statement.values);
     if (!row) throw new CanopyException('already_exists', `session ${id} already exists`, { id });
     return toSession(row);
   }
