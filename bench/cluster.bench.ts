@@ -13,7 +13,9 @@
 // (bench/relay: workers PUBLISH each delta, apis SUBSCRIBE per session and write it to the WebSocket
 // subscribers, nothing else) is measured the same way, and Canopy is reported as ratios of it: p50, p99 and CPU
 // per delivered event. Every process of both runs carries an event-loop delay probe (bench/relay/loop-delay.cjs),
-// and its p99 over the streaming phase is reported per process.
+// and its p99 over the streaming phase is reported per process. `--cluster-profile` (or
+// CANOPY_BENCH_CLUSTER_PROFILE=1) also profiles each process's CPU over the last scale's streaming phase and prints
+// its top functions by self time.
 // Scales: CANOPY_BENCH_CLUSTER_SESSIONS=50 or `npm run bench -- cluster --cluster-sessions=50,200`.
 
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -25,6 +27,7 @@ import { Redis } from 'ioredis';
 import WebSocket from 'ws';
 
 import { Cluster, freePort, prepareTemplate } from '../libs/testing/src';
+import { summariseCpuProfile, type ProfileSummary } from './cpu-profile';
 import { formatTime, printTable } from './report';
 
 const DEFAULT_SCALES = [100, 300, 1_000] as const;
@@ -94,6 +97,13 @@ export interface ClusterBenchResult {
   rawPublishPerSec: number;
   rawPayloadBytes: number;
   coalesceMs: number;
+  /** CPU profiles over the last scale's streaming phase, by deployment and process (--cluster-profile). */
+  profiles: Array<{ deployment: 'canopy' | 'baseline'; process: string; summary: ProfileSummary }>;
+}
+
+/** Whether to profile each process's CPU: `--cluster-profile` or CANOPY_BENCH_CLUSTER_PROFILE=1. */
+export function clusterProfile(argv: readonly string[], env: NodeJS.ProcessEnv): boolean {
+  return argv.includes('--cluster-profile') || env.CANOPY_BENCH_CLUSTER_PROFILE === '1';
 }
 
 /** The scales to run: `--cluster-sessions=50,200` or CANOPY_BENCH_CLUSTER_SESSIONS, else 100 and 1,000. */
@@ -108,11 +118,14 @@ export function clusterScales(argv: readonly string[], env: NodeJS.ProcessEnv): 
   return scales;
 }
 
-export async function runClusterBench(scales: readonly number[]): Promise<ClusterBenchResult> {
+export async function runClusterBench(
+  scales: readonly number[],
+  profile = false,
+): Promise<ClusterBenchResult> {
   await prepareTemplate();
   const largest = Math.max(...scales);
   const coalesceMs = 15;
-  const probe = LoopDelayProbe.create();
+  const probe = LoopDelayProbe.create(profile);
   const cluster = new Cluster({
     apis: APIS,
     workers: WORKERS,
@@ -135,17 +148,30 @@ export async function runClusterBench(scales: readonly number[]): Promise<Cluste
     },
   });
   const stats = new Redis(cluster.redisUrl);
-  const relay = new RelayDeployment(cluster.redisUrl, probe.dir);
+  const relay = new RelayDeployment(cluster.redisUrl, probe.env);
   try {
     await cluster.start();
     const raw = await rawPublishRate(cluster.redisUrl, `${cluster.prefix}:bench:raw`);
     const levels: ClusterLevel[] = [];
     for (const sessions of scales) levels.push(await measureScale(cluster, stats, sessions, probe));
+    const canopyPids = pidsOf(cluster);
     await cluster.stop();
     await relay.start();
     const baseline: ClusterLevel[] = [];
     for (const sessions of scales) baseline.push(await measureScale(relay, stats, sessions, probe));
-    return { levels, baseline, rawPublishPerSec: raw.perSec, rawPayloadBytes: raw.payloadBytes, coalesceMs };
+    const relayPids = pidsOf(relay);
+    await relay.stop();
+    const profiles = profile
+      ? [...probe.profiles('canopy', canopyPids), ...probe.profiles('baseline', relayPids)]
+      : [];
+    return {
+      levels,
+      baseline,
+      rawPublishPerSec: raw.perSec,
+      rawPayloadBytes: raw.payloadBytes,
+      coalesceMs,
+      profiles,
+    };
   } catch (err) {
     for (const p of cluster.processes.values()) {
       const tail = p.output.join('').split('\n').slice(-15).join('\n');
@@ -257,6 +283,14 @@ export function printClusterReport(title: string, result: ClusterBenchResult): v
     );
   }
   printBaselineReport(result);
+  for (const p of result.profiles) {
+    printTable(
+      `CPU profile, ${p.deployment} ${p.process} (last scale's streaming phase; ${p.summary.busyPercent.toFixed(0)}% busy)`,
+      ['function', 'share of busy'],
+      p.summary.functions.map((f) => [f.name, `${f.percent.toFixed(1)}%`]),
+      new Set([1]),
+    );
+  }
   const top = result.levels.find((l) => l.sessions === TARGET_SESSIONS);
   const lossFree = result.levels.every((l) => l.violations === 0 && l.runsCompleted === l.sessions);
   if (top) {
@@ -850,7 +884,7 @@ class RelayDeployment {
 
   constructor(
     private readonly redisUrl: string,
-    private readonly probeDir: string,
+    private readonly probeEnv: Record<string, string>,
   ) {}
 
   api(i: number): string {
@@ -893,8 +927,7 @@ class RelayDeployment {
         RELAY_WORKERS: String(WORKERS),
         RELAY_DELTAS: String(DELTAS),
         RELAY_DELTA_MS: String(DELTA_MS),
-        NODE_OPTIONS: `--require ${join(RELAY_DIR, 'loop-delay.cjs')}`,
-        CANOPY_BENCH_PROBE_DIR: this.probeDir,
+        ...this.probeEnv,
         ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -906,12 +939,22 @@ class RelayDeployment {
   }
 }
 
+/** Each process's pid by name (the deployments forget them once stopped). */
+function pidsOf(deployment: Deployment): Map<string, number> {
+  const pids = new Map<string, number>();
+  for (const [name, { proc }] of deployment.processes) if (proc.pid !== undefined) pids.set(name, proc.pid);
+  return pids;
+}
+
 /** The event-loop delay probe's directory: processes write their figures there, the bench resets and reads them. */
 class LoopDelayProbe {
-  private constructor(readonly dir: string) {}
+  private constructor(
+    readonly dir: string,
+    private readonly profile: boolean,
+  ) {}
 
-  static create(): LoopDelayProbe {
-    return new LoopDelayProbe(mkdtempSync(join(tmpdir(), 'canopy-loop-delay-')));
+  static create(profile: boolean): LoopDelayProbe {
+    return new LoopDelayProbe(mkdtempSync(join(tmpdir(), 'canopy-loop-delay-')), profile);
   }
 
   /** What a process needs in its environment to carry the probe. */
@@ -919,7 +962,25 @@ class LoopDelayProbe {
     return {
       NODE_OPTIONS: `--require ${join(RELAY_DIR, 'loop-delay.cjs')}`,
       CANOPY_BENCH_PROBE_DIR: this.dir,
+      ...(this.profile ? { CANOPY_BENCH_CPU_PROFILE: '1' } : {}),
     };
+  }
+
+  /** The CPU profiles the stopped processes wrote (from the last reset to their exit), summarised. */
+  profiles(deployment: 'canopy' | 'baseline', pids: Map<string, number>): ClusterBenchResult['profiles'] {
+    const found: ClusterBenchResult['profiles'] = [];
+    for (const [name, pid] of pids) {
+      try {
+        found.push({
+          deployment,
+          process: name,
+          summary: summariseCpuProfile(join(this.dir, `${pid}.cpuprofile`), 0, 12),
+        });
+      } catch {
+        // no profile: the process died without its exit handler
+      }
+    }
+    return found;
   }
 
   /** Starts a new histogram in every process (within the probe's half-second tick). */

@@ -8,8 +8,8 @@
 //           sessions, as a share of the in-process engine (--http-modes, --http-levels, --http-runtimes)
 //   cluster 2 api + 2 worker processes on the machine's Postgres and Redis: 100 and 1,000 sessions streaming
 //           over WebSocket on both apis, delivery rate and latency, Redis commands per delta, lost or reordered
-//           events, against the raw Redis PUBLISH rate (--cluster-sessions=50,200 or
-//           CANOPY_BENCH_CLUSTER_SESSIONS picks the scales)
+//           events, against the raw Redis PUBLISH rate and a baseline relay (--cluster-sessions=50,200 or
+//           CANOPY_BENCH_CLUSTER_SESSIONS picks the scales; --cluster-profile adds each process's CPU profile)
 //   search  full-text search over 100,000 sessions / 1,000,000 messages of one tenant among several (p50 / p99 at
 //           1 and 10 concurrent queries, the plan through the GIN index) and fork of 1,000- and 10,000-node trees
 //           (CANOPY_BENCH_SEARCH_SESSIONS=10000 for a quicker, smaller run)
@@ -19,7 +19,7 @@
 
 import { cpus, totalmem } from 'node:os';
 
-import { clusterScales, printClusterReport, runClusterBench } from './cluster.bench';
+import { clusterProfile, clusterScales, printClusterReport, runClusterBench } from './cluster.bench';
 import { runCoreBench } from './core.bench';
 import { printEngineReport, runEngineBench } from './engine.bench';
 import { httpBenchOptions, printHttpReport, runHttpBench } from './http.bench';
@@ -65,7 +65,13 @@ const SECTIONS: Section[] = [
     name: 'cluster',
     title: 'Distributed runtime (2 api + 2 workers, mock:script over WebSocket)',
     run: async (title) =>
-      printClusterReport(title, await runClusterBench(clusterScales(process.argv.slice(2), process.env))),
+      printClusterReport(
+        title,
+        await runClusterBench(
+          clusterScales(process.argv.slice(2), process.env),
+          clusterProfile(process.argv.slice(2), process.env),
+        ),
+      ),
   },
   {
     name: 'soak',

@@ -1,7 +1,9 @@
 // Preloaded (NODE_OPTIONS=--require) into every process of a cluster bench run: the event loop's delay,
 // measured with perf_hooks.monitorEventLoopDelay and written to CANOPY_BENCH_PROBE_DIR/<pid>.json twice a second.
 // The bench resets it by touching CANOPY_BENCH_PROBE_DIR/reset (a newer mtime starts a new histogram), so a
-// phase's figures are its own.
+// phase's figures are its own. With CANOPY_BENCH_CPU_PROFILE=1 it also profiles the process's CPU from each reset
+// to its exit (node:inspector, in process: --cpu-prof is not allowed in NODE_OPTIONS) and writes
+// CANOPY_BENCH_PROBE_DIR/<pid>.cpuprofile as the process exits.
 /* eslint-disable @typescript-eslint/no-require-imports -- a CommonJS preload: require is how it loads */
 const { monitorEventLoopDelay } = require('node:perf_hooks');
 const { statSync, writeFileSync } = require('node:fs');
@@ -13,6 +15,7 @@ if (dir) {
   let histogram = monitorEventLoopDelay({ resolution: 5 });
   histogram.enable();
   let resetAt = 0;
+  const profiler = process.env.CANOPY_BENCH_CPU_PROFILE === '1' ? startProfiler() : null;
   setInterval(() => {
     let mtime = 0;
     try {
@@ -25,6 +28,7 @@ if (dir) {
       histogram.disable();
       histogram = monitorEventLoopDelay({ resolution: 5 });
       histogram.enable();
+      profiler?.restart();
       return;
     }
     const ms = (ns) => ns / 1e6;
@@ -38,4 +42,36 @@ if (dir) {
       }),
     );
   }, 500).unref();
+}
+
+/** A CPU profiler of this process (the inspector's, in process); restart() starts over, the exit writes it. */
+function startProfiler() {
+  const inspector = require('node:inspector');
+  const session = new inspector.Session();
+  session.connect();
+  session.post('Profiler.enable');
+  session.post('Profiler.setSamplingInterval', { interval: 1000 });
+  session.post('Profiler.start');
+  // A same-thread inspector session answers synchronously, so this works in an exit handler.
+  let written = false;
+  const write = () => {
+    if (written) return;
+    written = true;
+    session.post('Profiler.stop', (err, result) => {
+      if (!err) writeFileSync(join(dir, `${process.pid}.cpuprofile`), JSON.stringify(result.profile));
+    });
+  };
+  process.on('exit', write);
+  // Nest's shutdown hooks end a process by raising SIGTERM again once they are done, which skips 'exit': the
+  // profile is written at the first SIGTERM (the end of the load), and the process ends as the signal would have
+  // ended it once no other listener is left (this one being there keeps the signal from ending it by default).
+  process.on('SIGTERM', () => {
+    write();
+    if (process.listenerCount('SIGTERM') === 1) process.exit(143);
+  });
+  return {
+    restart() {
+      session.post('Profiler.stop', () => session.post('Profiler.start'));
+    },
+  };
 }
