@@ -71,6 +71,12 @@ export interface ClusterLevel {
   deltaFrameBytes: number;
   /** Redis commands processed during the streaming phase (every client of the machine's Redis). */
   redisCommands: number;
+  /**
+   * The event bus's own commands over the phase (INFO commandstats): XADD, PUBLISH / SPUBLISH and the stream's
+   * EXPIRE. Everything else Redis ran (the live registry, timers, BullMQ, rate limits) is work per run or per
+   * second, not per event.
+   */
+  busCommands: number;
   /** The commands called most over the phase (INFO commandstats), most first. */
   topCommands: Array<{ name: string; calls: number }>;
   /** How long sending every prompt took (the runs start over this time). */
@@ -325,8 +331,9 @@ function printBaselineReport(result: ClusterBenchResult): void {
     result.levels.map((c) => {
       const b = result.baseline.find((x) => x.sessions === c.sessions);
       if (!b) return [String(c.sessions), '-', '-', '-', '-', '-', '-'];
+      // Latencies are whole milliseconds (the events' `at` is Date.now()): a baseline under 1 ms has no ratio.
       const ratio = (x: number, y: number, unit: (v: number) => string) =>
-        `${unit(x)}/${unit(y)} = ${(x / y).toFixed(2)}x`;
+        y > 0 ? `${unit(x)}/${unit(y)} = ${(x / y).toFixed(2)}x` : `${unit(x)}/<1 ms (clock resolution)`;
       const ms = (v: number) => formatTime(v);
       const cpu = (v: number) => `${(v * 1000).toFixed(0)} µs`;
       return [
@@ -362,14 +369,32 @@ function printBaselineReport(result: ClusterBenchResult): void {
   if (top && base) {
     const p99 = top.p99Ms / base.p99Ms;
     const cpu = top.cpuMsPerEvent / base.cpuMsPerEvent;
-    const cmds = top.redisCommands / published(top);
     const ok = (v: boolean) => (v ? 'met' : 'NOT MET');
     console.log(
       `Targets at ${TARGET_SESSIONS.toLocaleString('en-US')} sessions: p99 <= 2x the baseline's: ${p99.toFixed(2)}x, ${ok(p99 <= 2)}; ` +
-        `CPU per delivered event <= 2x: ${cpu.toFixed(2)}x, ${ok(cpu <= 2)}; Redis commands per published event <= 2: ` +
-        `${cmds.toFixed(2)}, ${ok(cmds <= 2)}; nothing lost or reordered: ${ok(top.violations === 0 && top.runsCompleted === top.sessions)}.`,
+        `CPU per delivered event <= 2x: ${cpu.toFixed(2)}x, ${ok(cpu <= 2)}; ${redisPerEvent(top, ok)}; ` +
+        `nothing lost or reordered: ${ok(top.violations === 0 && top.runsCompleted === top.sessions)}.`,
     );
   }
+  for (const l of result.levels) {
+    if (l.sessions !== TARGET_SESSIONS)
+      console.log(`At ${l.sessions.toLocaleString('en-US')} sessions: ${redisPerEvent(l)}.`);
+  }
+}
+
+/**
+ * Redis commands per published event, of the event bus alone (judged) and of everything (printed): the rest is
+ * work per run (the live registry's writes, timers, BullMQ, rate limits), shown per run, not per event.
+ */
+function redisPerEvent(l: ClusterLevel, ok?: (v: boolean) => string): string {
+  const bus = l.busCommands / l.publishedEvents;
+  const all = l.redisCommands / l.publishedEvents;
+  const otherPerRun = (l.redisCommands - l.busCommands) / Math.max(1, l.runsCompleted);
+  return (
+    `Redis commands per published event${ok ? ' <= 2' : ''}: event bus ${bus.toFixed(2)}${ok ? `, ${ok(bus <= 2)}` : ''} ` +
+    `(all commands ${all.toFixed(2)}: the other ${otherPerRun.toFixed(0)} per run are the registry, timers, ` +
+    `BullMQ and rate limits)`
+  );
 }
 
 function verdict(l: ClusterLevel): string | undefined {
@@ -460,6 +485,11 @@ async function measureScale(
       steadyP99Ms: percentile(latencies.sorted('steady'), 99),
       deltaFrameBytes: sum(all.map((t) => t.deltaBytes)) / Math.max(1, sum(all.map((t) => t.deltaEvents))),
       redisCommands: commandsAfter.total - commandsBefore.total,
+      busCommands: sum(
+        BUS_COMMANDS.map(
+          (name) => (commandsAfter.calls.get(name) ?? 0) - (commandsBefore.calls.get(name) ?? 0),
+        ),
+      ),
       topCommands: [...commandsAfter.calls]
         .map(([name, calls]) => ({ name, calls: calls - (commandsBefore.calls.get(name) ?? 0) }))
         .sort((a, b) => b.calls - a.calls)
@@ -860,6 +890,9 @@ function machineTicks(): MachineTicks | null {
     return null;
   }
 }
+
+/** The event bus's commands on a publish (redis-event-bus.ts): the log's append, the delivery, the log's TTL. */
+const BUS_COMMANDS = ['xadd', 'publish', 'spublish', 'expire'] as const;
 
 /** Redis's total_commands_processed and the calls per command (INFO commandstats). */
 async function commandStats(stats: Redis): Promise<{ total: number; calls: Map<string, number> }> {
