@@ -91,8 +91,28 @@ export interface ClusterLevel {
   machineCpuPct: number;
   /** CPU seconds of the deployment (apis, workers, Redis, Postgres) per text_delta event delivered. */
   cpuMsPerEvent: number;
-  /** Event-loop delay over the streaming phase, by process: p99 and max in ms. */
-  loopDelay: Record<string, { p99: number; max: number }>;
+  /**
+   * Event-loop delay over the streaming phase, by process: p99 and max in ms, and the garbage collector's pauses
+   * (total, longest, how many of 5 ms or more).
+   */
+  loopDelay: Record<
+    string,
+    {
+      p99: number;
+      max: number;
+      gc: ClusterGc | null;
+    }
+  >;
+}
+
+/** A process's garbage-collection pauses over a phase (ms): all, and the major (mark-compact) ones. */
+export interface ClusterGc {
+  totalMs: number;
+  maxMs: number;
+  over5ms: number;
+  count: number;
+  majorMs: number;
+  majorCount: number;
 }
 
 export interface ClusterBenchResult {
@@ -359,7 +379,14 @@ function printBaselineReport(result: ClusterBenchResult): void {
   ] as const) {
     for (const l of levels) {
       const delays = Object.entries(l.loopDelay)
-        .map(([process, d]) => `${process} ${formatTime(d.p99)} (max ${formatTime(d.max)})`)
+        .map(
+          ([process, d]) =>
+            `${process} ${formatTime(d.p99)} (max ${formatTime(d.max)}` +
+            (d.gc
+              ? `; gc ${d.gc.count} pauses, ${formatTime(d.gc.totalMs)} in all, longest ${formatTime(d.gc.maxMs)}, ` +
+                `${d.gc.over5ms} of 5 ms or more, ${d.gc.majorCount} major for ${formatTime(d.gc.majorMs)})`
+              : ')'),
+        )
         .join(', ');
       console.log(`event-loop delay p99, ${name} at ${l.sessions} sessions: ${delays || 'not measured'}`);
     }
@@ -1022,15 +1049,16 @@ class LoopDelayProbe {
   }
 
   /** Each process's figures since the last reset. */
-  read(deployment: Deployment): Record<string, { p99: number; max: number }> {
-    const result: Record<string, { p99: number; max: number }> = {};
+  read(deployment: Deployment): ClusterLevel['loopDelay'] {
+    const result: ClusterLevel['loopDelay'] = {};
     for (const [name, { proc }] of deployment.processes) {
       try {
         const figures = JSON.parse(readFileSync(join(this.dir, `${proc.pid}.json`), 'utf8')) as {
           p99: number;
           max: number;
+          gc?: ClusterGc;
         };
-        result[name] = { p99: figures.p99, max: figures.max };
+        result[name] = { p99: figures.p99, max: figures.max, gc: figures.gc ?? null };
       } catch {
         // the process wrote nothing (it died, or the probe is off)
       }

@@ -1,11 +1,12 @@
 // Preloaded (NODE_OPTIONS=--require) into every process of a cluster bench run: the event loop's delay,
 // measured with perf_hooks.monitorEventLoopDelay and written to CANOPY_BENCH_PROBE_DIR/<pid>.json twice a second.
 // The bench resets it by touching CANOPY_BENCH_PROBE_DIR/reset (a newer mtime starts a new histogram), so a
-// phase's figures are its own. With CANOPY_BENCH_CPU_PROFILE=1 it also profiles the process's CPU from each reset
+// phase's figures are its own. Garbage collection pauses are counted alongside (a PerformanceObserver of 'gc'
+// entries): their total, the longest, and how many lasted 5 ms or more, so a delay can be told from a GC pause. With CANOPY_BENCH_CPU_PROFILE=1 it also profiles the process's CPU from each reset
 // to its exit (node:inspector, in process: --cpu-prof is not allowed in NODE_OPTIONS) and writes
 // CANOPY_BENCH_PROBE_DIR/<pid>.cpuprofile as the process exits.
 /* eslint-disable @typescript-eslint/no-require-imports -- a CommonJS preload: require is how it loads */
-const { monitorEventLoopDelay } = require('node:perf_hooks');
+const { PerformanceObserver, constants, monitorEventLoopDelay } = require('node:perf_hooks');
 const { statSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { setInterval } = require('node:timers');
@@ -15,6 +16,20 @@ if (dir) {
   let histogram = monitorEventLoopDelay({ resolution: 5 });
   histogram.enable();
   let resetAt = 0;
+  const fresh = () => ({ totalMs: 0, maxMs: 0, over5ms: 0, count: 0, majorMs: 0, majorCount: 0 });
+  let gc = fresh();
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      gc.count++;
+      gc.totalMs += entry.duration;
+      gc.maxMs = Math.max(gc.maxMs, entry.duration);
+      if (entry.duration >= 5) gc.over5ms++;
+      if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
+        gc.majorCount++;
+        gc.majorMs += entry.duration;
+      }
+    }
+  }).observe({ entryTypes: ['gc'] });
   const profiler = process.env.CANOPY_BENCH_CPU_PROFILE === '1' ? startProfiler() : null;
   setInterval(() => {
     let mtime = 0;
@@ -28,6 +43,7 @@ if (dir) {
       histogram.disable();
       histogram = monitorEventLoopDelay({ resolution: 5 });
       histogram.enable();
+      gc = fresh();
       profiler?.restart();
       return;
     }
@@ -39,6 +55,7 @@ if (dir) {
         p99: ms(histogram.percentile(99)),
         max: ms(histogram.max),
         count: histogram.count,
+        gc,
       }),
     );
   }, 500).unref();
