@@ -27,7 +27,12 @@ import { Redis } from 'ioredis';
 import WebSocket from 'ws';
 
 import { Cluster, freePort, prepareTemplate } from '../libs/testing/src';
-import { summariseCpuProfile, type ProfileSummary } from './cpu-profile';
+import {
+  summariseCpuProfile,
+  summariseHeapProfile,
+  type AllocationSummary,
+  type ProfileSummary,
+} from './cpu-profile';
 import { formatTime, printTable } from './report';
 
 const DEFAULT_SCALES = [100, 300, 1_000] as const;
@@ -113,6 +118,8 @@ export interface ClusterGc {
   count: number;
   majorMs: number;
   majorCount: number;
+  /** By kind (minor = scavenge, major = mark-compact, incremental marking steps, weak callbacks). */
+  kinds?: Record<string, { count: number; totalMs: number; maxMs: number }>;
 }
 
 export interface ClusterBenchResult {
@@ -124,7 +131,13 @@ export interface ClusterBenchResult {
   rawPayloadBytes: number;
   coalesceMs: number;
   /** CPU profiles over the last scale's streaming phase, by deployment and process (--cluster-profile). */
-  profiles: Array<{ deployment: 'canopy' | 'baseline'; process: string; summary: ProfileSummary }>;
+  profiles: Array<{
+    deployment: 'canopy' | 'baseline';
+    process: string;
+    summary: ProfileSummary;
+    /** What the process allocated over the phase, by function (sampling heap profiler). */
+    allocations: AllocationSummary | null;
+  }>;
 }
 
 /** Whether to profile each process's CPU: `--cluster-profile` or CANOPY_BENCH_CLUSTER_PROFILE=1. */
@@ -316,6 +329,17 @@ export function printClusterReport(title: string, result: ClusterBenchResult): v
       p.summary.functions.map((f) => [f.name, `${f.percent.toFixed(1)}%`]),
       new Set([1]),
     );
+    const level = (p.deployment === 'canopy' ? result.levels : result.baseline).at(-1);
+    const deltas = level ? level.deltaEvents / APIS : 0;
+    if (p.allocations) {
+      printTable(
+        `Allocations, ${p.deployment} ${p.process}: ${(p.allocations.totalBytes / 1048576).toFixed(0)} MiB over the phase ` +
+          `(${(p.allocations.totalBytes / Math.max(1, deltas) / 1024).toFixed(1)} KiB per delta published)`,
+        ['allocating function', 'share of bytes'],
+        p.allocations.functions.map((f) => [f.name, `${f.percent.toFixed(1)}%`]),
+        new Set([1]),
+      );
+    }
   }
   const top = result.levels.find((l) => l.sessions === TARGET_SESSIONS);
   const lossFree = result.levels.every((l) => l.violations === 0 && l.runsCompleted === l.sessions);
@@ -384,7 +408,14 @@ function printBaselineReport(result: ClusterBenchResult): void {
             `${process} ${formatTime(d.p99)} (max ${formatTime(d.max)}` +
             (d.gc
               ? `; gc ${d.gc.count} pauses, ${formatTime(d.gc.totalMs)} in all, longest ${formatTime(d.gc.maxMs)}, ` +
-                `${d.gc.over5ms} of 5 ms or more, ${d.gc.majorCount} major for ${formatTime(d.gc.majorMs)})`
+                `${d.gc.over5ms} of 5 ms or more: ` +
+                Object.entries(d.gc.kinds ?? {})
+                  .map(
+                    ([kind, k]) =>
+                      `${kind} ${k.count} for ${formatTime(k.totalMs)}, max ${formatTime(k.maxMs)}`,
+                  )
+                  .join(', ') +
+                ')'
               : ')'),
         )
         .join(', ');
@@ -1031,10 +1062,17 @@ class LoopDelayProbe {
     const found: ClusterBenchResult['profiles'] = [];
     for (const [name, pid] of pids) {
       try {
+        let allocations: AllocationSummary | null = null;
+        try {
+          allocations = summariseHeapProfile(join(this.dir, `${pid}.heapprofile`));
+        } catch {
+          // no allocation profile
+        }
         found.push({
           deployment,
           process: name,
           summary: summariseCpuProfile(join(this.dir, `${pid}.cpuprofile`), 0, 12),
+          allocations,
         });
       } catch {
         // no profile: the process died without its exit handler

@@ -87,3 +87,42 @@ export function summariseCpuProfile(path: string, skipMs = 0, top = 20): Profile
     owners: ranked(owners, top),
   };
 }
+
+/** A sampling heap profile (HeapProfiler.stopSampling): a call tree with the bytes each frame allocated itself. */
+interface HeapProfileNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: HeapProfileNode[];
+}
+
+export interface AllocationSummary {
+  /** Bytes allocated over the profile (sampled, collected objects included). */
+  totalBytes: number;
+  /** Where: the allocating function, by share of the bytes. */
+  functions: ProfileEntry[];
+}
+
+/** The functions that allocated most in a sampling heap profile, by their own (self) bytes. */
+export function summariseHeapProfile(path: string, top = 12): AllocationSummary {
+  const profile = JSON.parse(readFileSync(path, 'utf8')) as { head: HeapProfileNode };
+  const functions = new Map<string, number>();
+  let totalBytes = 0;
+  const stack: HeapProfileNode[] = [profile.head];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    stack.push(...node.children);
+    if (!node.selfSize) continue;
+    totalBytes += node.selfSize;
+    const { functionName, url, lineNumber } = node.callFrame;
+    const file = url ? url.slice(url.lastIndexOf('/') + 1) : '';
+    const name = `${functionName || '(anonymous)'}${file ? ` ${file}:${lineNumber + 1}` : ''} [${ownerOf(url, functionName)}]`;
+    functions.set(name, (functions.get(name) ?? 0) + node.selfSize);
+  }
+  return {
+    totalBytes,
+    functions: [...functions.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([name, bytes]) => ({ name, percent: totalBytes ? (100 * bytes) / totalBytes : 0 })),
+  };
+}

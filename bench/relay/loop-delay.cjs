@@ -12,11 +12,19 @@ const { join } = require('node:path');
 const { setInterval } = require('node:timers');
 
 const dir = process.env.CANOPY_BENCH_PROBE_DIR;
+if (process.env.XV8 && !/relay/.test(process.argv[1] || ''))
+  require('node:v8').setFlagsFromString(process.env.XV8);
 if (dir) {
   let histogram = monitorEventLoopDelay({ resolution: 5 });
   histogram.enable();
   let resetAt = 0;
-  const fresh = () => ({ totalMs: 0, maxMs: 0, over5ms: 0, count: 0, majorMs: 0, majorCount: 0 });
+  const KINDS = {
+    [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+    [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+    [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+    [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
+  };
+  const fresh = () => ({ totalMs: 0, maxMs: 0, over5ms: 0, count: 0, majorMs: 0, majorCount: 0, kinds: {} });
   let gc = fresh();
   new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
@@ -24,6 +32,11 @@ if (dir) {
       gc.totalMs += entry.duration;
       gc.maxMs = Math.max(gc.maxMs, entry.duration);
       if (entry.duration >= 5) gc.over5ms++;
+      const kind = KINDS[entry.detail?.kind] ?? 'other';
+      const k = (gc.kinds[kind] ??= { count: 0, totalMs: 0, maxMs: 0 });
+      k.count++;
+      k.totalMs += entry.duration;
+      k.maxMs = Math.max(k.maxMs, entry.duration);
       if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
         gc.majorCount++;
         gc.majorMs += entry.duration;
@@ -69,6 +82,13 @@ function startProfiler() {
   session.post('Profiler.enable');
   session.post('Profiler.setSamplingInterval', { interval: 1000 });
   session.post('Profiler.start');
+  // Allocations too (sampled every 32 KiB): what the garbage collector has to deal with.
+  session.post('HeapProfiler.enable');
+  session.post('HeapProfiler.startSampling', {
+    samplingInterval: 32768,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
   // A same-thread inspector session answers synchronously, so this works in an exit handler.
   let written = false;
   const write = () => {
@@ -76,6 +96,9 @@ function startProfiler() {
     written = true;
     session.post('Profiler.stop', (err, result) => {
       if (!err) writeFileSync(join(dir, `${process.pid}.cpuprofile`), JSON.stringify(result.profile));
+    });
+    session.post('HeapProfiler.stopSampling', (err, result) => {
+      if (!err) writeFileSync(join(dir, `${process.pid}.heapprofile`), JSON.stringify(result.profile));
     });
   };
   process.on('exit', write);
@@ -89,6 +112,13 @@ function startProfiler() {
   return {
     restart() {
       session.post('Profiler.stop', () => session.post('Profiler.start'));
+      session.post('HeapProfiler.stopSampling', () =>
+        session.post('HeapProfiler.startSampling', {
+          samplingInterval: 32768,
+          includeObjectsCollectedByMajorGC: true,
+          includeObjectsCollectedByMinorGC: true,
+        }),
+      );
     },
   };
 }
