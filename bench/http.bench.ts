@@ -31,6 +31,7 @@ import {
   prepareTemplate,
   type TestDatabase,
 } from '../libs/testing/src';
+import { SERVICE_ENV, SERVICE_NODE_ARGS } from '../scripts/lib/service-process.mjs';
 import { summariseCpuProfile, type ProfileSummary } from './cpu-profile';
 import { measureEngineAt } from './engine.bench';
 import { formatTime, printTable } from './report';
@@ -424,9 +425,11 @@ class Service {
     const output: string[] = [];
     const profiling = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
     const spawnedAt = Date.now();
-    const proc = spawn(process.execPath, [...profiling, API_MAIN], {
+    // Started as `npm start` starts it (flags and malloc settings), so the resident memory is what users see.
+    const proc = spawn(process.execPath, [...SERVICE_NODE_ARGS, ...profiling, API_MAIN], {
       cwd: ROOT,
       env: {
+        ...SERVICE_ENV,
         PATH: process.env.PATH ?? '',
         NODE_ENV: 'production',
         LOG_LEVEL: 'warn',
