@@ -9,7 +9,7 @@ RUN npm run prisma:generate && npx nest build api && npx nest build worker && np
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
-# The process settings of scripts/lib/service-process.mjs (npm start and the HTTP bench use that file): keep equal.
+# The malloc settings of scripts/lib/service-process.mjs (npm start and the HTTP bench use that file): keep equal.
 ENV MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
@@ -17,4 +17,4 @@ COPY --from=build /app/prisma ./prisma
 COPY --from=build /app/package.json ./package.json
 USER node
 EXPOSE 3000
-CMD ["node", "--enable-source-maps", "--max-old-space-size=1024", "--max-semi-space-size=4", "--v8-pool-size=1", "dist/apps/api/apps/api/src/main.js"]
+CMD ["node", "--enable-source-maps", "dist/apps/api/apps/api/src/main.js"]

@@ -31,7 +31,7 @@ import {
   prepareTemplate,
   type TestDatabase,
 } from '../libs/testing/src';
-import { SERVICE_ENV, SERVICE_NODE_ARGS } from '../scripts/lib/service-process.mjs';
+import { serviceProcess } from '../scripts/lib/service-process.mjs';
 import { summariseCpuProfile, type ProfileSummary } from './cpu-profile';
 import { measureEngineAt } from './engine.bench';
 import { formatTime, printTable } from './report';
@@ -426,10 +426,11 @@ class Service {
     const profiling = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
     const spawnedAt = Date.now();
     // Started as `npm start` starts it (flags and malloc settings), so the resident memory is what users see.
-    const proc = spawn(process.execPath, [...SERVICE_NODE_ARGS, ...profiling, API_MAIN], {
+    const started = serviceProcess({ embedded: runtime === 'embedded' });
+    const proc = spawn(process.execPath, [...started.args, ...profiling, API_MAIN], {
       cwd: ROOT,
       env: {
-        ...SERVICE_ENV,
+        ...started.env,
         PATH: process.env.PATH ?? '',
         NODE_ENV: 'production',
         LOG_LEVEL: 'warn',

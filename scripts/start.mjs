@@ -12,7 +12,7 @@ import {
   main,
   root,
 } from './lib/steps.mjs';
-import { SERVICE_ENV, SERVICE_NODE_ARGS } from './lib/service-process.mjs';
+import { serviceProcess } from './lib/service-process.mjs';
 
 await main(async () => {
   const project = process.argv[2] === 'worker' ? 'worker' : 'api';
@@ -21,10 +21,11 @@ await main(async () => {
   const entry = ensureBuilt(project);
   // The api serves the web UI at `/`.
   if (project === 'api') ensureWebBuilt();
-  const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, entry], {
+  const service = serviceProcess({ embedded: project === 'api' && !process.env.DATABASE_URL });
+  const child = spawn(process.execPath, [...service.args, entry], {
     cwd: root,
     stdio: 'inherit',
-    env: { ...SERVICE_ENV, ...process.env },
+    env: { ...service.env, ...process.env },
   });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   const code = await new Promise((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 128 : 1))));

@@ -1,2 +1,4 @@
-export declare const SERVICE_NODE_ARGS: readonly string[];
-export declare const SERVICE_ENV: Readonly<Record<string, string>>;
+export declare function serviceProcess(options: { embedded: boolean }): {
+  args: string[];
+  env: Record<string, string>;
+};

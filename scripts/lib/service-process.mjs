@@ -1,6 +1,9 @@
 // How a deployable's Node process is started: the flags and environment that `npm start` (scripts/start.mjs) and
-// the HTTP bench (bench/http.bench.ts) both use, so the bench measures the process users run. The Dockerfile
-// repeats them in its ENV and CMD (it cannot import this file): change them together.
+// the HTTP bench (bench/http.bench.ts) both use, so the bench measures the process users run. The memory flags
+// are for the embedded default only (one process holding the service and its database, where resident memory is
+// the point): on an external Postgres they cost about a tenth of the api's runs/s (below), and the distributed
+// deployables keep V8's defaults (the smaller young generation means more frequent scavenges, the cluster bench's
+// latency tail). The Dockerfile repeats the malloc settings in its ENV (it cannot import this file).
 //
 // Figures: the HTTP bench on the embedded runtime, wait mode, 100 sessions, peak resident memory of the api on a
 // shared 2-core machine. Before these settings 409-468 MiB (488 with --enable-source-maps, as `npm start` ran it),
@@ -9,7 +12,7 @@
 // the api's CPU per run a little higher).
 
 /**
- * Node flags.
+ * Node flags: `--enable-source-maps` always, the rest on the embedded database.
  * - `--enable-source-maps`: stack traces name the TypeScript sources. It costs resident memory (Node parses each
  *   loaded module's source map when it loads it): 15-20 MiB here.
  * - The V8 heap of the service's thread held 150-165 MiB at the peak for 60-80 MiB in use: under the default limit
@@ -21,12 +24,7 @@
  *   once on two cores bought nothing: 355-377 -> 313-324 MiB at the same start-up time (6.0-6.6 s first start,
  *   1.8-2.0 s restart); the api's CPU per run rises a little (140% -> 143-146% at similar runs/s).
  */
-export const SERVICE_NODE_ARGS = [
-  '--enable-source-maps',
-  '--max-old-space-size=1024',
-  '--max-semi-space-size=4',
-  '--v8-pool-size=1',
-];
+const EMBEDDED_NODE_ARGS = ['--max-old-space-size=1024', '--max-semi-space-size=4', '--v8-pool-size=1'];
 
 /**
  * glibc's malloc. Each thread that allocates gets an arena of its own (up to 8 per core: the embedded database's
@@ -35,4 +33,15 @@ export const SERVICE_NODE_ARGS = [
  * 128 KiB and more mapped on their own (glibc otherwise raises that threshold as large blocks are freed, so they
  * end up in the arenas): 145-185 -> 105-125 MiB of malloc'd memory in all (70 with one V8 background thread).
  */
-export const SERVICE_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' };
+const SERVICE_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' };
+
+/**
+ * The node arguments (before the entry point) and the environment additions of a deployable's process; `embedded`:
+ * the api on the embedded database (no DATABASE_URL).
+ */
+export function serviceProcess({ embedded }) {
+  return {
+    args: ['--enable-source-maps', ...(embedded ? EMBEDDED_NODE_ARGS : [])],
+    env: { ...SERVICE_ENV },
+  };
+}
