@@ -17,4 +17,5 @@ COPY --from=build /app/prisma ./prisma
 COPY --from=build /app/package.json ./package.json
 USER node
 EXPOSE 3000
-CMD ["node", "--enable-source-maps", "dist/apps/api/apps/api/src/main.js"]
+# The distributed deployables' V8 flag (scripts/lib/service-process.mjs: DISTRIBUTED_NODE_ARGS); keep equal.
+CMD ["node", "--enable-source-maps", "--max-semi-space-size=64", "dist/apps/api/apps/api/src/main.js"]

@@ -33,6 +33,7 @@ import {
   type AllocationSummary,
   type ProfileSummary,
 } from './cpu-profile';
+import { serviceProcess } from '../scripts/lib/service-process.mjs';
 import { formatTime, printTable } from './report';
 
 const DEFAULT_SCALES = [100, 300, 1_000] as const;
@@ -169,6 +170,8 @@ export async function runClusterBench(
     apis: APIS,
     workers: WORKERS,
     prefixBase: 'cbench',
+    // Started with the node flags `npm start` gives the distributed deployables.
+    nodeArgs: serviceProcess({ embedded: false }).args,
     env: {
       // Each worker can take every run of the largest scale, whatever BullMQ's distribution.
       WORKER_CONCURRENCY: String(largest),
@@ -184,6 +187,10 @@ export async function runClusterBench(
       EVENT_COALESCE_MS: String(coalesceMs),
       SHUTDOWN_GRACE_MS: '5000',
       ...probe.env,
+      // Extra node options for Canopy's processes only (a deployment's tuning to compare): CANOPY_BENCH_NODE_OPTIONS.
+      ...(process.env.CANOPY_BENCH_NODE_OPTIONS
+        ? { NODE_OPTIONS: `${probe.env.NODE_OPTIONS} ${process.env.CANOPY_BENCH_NODE_OPTIONS}` }
+        : {}),
     },
   });
   const stats = new Redis(cluster.redisUrl);

@@ -1,9 +1,10 @@
 // How a deployable's Node process is started: the flags and environment that `npm start` (scripts/start.mjs) and
 // the HTTP bench (bench/http.bench.ts) both use, so the bench measures the process users run. The memory flags
 // are for the embedded default only (one process holding the service and its database, where resident memory is
-// the point): on an external Postgres they cost about a tenth of the api's runs/s (below), and the distributed
-// deployables keep V8's defaults (the smaller young generation means more frequent scavenges, the cluster bench's
-// latency tail). The Dockerfile repeats the malloc settings in its ENV (it cannot import this file).
+// the point): on an external Postgres they cost about a tenth of the api's runs/s (below); the distributed
+// deployables get a larger young generation instead (their latency tail is scavenges: DISTRIBUTED_NODE_ARGS). The
+// Dockerfile repeats the malloc settings in its ENV and the distributed flags in its CMD (it cannot import this
+// file): change them together.
 //
 // Figures: the HTTP bench on the embedded runtime, wait mode, 100 sessions, peak resident memory of the api on a
 // shared 2-core machine. Before these settings 409-468 MiB (488 with --enable-source-maps, as `npm start` ran it),
@@ -12,7 +13,7 @@
 // the api's CPU per run a little higher).
 
 /**
- * Node flags: `--enable-source-maps` always, the rest on the embedded database.
+ * Node flags of the embedded default (`--enable-source-maps` is everywhere).
  * - `--enable-source-maps`: stack traces name the TypeScript sources. It costs resident memory (Node parses each
  *   loaded module's source map when it loads it): 15-20 MiB here.
  * - The V8 heap of the service's thread held 150-165 MiB at the peak for 60-80 MiB in use: under the default limit
@@ -25,6 +26,17 @@
  *   1.8-2.0 s restart); the api's CPU per run rises a little (140% -> 143-146% at similar runs/s).
  */
 const EMBEDDED_NODE_ARGS = ['--max-old-space-size=1024', '--max-semi-space-size=4', '--v8-pool-size=1'];
+
+/**
+ * The distributed deployables (api on an external Postgres, worker): semi-spaces of 64 MiB instead of V8's 16.
+ * Their young objects live for a while (events in flight, queued Redis commands, a run's streaming state), so each
+ * scavenge copies many and pauses the event loop for ~10-15 ms, and a process streaming events scavenges several
+ * times a second: the cluster bench at 1,000 sessions (2 api + 2 workers on 2 cores) measured each worker paused
+ * 2.7-3.5 s of ~21 s in 190-210 scavenges, against the baseline relay's 42-45 scavenges of ~1 ms. With 64 MiB:
+ * 46-48 scavenges, 1.1-1.3 s; p99 publish-to-receipt 222-358 -> 179 ms, CPU per delivered event 3.0x -> 2.3x the
+ * relay's (32 MiB: 203 ms, 2.5x). It costs up to ~100 MiB more resident memory per process under load.
+ */
+const DISTRIBUTED_NODE_ARGS = ['--max-semi-space-size=64'];
 
 /**
  * glibc's malloc. Each thread that allocates gets an arena of its own (up to 8 per core: the embedded database's
@@ -41,7 +53,7 @@ const SERVICE_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' };
  */
 export function serviceProcess({ embedded }) {
   return {
-    args: ['--enable-source-maps', ...(embedded ? EMBEDDED_NODE_ARGS : [])],
+    args: ['--enable-source-maps', ...(embedded ? EMBEDDED_NODE_ARGS : DISTRIBUTED_NODE_ARGS)],
     env: { ...SERVICE_ENV },
   };
 }

@@ -41,6 +41,8 @@ export interface ClusterOptions {
    * garbage and report its memory (for memory checks; off by default).
    */
   inspect?: boolean;
+  /** Node arguments before each process's entry point (e.g. what `npm start` gives a deployable). */
+  nodeArgs?: string[];
   /** A migrated database to use (e.g. on a PrivatePostgres); default: one of its own on the machine's Postgres. */
   database?: TestDatabase;
   /** A directory to append every process's output to, as `<name>.log` (a restarted process appends). */
@@ -177,7 +179,11 @@ export class Cluster {
   }
 
   private spawn(name: string, main: string, env: Record<string, string>): ClusterProcess {
-    const args = this.options.inspect ? ['--inspect=127.0.0.1:0', main] : [main];
+    const args = [
+      ...(this.options.nodeArgs ?? []),
+      ...(this.options.inspect ? ['--inspect=127.0.0.1:0'] : []),
+      main,
+    ];
     const proc = spawn(process.execPath, args, {
       cwd: ROOT,
       env: {
