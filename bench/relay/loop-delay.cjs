@@ -1,10 +1,11 @@
 // Preloaded (NODE_OPTIONS=--require) into every process of a cluster bench run: the event loop's delay,
 // measured with perf_hooks.monitorEventLoopDelay and written to CANOPY_BENCH_PROBE_DIR/<pid>.json twice a second.
 // The bench resets it by touching CANOPY_BENCH_PROBE_DIR/reset (a newer mtime starts a new histogram), so a
-// phase's figures are its own. Garbage collection pauses are counted alongside (a PerformanceObserver of 'gc'
-// entries): their total, the longest, and how many lasted 5 ms or more, so a delay can be told from a GC pause. With CANOPY_BENCH_CPU_PROFILE=1 it also profiles the process's CPU from each reset
-// to its exit (node:inspector, in process: --cpu-prof is not allowed in NODE_OPTIONS) and writes
-// CANOPY_BENCH_PROBE_DIR/<pid>.cpuprofile as the process exits.
+// phase's figures are its own. Garbage-collection pauses are counted alongside (a PerformanceObserver of 'gc'
+// entries: total, longest, how many of 5 ms or more, by kind), so a delay can be told from a GC pause. With
+// CANOPY_BENCH_CPU_PROFILE=1 it also profiles the process's CPU and allocations from each reset to its end
+// (node:inspector, in process: --cpu-prof is not allowed in NODE_OPTIONS) and writes <pid>.cpuprofile and
+// <pid>.heapprofile there.
 /* eslint-disable @typescript-eslint/no-require-imports -- a CommonJS preload: require is how it loads */
 const { PerformanceObserver, constants, monitorEventLoopDelay } = require('node:perf_hooks');
 const { statSync, writeFileSync } = require('node:fs');
@@ -12,8 +13,6 @@ const { join } = require('node:path');
 const { setInterval } = require('node:timers');
 
 const dir = process.env.CANOPY_BENCH_PROBE_DIR;
-if (process.env.XV8 && !/relay/.test(process.argv[1] || ''))
-  require('node:v8').setFlagsFromString(process.env.XV8);
 if (dir) {
   let histogram = monitorEventLoopDelay({ resolution: 5 });
   histogram.enable();
@@ -24,7 +23,7 @@ if (dir) {
     [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
     [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
   };
-  const fresh = () => ({ totalMs: 0, maxMs: 0, over5ms: 0, count: 0, majorMs: 0, majorCount: 0, kinds: {} });
+  const fresh = () => ({ totalMs: 0, maxMs: 0, over5ms: 0, count: 0, kinds: {} });
   let gc = fresh();
   new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
@@ -37,10 +36,6 @@ if (dir) {
       k.count++;
       k.totalMs += entry.duration;
       k.maxMs = Math.max(k.maxMs, entry.duration);
-      if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
-        gc.majorCount++;
-        gc.majorMs += entry.duration;
-      }
     }
   }).observe({ entryTypes: ['gc'] });
   const profiler = process.env.CANOPY_BENCH_CPU_PROFILE === '1' ? startProfiler() : null;
