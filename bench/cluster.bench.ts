@@ -13,10 +13,10 @@
 // (bench/relay: workers PUBLISH each delta, apis SUBSCRIBE per session and write it to the WebSocket
 // subscribers, nothing else) is measured the same way, and Canopy is reported as ratios of it: p50, p99 and CPU
 // per delivered event. Every process of both runs carries an event-loop delay probe (bench/relay/loop-delay.cjs),
-// and its p99 over the streaming phase is reported per process. `--cluster-profile` (or
-// CANOPY_BENCH_CLUSTER_PROFILE=1) also profiles each process's CPU and allocations over the last scale's streaming phase
-// and prints its top functions by self time and by bytes allocated. CANOPY_BENCH_NODE_OPTIONS adds node options to
-// Canopy's processes (to compare a tuning against the same run's baseline).
+// and its p99 over the streaming phase is reported per process, with its garbage-collection pauses.
+// `--cluster-profile` (or CANOPY_BENCH_CLUSTER_PROFILE=1) also profiles each process's CPU and allocations over the
+// last scale's streaming phase and prints its top functions by self time and by bytes allocated.
+// CANOPY_BENCH_NODE_OPTIONS adds node options to Canopy's processes (a tuning against the same run's baseline).
 // Scales: CANOPY_BENCH_CLUSTER_SESSIONS=50 or `npm run bench -- cluster --cluster-sessions=50,200`.
 
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
