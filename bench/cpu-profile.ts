@@ -4,9 +4,15 @@
 
 import { readFileSync } from 'node:fs';
 
+interface CallFrame {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+}
+
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: CallFrame;
   hitCount?: number;
 }
 
@@ -67,30 +73,37 @@ export function summariseCpuProfile(path: string, skipMs = 0, top = 20): Profile
     const node = byId.get(id);
     if (!node) continue;
     total += count;
-    const { functionName, url, lineNumber } = node.callFrame;
-    const owner = ownerOf(url, functionName);
+    const owner = ownerOf(node.callFrame.url, node.callFrame.functionName);
     if (owner === 'idle') continue;
     busy += count;
-    const file = url ? url.slice(url.lastIndexOf('/') + 1) : '';
-    const name = `${functionName || '(anonymous)'}${file ? ` ${file}:${lineNumber + 1}` : ''} [${owner}]`;
+    const name = frameName(node.callFrame);
     functions.set(name, (functions.get(name) ?? 0) + count);
     owners.set(owner, (owners.get(owner) ?? 0) + count);
   }
-  const ranked = (m: Map<string, number>, n: number): ProfileEntry[] =>
-    [...m.entries()]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, n)
-      .map(([name, count]) => ({ name, percent: busy ? (100 * count) / busy : 0 }));
   return {
     busyPercent: total ? (100 * busy) / total : 0,
-    functions: ranked(functions, top),
-    owners: ranked(owners, top),
+    functions: ranked(functions, busy, top),
+    owners: ranked(owners, busy, top),
   };
+}
+
+/** A frame as the reports name it: function, file:line, and whose code it is. */
+function frameName({ functionName, url, lineNumber }: CallFrame): string {
+  const file = url ? url.slice(url.lastIndexOf('/') + 1) : '';
+  return `${functionName || '(anonymous)'}${file ? ` ${file}:${lineNumber + 1}` : ''} [${ownerOf(url, functionName)}]`;
+}
+
+/** The `n` largest entries of `amounts`, each as its share of `whole`. */
+function ranked(amounts: Map<string, number>, whole: number, n: number): ProfileEntry[] {
+  return [...amounts.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([name, amount]) => ({ name, percent: whole ? (100 * amount) / whole : 0 }));
 }
 
 /** A sampling heap profile (HeapProfiler.stopSampling): a call tree with the bytes each frame allocated itself. */
 interface HeapProfileNode {
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: CallFrame;
   selfSize: number;
   children: HeapProfileNode[];
 }
@@ -113,16 +126,8 @@ export function summariseHeapProfile(path: string, top = 12): AllocationSummary 
     stack.push(...node.children);
     if (!node.selfSize) continue;
     totalBytes += node.selfSize;
-    const { functionName, url, lineNumber } = node.callFrame;
-    const file = url ? url.slice(url.lastIndexOf('/') + 1) : '';
-    const name = `${functionName || '(anonymous)'}${file ? ` ${file}:${lineNumber + 1}` : ''} [${ownerOf(url, functionName)}]`;
+    const name = frameName(node.callFrame);
     functions.set(name, (functions.get(name) ?? 0) + node.selfSize);
   }
-  return {
-    totalBytes,
-    functions: [...functions.entries()]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, top)
-      .map(([name, bytes]) => ({ name, percent: totalBytes ? (100 * bytes) / totalBytes : 0 })),
-  };
+  return { totalBytes, functions: ranked(functions, totalBytes, top) };
 }

@@ -9,7 +9,8 @@
 //   cluster 2 api + 2 worker processes on the machine's Postgres and Redis: 100 and 1,000 sessions streaming
 //           over WebSocket on both apis, delivery rate and latency, Redis commands per delta, lost or reordered
 //           events, against the raw Redis PUBLISH rate and a baseline relay (--cluster-sessions=50,200 or
-//           CANOPY_BENCH_CLUSTER_SESSIONS picks the scales; --cluster-profile adds each process's CPU profile)
+//           CANOPY_BENCH_CLUSTER_SESSIONS picks the scales; --cluster-profile adds each process's CPU and
+//           allocation profile)
 //   search  full-text search over 100,000 sessions / 1,000,000 messages of one tenant among several (p50 / p99 at
 //           1 and 10 concurrent queries, the plan through the GIN index) and fork of 1,000- and 10,000-node trees
 //           (CANOPY_BENCH_SEARCH_SESSIONS=10000 for a quicker, smaller run)

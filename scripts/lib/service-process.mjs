@@ -32,9 +32,10 @@ const EMBEDDED_NODE_ARGS = ['--max-old-space-size=1024', '--max-semi-space-size=
  * Their young objects live for a while (events in flight, queued Redis commands, a run's streaming state), so each
  * scavenge copies many and pauses the event loop for ~10-15 ms, and a process streaming events scavenges several
  * times a second: the cluster bench at 1,000 sessions (2 api + 2 workers on 2 cores) measured each worker paused
- * 2.7-3.5 s of ~21 s in 190-210 scavenges, against the baseline relay's 42-45 scavenges of ~1 ms. With 64 MiB:
- * 46-48 scavenges, 1.1-1.3 s; p99 publish-to-receipt 222-358 -> 179 ms, CPU per delivered event 3.0x -> 2.3x the
- * relay's (32 MiB: 203 ms, 2.5x). It costs up to ~100 MiB more resident memory per process under load.
+ * 2.9-3.5 s of ~21 s in 190-210 scavenges, against the baseline relay's 42-45 scavenges of ~1 ms. With 64 MiB:
+ * 46-48 scavenges, 1.1-1.3 s. Runs without profiling: p99 publish-to-receipt 358 ms (default, one run) -> 167-179
+ * ms (two runs), CPU per delivered event 2.8x -> 2.3-2.7x the relay's (32 MiB, one run: 203 ms, 2.5x). It costs up
+ * to ~100 MiB more resident memory per process under load.
  */
 const DISTRIBUTED_NODE_ARGS = ['--max-semi-space-size=64'];
 
