@@ -15,12 +15,21 @@
 // per delivered event. Every process of both runs carries an event-loop delay probe (bench/relay/loop-delay.cjs),
 // and its p99 over the streaming phase is reported per process, with its garbage-collection pauses.
 // `--cluster-profile` (or CANOPY_BENCH_CLUSTER_PROFILE=1) also profiles each process's CPU and allocations over the
-// last scale's streaming phase and prints its top functions by self time and by bytes allocated.
+// last scale's streaming phase and prints its top functions by self time and by bytes allocated;
+// CANOPY_BENCH_PROFILE_DIR=<dir> keeps the profiles there (`canopy-worker-1.cpuprofile`, `.heapprofile`).
 // CANOPY_BENCH_NODE_OPTIONS adds node options to Canopy's processes (a tuning against the same run's baseline).
 // Scales: CANOPY_BENCH_CLUSTER_SESSIONS=50 or `npm run bench -- cluster --cluster-sessions=50,200`.
 
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -1080,11 +1089,28 @@ class LoopDelayProbe {
           summary: summariseCpuProfile(join(this.dir, `${pid}.cpuprofile`), 0, 12),
           allocations,
         });
+        this.keep(`${pid}.cpuprofile`, `${deployment}-${name}.cpuprofile`);
+        this.keep(`${pid}.heapprofile`, `${deployment}-${name}.heapprofile`);
       } catch {
         // no profile: the process died without its exit handler
       }
     }
     return found;
+  }
+
+  /**
+   * Copies a profile to CANOPY_BENCH_PROFILE_DIR when set (for Chrome DevTools or speedscope), under the process's
+   * name.
+   */
+  private keep(file: string, as: string): void {
+    const into = process.env.CANOPY_BENCH_PROFILE_DIR;
+    if (!into) return;
+    try {
+      mkdirSync(into, { recursive: true });
+      copyFileSync(join(this.dir, file), join(into, as));
+    } catch {
+      // not written (no allocation profile)
+    }
   }
 
   /** Starts a new histogram in every process (within the probe's half-second tick). */

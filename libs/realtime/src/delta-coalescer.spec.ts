@@ -36,42 +36,70 @@ describe('DeltaCoalescer', () => {
     beforeEach(() => jest.useFakeTimers());
     afterEach(() => jest.useRealTimers());
 
-    it('merges consecutive deltas of one block into one event when the window ends', async () => {
+    it('sends a delta at once when none went out within the window, and merges those that follow until it ends', async () => {
       const { coalescer, batches } = recording({ windowMs: 50 });
       coalescer.push(text('Hel'));
+      await jest.advanceTimersByTimeAsync(0);
+      expect(batches).toEqual([[text('Hel')]]); // the leading edge: no wait
       coalescer.push(text('lo, '));
       coalescer.push(text('world'));
 
       await jest.advanceTimersByTimeAsync(49);
-      expect(batches).toEqual([]);
+      expect(batches).toEqual([[text('Hel')]]);
       await jest.advanceTimersByTimeAsync(1);
-      expect(batches).toEqual([[text('Hello, world')]]);
+      expect(batches).toEqual([[text('Hel')], [text('lo, world')]]);
     });
 
-    it('measures the window from the first buffered delta', async () => {
+    it('measures the window from the last delta that went out', async () => {
       const { coalescer, batches } = recording({ windowMs: 50 });
       coalescer.push(text('a'));
       await jest.advanceTimersByTimeAsync(30);
-      coalescer.push(text('b'));
-      await jest.advanceTimersByTimeAsync(20); // 50 ms after 'a'
-      expect(batches).toEqual([[text('ab')]]);
+      coalescer.push(text('b')); // 30 ms after 'a' went out: waits until 50
+      await jest.advanceTimersByTimeAsync(19);
+      expect(batches).toEqual([[text('a')]]);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(batches).toEqual([[text('a')], [text('b')]]);
 
       await jest.advanceTimersByTimeAsync(10);
-      coalescer.push(text('c'));
-      await jest.advanceTimersByTimeAsync(49);
-      expect(batches).toEqual([[text('ab')]]);
+      coalescer.push(text('c')); // 10 ms after 'b' went out: waits until 100
+      await jest.advanceTimersByTimeAsync(39);
+      expect(batches).toEqual([[text('a')], [text('b')]]);
       await jest.advanceTimersByTimeAsync(1);
-      expect(batches).toEqual([[text('ab')], [text('c')]]);
+      expect(batches).toEqual([[text('a')], [text('b')], [text('c')]]);
+
+      await jest.advanceTimersByTimeAsync(50);
+      coalescer.push(text('d')); // a window after 'c': at once again
+      await jest.advanceTimersByTimeAsync(0);
+      expect(batches).toEqual([[text('a')], [text('b')], [text('c')], [text('d')]]);
+    });
+
+    it('publishes a steady fast stream about once per window', async () => {
+      const { coalescer, batches } = recording({ windowMs: 50 });
+      for (let ms = 0; ms < 500; ms += 5) {
+        coalescer.push(text('x'));
+        await jest.advanceTimersByTimeAsync(5);
+      }
+      await coalescer.flush();
+      expect(
+        batches
+          .flat()
+          .map((e) => ('delta' in e.data ? e.data.delta : ''))
+          .join(''),
+      ).toBe('x'.repeat(100));
+      expect(batches.length).toBeGreaterThanOrEqual(10);
+      expect(batches.length).toBeLessThanOrEqual(11);
     });
 
     it('starts a new event for a delta arriving after the window even if the timer is late', async () => {
       let now = 0;
       const { coalescer, batches } = recording({ windowMs: 50, now: () => now });
       coalescer.push(text('a'));
+      now = 10;
+      coalescer.push(text('b')); // due at 50
       now = 80; // the event loop was busy: the window is over but its timer has not run yet
-      coalescer.push(text('b'));
+      coalescer.push(text('c'));
       await coalescer.flush();
-      expect(batches).toEqual([[text('a')], [text('b')]]);
+      expect(batches).toEqual([[text('a')], [text('b')], [text('c')]]);
     });
 
     it('flushes the buffered delta together with the next event of another kind, in order', async () => {
@@ -79,12 +107,13 @@ describe('DeltaCoalescer', () => {
       coalescer.push(textStart());
       coalescer.push(text('a'));
       coalescer.push(text('b'));
+      coalescer.push(text('c'));
       coalescer.push(textEnd());
       await jest.advanceTimersByTimeAsync(0);
 
-      expect(batches).toEqual([[textStart()], [text('ab'), textEnd()]]);
+      expect(batches).toEqual([[textStart()], [text('a')], [text('bc'), textEnd()]]);
       await jest.advanceTimersByTimeAsync(100);
-      expect(batches).toHaveLength(2); // the buffer's timer was cancelled with the flush
+      expect(batches).toHaveLength(3); // the buffer's timer was cancelled with the flush
     });
 
     it('never merges across blocks, kinds or runs, and keeps their order', async () => {
@@ -92,6 +121,7 @@ describe('DeltaCoalescer', () => {
       const input = [
         thinking('I '),
         thinking('think'),
+        thinking('!'),
         text('An'),
         text('swer'),
         text('other block', 1),
@@ -105,7 +135,8 @@ describe('DeltaCoalescer', () => {
       await jest.advanceTimersByTimeAsync(50);
 
       expect(batches.flat()).toEqual([
-        thinking('I think'),
+        thinking('I '), // at once
+        thinking('think!'),
         text('Answer'),
         text('other block', 1),
         toolInput('{"q":1}'),
@@ -116,53 +147,65 @@ describe('DeltaCoalescer', () => {
 
     it('splits a burst at maxChars and sends a delta reaching maxChars at once', async () => {
       const { coalescer, batches } = recording({ windowMs: 50, maxChars: 5 });
+      coalescer.push(text('>')); // opens the window
       coalescer.push(text('abc'));
       coalescer.push(text('de')); // reaches 5: goes out without waiting for the window
       await jest.advanceTimersByTimeAsync(0);
-      expect(batches).toEqual([[text('abcde')]]);
+      expect(batches).toEqual([[text('>')], [text('abcde')]]);
 
       coalescer.push(text('fg'));
       coalescer.push(text('hijk')); // would make 6: 'fg' goes, 'hijk' waits
       await jest.advanceTimersByTimeAsync(0);
-      expect(batches).toEqual([[text('abcde')], [text('fg')]]);
+      expect(batches).toEqual([[text('>')], [text('abcde')], [text('fg')]]);
 
       coalescer.push(text('0123456789')); // longer than maxChars on its own: sent whole, never cut
       await jest.advanceTimersByTimeAsync(0);
-      expect(batches).toEqual([[text('abcde')], [text('fg')], [text('hijk')], [text('0123456789')]]);
+      expect(batches).toEqual([
+        [text('>')],
+        [text('abcde')],
+        [text('fg')],
+        [text('hijk')],
+        [text('0123456789')],
+      ]);
       await jest.advanceTimersByTimeAsync(100);
-      expect(batches).toHaveLength(4);
+      expect(batches).toHaveLength(5);
     });
 
     it('uses 2048 characters as the default maxChars', async () => {
       const { coalescer, batches } = recording({ windowMs: 50 });
+      coalescer.push(text('>'));
       coalescer.push(text('x'.repeat(2047)));
       coalescer.push(text('y'));
       await jest.advanceTimersByTimeAsync(0);
-      expect(batches).toEqual([[text(`${'x'.repeat(2047)}y`)]]);
+      expect(batches).toEqual([[text('>')], [text(`${'x'.repeat(2047)}y`)]]);
     });
 
     it('leaves the events it was given untouched', async () => {
       const { coalescer } = recording({ windowMs: 50 });
       const first = text('a');
+      const second = text('b');
       coalescer.push(first);
-      coalescer.push(text('b'));
+      coalescer.push(second);
+      coalescer.push(text('c'));
       await coalescer.flush();
       expect(first).toEqual(text('a'));
+      expect(second).toEqual(text('b'));
     });
 
     it('publishes the buffer on flush() and on close(), and refuses pushes after close', async () => {
       const { coalescer, batches } = recording({ windowMs: 1_000 });
       coalescer.push(text('a'));
+      coalescer.push(text('a'));
       await coalescer.flush();
-      expect(batches).toEqual([[text('a')]]);
+      expect(batches).toEqual([[text('a')], [text('a')]]);
 
       coalescer.push(text('b'));
       coalescer.push(text('c'));
       await coalescer.close();
-      expect(batches).toEqual([[text('a')], [text('bc')]]);
+      expect(batches).toEqual([[text('a')], [text('a')], [text('bc')]]);
       expect(() => coalescer.push(text('d'))).toThrow('closed');
       await jest.advanceTimersByTimeAsync(2_000);
-      expect(batches).toHaveLength(2);
+      expect(batches).toHaveLength(3);
     });
   });
 
@@ -284,9 +327,10 @@ describe('DeltaCoalescer', () => {
     const before = timeouts();
     const { coalescer, batches } = recording({ windowMs: 60_000 });
     coalescer.push(text('a'));
+    coalescer.push(text('b')); // waits for the window
     expect(timeouts()).toBe(before);
     await coalescer.close();
-    expect(batches).toEqual([[text('a')]]);
+    expect(batches).toEqual([[text('a')], [text('b')]]);
   });
 
   it('rejects a negative window or a maxChars below one', () => {

@@ -1,7 +1,10 @@
-// Merges bursts of streaming deltas before they reach the EventBus: consecutive text/thinking/tool-input deltas
-// of one content block become one event per time window (or per maxChars), so a fast model does not cost one
-// publish (one Redis round trip) per token. It never reorders and never drops: anything that is not a delta of
-// the buffered block first flushes the buffer, and batches reach `flush` one at a time, in push order.
+// Merges bursts of streaming deltas before they reach the EventBus, so a fast model does not cost one publish (one
+// Redis round trip) per token: a delta goes out at once when the last delta published is at least a window old
+// (the leading edge: a model streaming slower than the window adds no latency); one that follows a published delta
+// within the window waits for the window's end, merged with every delta of the same content block that comes
+// meanwhile (or until maxChars), so a block publishes at most about one delta event per window. It never reorders
+// and never drops: anything that is not a delta of the buffered block first flushes the buffer, and batches reach
+// `flush` one at a time, in push order.
 
 import type { SessionEventInput } from '@canopy/core';
 
@@ -22,8 +25,8 @@ export interface DeltaCoalescerOptions {
 
 interface Buffered {
   event: DeltaEvent;
-  /** When the first delta of the buffer arrived. */
-  startedAt: number;
+  /** When the buffer goes out (a window after the last delta published); later deltas start a new one. */
+  dueAt: number;
 }
 
 export class DeltaCoalescer {
@@ -31,6 +34,8 @@ export class DeltaCoalescer {
   private readonly maxChars: number;
   private readonly now: () => number;
   private buffered: Buffered | null = null;
+  /** When a delta last went out (at once or from the buffer). */
+  private lastDeltaAt = Number.NEGATIVE_INFINITY;
   private timer: NodeJS.Timeout | null = null;
   /** Settles when every batch handed out so far has been flushed. */
   private tail: Promise<void> = Promise.resolve();
@@ -58,16 +63,24 @@ export class DeltaCoalescer {
       return;
     }
     const buffered = this.buffered;
-    if (buffered && this.canMerge(buffered, event)) {
+    const now = this.now();
+    if (buffered && this.canMerge(buffered, event, now)) {
       buffered.event = mergeDeltas(buffered.event, event);
-    } else {
-      this.emitBuffered();
-      this.buffered = { event: copyDelta(event), startedAt: this.now() };
-      const timer = setTimeout(() => this.emitBuffered(), this.windowMs);
-      timer.unref();
-      this.timer = timer;
+      if (buffered.event.data.delta.length >= this.maxChars) this.emitBuffered();
+      return;
     }
-    if (this.buffered && this.buffered.event.data.delta.length >= this.maxChars) this.emitBuffered();
+    this.emitBuffered();
+    const dueAt = this.lastDeltaAt + this.windowMs;
+    if (now >= dueAt || event.data.delta.length >= this.maxChars) {
+      // The leading edge: nothing published within the window, so nothing to merge with and no reason to wait.
+      this.lastDeltaAt = now;
+      this.emit([event]);
+      return;
+    }
+    this.buffered = { event: copyDelta(event), dueAt };
+    const timer = setTimeout(() => this.emitBuffered(), dueAt - now);
+    timer.unref();
+    this.timer = timer;
   }
 
   /** Publishes what is buffered now; resolves when every batch pushed so far has been flushed. */
@@ -87,24 +100,26 @@ export class DeltaCoalescer {
     return this.flush();
   }
 
-  private canMerge(buffered: Buffered, event: DeltaEvent): boolean {
+  private canMerge(buffered: Buffered, event: DeltaEvent, now: number): boolean {
     const held = buffered.event;
     return (
       held.type === event.type &&
       held.data.runId === event.data.runId &&
       held.data.index === event.data.index &&
-      this.now() - buffered.startedAt < this.windowMs &&
+      now < buffered.dueAt &&
       held.data.delta.length + event.data.delta.length <= this.maxChars
     );
   }
 
-  /** Empties the buffer (and stops its timer), returning what it held. */
+  /** Empties the buffer (and stops its timer), returning what it held (which goes out now). */
   private take(): SessionEventInput[] {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     const buffered = this.buffered;
+    if (!buffered) return [];
     this.buffered = null;
-    return buffered ? [buffered.event] : [];
+    this.lastDeltaAt = this.now();
+    return [buffered.event];
   }
 
   private emitBuffered(): void {

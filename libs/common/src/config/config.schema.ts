@@ -37,7 +37,10 @@ export const envSchema = z.object({
   /** Interactive transactions: longest wait for a connection, and longest life. */
   DATABASE_TX_MAX_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   DATABASE_TX_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
-  /** How often table statistics are checked (ANALYZE when stale; embedded: VACUUM too); 0 turns it off. */
+  /**
+   * How often table statistics are checked (ANALYZE when stale; embedded: VACUUM too), every second during a
+   * process's first minute (tables growing from empty); 0 turns it off.
+   */
   DATABASE_UPKEEP_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5_000),
   CANOPY_DATA_DIR: z.string().min(1).default('.canopy'),
   CANOPY_MIGRATIONS_DIR: z.string().min(1).default('prisma/migrations'),
@@ -119,7 +122,10 @@ export const envSchema = z.object({
   RUN_DECISION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(604_800_000).default(300_000),
   /** Events kept per session for resume (`after`). */
   EVENT_REPLAY_LIMIT: z.coerce.number().int().min(10).max(100_000).default(1_000),
-  /** Text deltas are merged for this long before they are published. */
+  /**
+   * At most one text delta publish per content block in this window: a delta goes out at once when none did
+   * within it, later ones wait for its end, merged.
+   */
   EVENT_COALESCE_MS: z.coerce.number().int().min(0).max(1_000).default(15),
   /** Default per-call timeout of server tools. */
   TOOL_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(30_000),
