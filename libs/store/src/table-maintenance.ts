@@ -49,6 +49,8 @@ export function upkeepNeeded(t: TableActivity, vacuum: boolean): 'vacuum' | 'ana
 export class TableMaintenance {
   private timer: NodeJS.Timeout | null = null;
   private stopped = true;
+  /** Counts start() calls: a pass that ends after a stop() and a new start() does not schedule a second chain. */
+  private generation = 0;
   private running: Promise<UpkeepDone> | null = null;
 
   constructor(
@@ -65,9 +67,10 @@ export class TableMaintenance {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    const generation = ++this.generation;
     const startupEnds = Date.now() + STARTUP_MS;
     const next = () => {
-      if (this.stopped) return;
+      if (this.stopped || generation !== this.generation) return;
       const delay =
         Date.now() < startupEnds
           ? Math.min(STARTUP_INTERVAL_MS, this.options.intervalMs)
