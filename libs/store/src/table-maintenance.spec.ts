@@ -1,8 +1,11 @@
 import type { Database, TableActivity } from './database';
 import { TableMaintenance, upkeepNeeded } from './table-maintenance';
 
-/** A database that only counts the passes (reads of the counters) and answers the given tables. */
-function countingDatabase(tables: TableActivity[] = []) {
+/**
+ * Upkeep started at `intervalMs` on a database that only counts the passes (reads of the counters) and answers
+ * the given tables.
+ */
+function startedUpkeep(intervalMs: number, tables: TableActivity[] = []) {
   const calls = { passes: 0, upkeep: [] as string[] };
   const db = {
     tableActivity: () => {
@@ -14,7 +17,9 @@ function countingDatabase(tables: TableActivity[] = []) {
       return Promise.resolve();
     },
   } as unknown as Database;
-  return { db, calls };
+  const upkeep = new TableMaintenance(db, { vacuum: false, intervalMs });
+  upkeep.start();
+  return { upkeep, calls };
 }
 
 const table = (over: Partial<TableActivity>): TableActivity => ({
@@ -31,9 +36,7 @@ describe('TableMaintenance', () => {
   afterEach(() => jest.useRealTimers());
 
   it('reads the counters every second for its first minute, then at its interval', async () => {
-    const { db, calls } = countingDatabase();
-    const upkeep = new TableMaintenance(db, { vacuum: false, intervalMs: 5_000 });
-    upkeep.start();
+    const { upkeep, calls } = startedUpkeep(5_000);
     await jest.advanceTimersByTimeAsync(999);
     expect(calls.passes).toBe(0);
     await jest.advanceTimersByTimeAsync(1);
@@ -48,21 +51,17 @@ describe('TableMaintenance', () => {
   });
 
   it('never reads more often than its interval when that is under a second', async () => {
-    const { db, calls } = countingDatabase();
-    const upkeep = new TableMaintenance(db, { vacuum: false, intervalMs: 250 });
-    upkeep.start();
+    const { upkeep, calls } = startedUpkeep(250);
     await jest.advanceTimersByTimeAsync(1_000);
     expect(calls.passes).toBe(4);
     await upkeep.stop();
   });
 
   it('analyzes a table grown from empty at the next pass', async () => {
-    const { db, calls } = countingDatabase([
+    const { upkeep, calls } = startedUpkeep(5_000, [
       table({ table: 'runs', liveRows: 40, modifiedSinceAnalyze: 40 }),
       table({ table: 'nodes', liveRows: 5, modifiedSinceAnalyze: 5 }),
     ]);
-    const upkeep = new TableMaintenance(db, { vacuum: false, intervalMs: 5_000 });
-    upkeep.start();
     await jest.advanceTimersByTimeAsync(1_000);
     expect(calls.upkeep).toEqual(['analyze runs']); // nodes: under 10 rows changed
     await upkeep.stop();
