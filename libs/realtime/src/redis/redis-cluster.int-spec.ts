@@ -12,6 +12,7 @@ import {
 } from '../testing';
 import { uniqueId, waitFor } from '../testing/wait';
 import { RedisActivityFeed } from './redis-activity-feed';
+import { publishInOrder } from './redis-connection';
 import { RedisEventBus } from './redis-event-bus';
 import { RedisLiveRegistry } from './redis-live-registry';
 
@@ -137,5 +138,31 @@ describe('RedisEventBus on a cluster', () => {
 
     await Promise.all(unsubscribes.map((unsubscribe) => unsubscribe()));
     await bus.close();
+  });
+});
+
+describe('publishInOrder on a cluster', () => {
+  const publishes = async (node: { info(section: string): Promise<string> }) =>
+    Number(/cmdstat_publish:calls=(\d+)/.exec(await node.info('commandstats'))?.[1] ?? 0);
+
+  it('sends even the first publish of a connection still connecting to the first master by address', async () => {
+    const probe = connect();
+    await probe.ping();
+    const masters = probe.nodes('master');
+    const first = [...masters].sort((a, b) =>
+      `${a.options.host}:${a.options.port}`.localeCompare(`${b.options.host}:${b.options.port}`),
+    )[0]!;
+    const before = await Promise.all(masters.map(publishes));
+
+    const fresh = connect();
+    expect(fresh.status).not.toBe('ready');
+    const channel = `${PREFIX}:ordered:${uniqueId('channel')}`;
+    for (let i = 0; i < 3; i += 1) await publishInOrder(fresh, channel, String(i));
+
+    const after = await Promise.all(masters.map(publishes));
+    const added = masters.map((node, i) => [node === first, after[i]! - before[i]!] as const);
+    expect(added).toEqual(masters.map((node) => [node === first, node === first ? 3 : 0]));
+    await close(fresh);
+    await close(probe);
   });
 });

@@ -33,16 +33,38 @@ export function duplicateConnection(
 /**
  * PUBLISH where the order of messages matters across publishes: a Cluster sends a PUBLISH (it names no key) to any
  * node, and two messages sent to two nodes may reach a subscriber in either order; so on a Cluster every PUBLISH
- * goes to one master (the first by address: the same one for every process while the cluster's masters stay).
+ * goes to one master (the first by address: the same one for every process while the cluster's masters stay). A
+ * Cluster connection learns its masters while it connects: until it is ready a publish waits for it, rather than go
+ * to whichever node answers first and overtake (or be overtaken by) the publishes after it.
  */
-export function publishInOrder(
+export async function publishInOrder(
   connection: RedisConnection,
   channel: string,
   message: string,
 ): Promise<number> {
   if (!isCluster(connection)) return connection.publish(channel, message);
+  if (connection.status !== 'ready') await clusterReady(connection);
   const [node] = connection.nodes('master').sort((a, b) => address(a).localeCompare(address(b)));
   return (node ?? connection).publish(channel, message);
+}
+
+function clusterReady(cluster: Cluster): Promise<void> {
+  if (cluster.status === 'end') return Promise.reject(new Error('Connection is closed.'));
+  const ready = new Promise<void>((resolve, reject) => {
+    const onReady = () => {
+      cluster.off('end', onEnd);
+      resolve();
+    };
+    const onEnd = () => {
+      cluster.off('ready', onReady);
+      reject(new Error('Connection is closed.'));
+    };
+    cluster.once('ready', onReady);
+    cluster.once('end', onEnd);
+  });
+  // A lazy connection connects on its first command; its errors reach the 'error' listeners and, once it gives up, 'end'.
+  if (cluster.status === 'wait') cluster.connect().catch(() => undefined);
+  return ready;
 }
 
 function address(node: Redis): string {
