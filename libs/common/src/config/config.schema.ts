@@ -45,7 +45,7 @@ export const envSchema = z.object({
   CANOPY_DATA_DIR: z.string().min(1).default('.canopy'),
   CANOPY_MIGRATIONS_DIR: z.string().min(1).default('prisma/migrations'),
   CANOPY_MIGRATE_ON_BOOT: bool.default(true),
-  /** Unset: the in-process bus, registry and queue (embedded runtime). */
+  /** Unset: the in-process bus, registry and queue (embedded runtime). Set: a Redis 7.0 or later. */
   REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' }).optional(),
   /**
    * A Redis Cluster: `host:port` of some of its nodes, comma-separated (the client discovers the rest); REDIS_URL

@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import { PrivateRedis } from '@canopy/testing';
+import { Redis } from 'ioredis';
 
 import type { LiveEntry, LivePresence } from '../ports';
 import { describeLiveRegistryContract } from '../testing';
@@ -218,5 +219,74 @@ describe('RedisLiveRegistry', () => {
       [tenant, 'b:c'],
       [`${tenant}:b`, 'c'],
     ]);
+  });
+});
+
+describe('RedisLiveRegistry: commands per write (a private Redis, so INFO counts only these)', () => {
+  let server: PrivateRedis;
+  let redis: Redis;
+  let registry: RedisLiveRegistry;
+
+  beforeAll(async () => {
+    server = await PrivateRedis.start();
+    redis = new Redis(server.url);
+    registry = new RedisLiveRegistry({ redis, prefix: 'counts' });
+  }, 30_000);
+
+  afterAll(async () => {
+    await registry?.close();
+    await redis?.quit();
+    await server?.down();
+  }, 30_000);
+
+  /** Commands Redis ran (scripts' own commands included) while `work` ran, by name. */
+  async function commands(work: () => Promise<unknown>): Promise<Record<string, number>> {
+    await redis.config('RESETSTAT');
+    await work();
+    const stats = await redis.info('commandstats');
+    const calls: Record<string, number> = {};
+    for (const [, name, count] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+      if (!name!.startsWith('config')) calls[name!] = Number(count);
+    }
+    return calls;
+  }
+
+  const presence = (patch: Partial<LivePresence> = {}): LivePresence => ({
+    tenantId: 't',
+    id: 's',
+    title: null,
+    status: 'idle',
+    userId: null,
+    instance: 'api-1',
+    controllers: 0,
+    observers: 0,
+    worker: null,
+    ...patch,
+  });
+
+  it('replaces a presence the instance still holds in four commands, without reading the entry', async () => {
+    expect(await registry.upsert(presence())).toEqual({ created: true });
+    await registry.upsert(presence({ instance: 'api-2' }));
+
+    const calls = await commands(() => registry.upsert(presence({ status: 'busy', controllers: 1 })));
+    expect(calls).toEqual({ evalsha: 1, incr: 1, set: 1, pexpire: 1 });
+    expect(await registry.get('t', 's')).toMatchObject({
+      status: 'busy',
+      controllers: 1,
+      where: { api: ['api-1', 'api-2'] },
+    });
+  });
+
+  it('refreshes a held presence and its entry in two commands per presence on heartbeat', async () => {
+    const beating = new RedisLiveRegistry({ redis, prefix: 'counts-heartbeat' });
+    await beating.upsert(presence({ id: 'h1' }));
+    await beating.upsert(presence({ id: 'h2' }));
+    await beating.heartbeat(); // loads the script
+    // Heartbeats are seconds apart: within one millisecond the new expiry would not be later (PEXPIRE GT).
+    await new Promise((resolve) => setTimeout(resolve, 5));
+
+    const calls = await commands(() => beating.heartbeat());
+    expect(calls).toEqual({ evalsha: 1, pexpire: 4 });
+    await beating.close();
   });
 });

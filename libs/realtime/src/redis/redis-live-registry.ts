@@ -65,16 +65,28 @@ local function load(t, s)
   for k = 1, #presences do out[k + 2] = presences[k] end
   return out
 end
+-- Extends a key's TTL to ttl, never shortens it (one command unless the key has no TTL yet).
 local function refresh(key, ttl)
-  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+  if redis.call('PEXPIRE', key, ttl, 'GT') == 0 and redis.call('PTTL', key) == -1 then
+    redis.call('PEXPIRE', key, ttl)
+  end
 end
 `;
 
 // ARGV[2..4] tenant, session, instance; ARGV[5] the presence JSON; ARGV[6] TTL ms; ARGV[7] now ms. Returns 1 when
 // the session was not live (no presence left) before this one, else 0.
+// While this instance's own presence is still there (the common case: a subscriber came or went, the status
+// changed), the session is live and its entry and indexes hold the presence: SET XX replaces it, the entry's TTL is
+// extended, and nothing else is read (four commands with the script's own). Only a new presence loads the entry.
 const UPSERT_LUA = `${LOAD_LUA}
 local t, s, i, ttl = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[6])
 local sessionKey = root .. 'session:' .. t .. ':' .. s
+local presenceKey = root .. 'presence:' .. t .. ':' .. s .. ':' .. i
+local value = string.format('%d', redis.call('INCR', root .. 'order')) .. ' ' .. ARGV[5]
+if redis.call('SET', presenceKey, value, 'PX', ttl, 'XX') then
+  refresh(sessionKey, ttl)
+  return 0
+end
 local created = 0
 if not load(t, s) then
   created = 1
@@ -83,8 +95,7 @@ if not load(t, s) then
   redis.call('ZADD', root .. 'tenant:' .. t, ARGV[7], s)
   redis.call('ZADD', root .. 'all', ARGV[7], t .. ':' .. s)
 end
-local order = redis.call('INCR', root .. 'order')
-redis.call('SET', root .. 'presence:' .. t .. ':' .. s .. ':' .. i, string.format('%d', order) .. ' ' .. ARGV[5], 'PX', ttl)
+redis.call('SET', presenceKey, value, 'PX', ttl)
 redis.call('HSET', sessionKey, 'i:' .. i, '1')
 refresh(sessionKey, ttl)
 return created
@@ -130,16 +141,13 @@ return out
 
 // ARGV[2] TTL ms; then tenant, session, instance per presence. Returns the (1-based) positions of presences that had
 // already expired (the caller upserts them again).
-const HEARTBEAT_LUA = `
-local root, ttl = ARGV[1], tonumber(ARGV[2])
-local function refresh(key)
-  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
-end
+const HEARTBEAT_LUA = `${LOAD_LUA}
+local ttl = tonumber(ARGV[2])
 local missing = {}
 for k = 3, #ARGV, 3 do
   local t, s, i = ARGV[k], ARGV[k + 1], ARGV[k + 2]
   if redis.call('PEXPIRE', root .. 'presence:' .. t .. ':' .. s .. ':' .. i, ttl) == 1 then
-    refresh(root .. 'session:' .. t .. ':' .. s)
+    refresh(root .. 'session:' .. t .. ':' .. s, ttl)
   else
     missing[#missing + 1] = (k - 3) / 3 + 1
   end
