@@ -90,7 +90,7 @@ export interface ClusterLevel {
   redisCommands: number;
   /**
    * The event bus's own commands over the phase (INFO commandstats): XADD, PUBLISH / SPUBLISH and the stream's
-   * EXPIRE. Everything else Redis ran (the live registry, timers, BullMQ, rate limits) is work per run or per
+   * EXPIRE, less the same commands of others (otherPublishes, queueEventAppends). Everything else Redis ran (the live registry, timers, BullMQ, rate limits) is work per run or per
    * second, not per event.
    */
   busCommands: number;
@@ -99,6 +99,8 @@ export interface ClusterLevel {
    * pattern subscriber: taken out of busCommands (INFO cannot tell the PUBLISHes apart), left in redisCommands.
    */
   otherPublishes: number;
+  /** XADDs of BullMQ's scripts to its queues' event streams over the phase: taken out of busCommands too. */
+  queueEventAppends: number;
   /** The commands called most over the phase (INFO commandstats), most first. */
   topCommands: Array<{ name: string; calls: number }>;
   /** How long sending every prompt took (the runs start over this time). */
@@ -214,7 +216,10 @@ export async function runClusterBench(
     const raw = await rawPublishRate(cluster.redisUrl, `${cluster.prefix}:bench:raw`);
     const levels: ClusterLevel[] = [];
     // Channels Canopy PUBLISHes on besides the event bus's, counted apart (the activity feed, run control).
-    const notBus = [`${escapeGlob(cluster.prefix)}:activity:*`, `${escapeGlob(cluster.prefix)}:run-control*`];
+    const notBus = {
+      channels: [`${escapeGlob(cluster.prefix)}:activity:*`, `${escapeGlob(cluster.prefix)}:run-control*`],
+      queueEvents: `${escapeGlob(cluster.prefix)}:bull:*:events`,
+    };
     for (const sessions of scales) levels.push(await measureScale(cluster, stats, sessions, probe, notBus));
     const canopyPids = pidsOf(cluster);
     await cluster.stop();
@@ -475,7 +480,8 @@ function redisPerEvent(l: ClusterLevel, ok?: (v: boolean) => string): string {
   return (
     `Redis commands per published event${ok ? ' <= 2' : ''}: event bus ${bus.toFixed(3)}${ok ? `, ${ok(bus <= 2)}` : ''} ` +
     `(all commands ${all.toFixed(2)}: the other ${otherPerRun.toFixed(0)} per run are the registry, timers, ` +
-    `BullMQ, rate limits and ${(l.otherPublishes / runs).toFixed(1)} PUBLISHes of the activity feed and run control)`
+    `BullMQ (${(l.queueEventAppends / runs).toFixed(1)} XADDs to its event streams), rate limits and ` +
+    `${(l.otherPublishes / runs).toFixed(1)} PUBLISHes of the activity feed and run control)`
   );
 }
 
@@ -499,7 +505,7 @@ async function measureScale(
   stats: Redis,
   sessions: number,
   probe: LoopDelayProbe,
-  notBusChannels: string[] = [],
+  notBus: { channels: string[]; queueEvents: string } | null = null,
 ): Promise<ClusterLevel> {
   const apiUrls = Array.from({ length: APIS }, (_, i) => cluster.api(i + 1));
   const key = await newTenant(apiUrls[0]!, cluster.adminKey, `bench-${sessions}`);
@@ -529,7 +535,8 @@ async function measureScale(
     });
     await waitFor(() => [...tracks.values()].every((ts) => ts.every((t) => t.snapshotSeq !== null)), 30_000);
 
-    const otherPublishes = await PublishCounter.start(stats, notBusChannels);
+    const otherPublishes = await PublishCounter.start(stats, notBus?.channels ?? []);
+    const queueEventsBefore = notBus ? await streamEntriesAdded(stats, notBus.queueEvents) : 0;
     const cpu = await CpuMeter.start(cluster, stats);
     probe.reset();
     const commandsBefore = await commandStats(stats);
@@ -549,6 +556,9 @@ async function measureScale(
     const wallMs = lastEnd - started;
     const commandsAfter = await commandStats(stats);
     const notBusPublishes = await otherPublishes.stop();
+    const queueEventAppends = notBus
+      ? (await streamEntriesAdded(stats, notBus.queueEvents)) - queueEventsBefore
+      : 0;
     const { byProcess: cpuPct, machine: machineCpuPct, elapsedMs: cpuMs } = await cpu.stop();
     const loopDelay = probe.read(cluster);
     latencies.open = false;
@@ -575,8 +585,11 @@ async function measureScale(
           BUS_COMMANDS.map(
             (name) => (commandsAfter.calls.get(name) ?? 0) - (commandsBefore.calls.get(name) ?? 0),
           ),
-        ) - notBusPublishes,
+        ) -
+        notBusPublishes -
+        queueEventAppends,
       otherPublishes: notBusPublishes,
+      queueEventAppends,
       topCommands: [...commandsAfter.calls]
         .map(([name, calls]) => ({ name, calls: calls - (commandsBefore.calls.get(name) ?? 0) }))
         .sort((a, b) => b.calls - a.calls)
@@ -1009,6 +1022,19 @@ class PublishCounter {
     }
     return this.count;
   }
+}
+
+/** Entries ever added to the streams whose keys match a pattern (XINFO STREAM entries-added, Redis 7). */
+async function streamEntriesAdded(redis: Redis, pattern: string): Promise<number> {
+  let total = 0;
+  for await (const keys of redis.scanStream({ match: pattern, type: 'stream', count: 1_000 })) {
+    for (const key of keys as string[]) {
+      const info = (await redis.xinfo('STREAM', key)) as unknown[];
+      const at = info.indexOf('entries-added');
+      total += at >= 0 ? Number(info[at + 1]) : 0;
+    }
+  }
+  return total;
 }
 
 /** Redis's total_commands_processed and the calls per command (INFO commandstats). */
