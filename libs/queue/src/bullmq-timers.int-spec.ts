@@ -1,7 +1,9 @@
-import { randomBytes } from 'node:crypto';
-import { describe, expect, it } from '@jest/globals';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { PrivateRedis } from '@canopy/testing';
 import { Redis } from 'ioredis';
 import { BullmqTimers } from './bullmq-timers';
+import { timerKey } from './timer-jobs';
 import { describeTimersContract } from './testing/timers.contract';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
@@ -29,3 +31,39 @@ describeTimersContract(
   },
   { describe, it, expect },
 );
+
+describe('BullmqTimers: commands per set (a private Redis, so INFO counts only these)', () => {
+  let server: PrivateRedis;
+  let connection: Redis;
+  let timers: BullmqTimers;
+
+  beforeAll(async () => {
+    server = await PrivateRedis.start();
+    connection = new Redis(server.url, { maxRetriesPerRequest: null });
+    timers = new BullmqTimers({ connection, prefix: 'counts' });
+  }, 30_000);
+
+  afterAll(async () => {
+    await timers?.close();
+    await connection?.quit();
+    await server?.down();
+  }, 30_000);
+
+  async function commandsOf(work: () => Promise<unknown>): Promise<number> {
+    const total = async () =>
+      Number(/^total_commands_processed:(\d+)/m.exec(await connection.info('stats'))?.[1] ?? NaN);
+    const before = await total();
+    await work();
+    return (await total()) - before - 1; // less the INFO that read `before`
+  }
+
+  it('moves a pending timer with one script of about ten commands, not a remove and an add', async () => {
+    const timer = { kind: 'session-idle', tenantId: randomUUID(), sessionId: 's' } as const;
+    const first = await commandsOf(() => timers.set(timer, 60_000));
+    const again = await commandsOf(() => timers.set(timer, 60_000));
+    expect(again).toBeLessThanOrEqual(12);
+    expect(again).toBeLessThan(first);
+    const job = await timers['queue'].getJob(timerKey(timer));
+    expect(job ? await job.getState() : null).toBe('delayed');
+  });
+});

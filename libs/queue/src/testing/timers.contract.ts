@@ -11,6 +11,7 @@ interface JestLike {
     toBe(v: unknown): void;
     toEqual(v: unknown): void;
     toBeGreaterThanOrEqual(v: number): void;
+    toBeLessThan(v: number): void;
   };
 }
 
@@ -93,6 +94,21 @@ export function describeTimersContract(
         expect(fired[0]!.at - movedAt).toBeGreaterThanOrEqual(390);
         await sleep(500);
         expect(fired.length).toBe(1);
+      } finally {
+        await cleanup();
+      }
+    });
+
+    it('moves a timer set again to an earlier time', async () => {
+      const { timers, cleanup, fired } = await recording();
+      try {
+        const timer = idle();
+        await timers.set(timer, 5_000);
+        const movedAt = Date.now();
+        await timers.set(timer, 200);
+        await until(() => fired.length === 1);
+        expect(fired[0]!.at - movedAt).toBeGreaterThanOrEqual(190);
+        expect(fired[0]!.at - movedAt).toBeLessThan(4_000);
       } finally {
         await cleanup();
       }
