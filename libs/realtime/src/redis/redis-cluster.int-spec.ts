@@ -2,8 +2,8 @@
 // for this file (every session's keys and channel share a hash tag; its events go over sharded pub/sub), plus a
 // check that a session's events really travel by SPUBLISH to the shard that owns its slot.
 
-import { PrivateRedisCluster } from '@canopy/testing';
-import type { Cluster } from 'ioredis';
+import { freePort, PrivateRedisCluster } from '@canopy/testing';
+import { Cluster } from 'ioredis';
 
 import {
   describeActivityFeedContract,
@@ -164,5 +164,20 @@ describe('publishInOrder on a cluster', () => {
     expect(added).toEqual(masters.map((node) => [node === first, node === first ? 3 : 0]));
     await close(fresh);
     await close(probe);
+  });
+
+  it('fails, rather than waits for ever, while the cluster cannot be reached', async () => {
+    const nowhere = new Cluster([{ host: '127.0.0.1', port: await freePort() }], {
+      lazyConnect: true,
+      clusterRetryStrategy: () => 100,
+      redisOptions: { commandTimeout: 300 },
+    });
+    nowhere.on('error', () => undefined);
+    const started = Date.now();
+    await expect(publishInOrder(nowhere, `${PREFIX}:nowhere`, 'x')).rejects.toThrow(
+      /not ready within 300 ms/,
+    );
+    expect(Date.now() - started).toBeLessThan(5_000);
+    nowhere.disconnect();
   });
 });

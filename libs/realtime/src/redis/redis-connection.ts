@@ -34,8 +34,9 @@ export function duplicateConnection(
  * PUBLISH where the order of messages matters across publishes: a Cluster sends a PUBLISH (it names no key) to any
  * node, and two messages sent to two nodes may reach a subscriber in either order; so on a Cluster every PUBLISH
  * goes to one master (the first by address: the same one for every process while the cluster's masters stay). A
- * Cluster connection learns its masters while it connects: until it is ready a publish waits for it, rather than go
- * to whichever node answers first and overtake (or be overtaken by) the publishes after it.
+ * Cluster connection learns its masters while it connects: until it is ready a publish waits for it (as long as a
+ * command may wait: the connection's commandTimeout, else 10 s; then it fails), rather than go to whichever node
+ * answers first and overtake (or be overtaken by) the publishes after it.
  */
 export async function publishInOrder(
   connection: RedisConnection,
@@ -43,22 +44,30 @@ export async function publishInOrder(
   message: string,
 ): Promise<number> {
   if (!isCluster(connection)) return connection.publish(channel, message);
-  if (connection.status !== 'ready') await clusterReady(connection);
+  if (connection.status !== 'ready') {
+    await clusterReady(connection, connection.options.redisOptions?.commandTimeout ?? 10_000);
+  }
   const [node] = connection.nodes('master').sort((a, b) => address(a).localeCompare(address(b)));
   return (node ?? connection).publish(channel, message);
 }
 
-function clusterReady(cluster: Cluster): Promise<void> {
+/** Resolves once the Cluster is ready; rejects when it ends or is not ready within timeoutMs. */
+function clusterReady(cluster: Cluster, timeoutMs: number): Promise<void> {
   if (cluster.status === 'end') return Promise.reject(new Error('Connection is closed.'));
   const ready = new Promise<void>((resolve, reject) => {
-    const onReady = () => {
-      cluster.off('end', onEnd);
-      resolve();
-    };
-    const onEnd = () => {
+    const settle = (error: Error | null) => {
+      clearTimeout(timer);
       cluster.off('ready', onReady);
-      reject(new Error('Connection is closed.'));
+      cluster.off('end', onEnd);
+      if (error) reject(error);
+      else resolve();
     };
+    const onReady = () => settle(null);
+    const onEnd = () => settle(new Error('Connection is closed.'));
+    const timer = setTimeout(
+      () => settle(new Error(`Redis Cluster not ready within ${timeoutMs} ms (status ${cluster.status})`)),
+      timeoutMs,
+    );
     cluster.once('ready', onReady);
     cluster.once('end', onEnd);
   });
