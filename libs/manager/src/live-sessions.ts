@@ -15,6 +15,14 @@ import {
 
 export type CloseReason = 'close' | 'delete' | 'idle' | 'shutdown' | 'expired';
 
+/**
+ * How long a session stays idle here before its idle timer is set (for the same moment: idle shutdown after
+ * `afterMs` from when it became idle). A subscriber attaching right after the open that made the session live, or a
+ * conversation's next prompt, ends the idleness first, and the set (a durable BullMQ job: ~34 Redis commands, ~10 to
+ * move one) is not made for nothing. A crash meanwhile loses nothing: the live session goes with the process.
+ */
+export const IDLE_ARM_DELAY_MS = 250;
+
 export class LiveSessions implements LiveSessionHost {
   private readonly sessions = new Map<string, LiveSession>();
   private readonly opening = new Map<string, Promise<LiveSession | null>>();
@@ -25,6 +33,9 @@ export class LiveSessions implements LiveSessionHost {
     private readonly deps: SessionEngineDeps,
     private readonly publisher: SessionPublisher,
   ) {}
+
+  /** Idle timers waiting out IDLE_ARM_DELAY_MS before they are set, by session. */
+  private readonly arming = new Map<string, NodeJS.Timeout>();
 
   get(tenantId: string, id: string): LiveSession | undefined {
     return this.sessions.get(key(tenantId, id));
@@ -45,12 +56,7 @@ export class LiveSessions implements LiveSessionHost {
         tenantId,
         id,
         {
-          onIdle: (s, afterMs) => {
-            const timer: IdleTimer = { kind: 'session-idle', tenantId: s.tenantId, sessionId: s.id };
-            this.deps.timers
-              .set(timer, afterMs)
-              .catch((err: unknown) => this.deps.logger.warn('idle timer not set', { err, sessionId: s.id }));
-          },
+          onIdle: (s, afterMs) => this.armIdle(k, s, afterMs),
           // Not before it is registered here: its first presence is written (and awaited) below.
           onPresence: (s) => {
             if (this.sessions.get(k) === s) void this.presence(s);
@@ -119,6 +125,29 @@ export class LiveSessions implements LiveSessionHost {
         .catch((err: unknown) => logger.warn('live registry remove failed', { err, sessionId: session.id }));
   }
 
+  /**
+   * The session became idle here: its deployment-wide idle timer is set IDLE_ARM_DELAY_MS later (or at once when the
+   * shutdown is due sooner), due `afterMs` after now, unless the session is not idle here any more by then. A later
+   * idleness of the session replaces one still waiting.
+   */
+  private armIdle(k: string, s: LiveSession, afterMs: number): void {
+    const dueAt = Date.now() + afterMs;
+    clearTimeout(this.arming.get(k));
+    const handle = setTimeout(
+      () => {
+        this.arming.delete(k);
+        if (!s.isIdle) return; // busy, subscribed or closed meanwhile
+        const timer: IdleTimer = { kind: 'session-idle', tenantId: s.tenantId, sessionId: s.id };
+        this.deps.timers
+          .set(timer, Math.max(0, dueAt - Date.now()))
+          .catch((err: unknown) => this.deps.logger.warn('idle timer not set', { err, sessionId: s.id }));
+      },
+      Math.min(IDLE_ARM_DELAY_MS, afterMs),
+    );
+    handle.unref();
+    this.arming.set(k, handle);
+  }
+
   list(): LiveSession[] {
     return [...this.sessions.values()];
   }
@@ -129,6 +158,8 @@ export class LiveSessions implements LiveSessionHost {
     const live = this.sessions.get(k);
     if (!live) return false;
     this.sessions.delete(k);
+    clearTimeout(this.arming.get(k));
+    this.arming.delete(k);
     await live.close(reason);
     // Announced once for the deployment: by the instance whose presence was the last (when unsure, announced).
     let gone = true;

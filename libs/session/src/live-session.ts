@@ -215,6 +215,11 @@ export class LiveSession {
     return this.closed;
   }
 
+  /** No controller and no run here (what starts the idle shutdown); false once closed. */
+  get isIdle(): boolean {
+    return !this.closed && this.controllers === 0 && this.state.status === 'idle';
+  }
+
   snapshot(): SessionSnapshot {
     return this.state.snapshot();
   }
@@ -333,7 +338,7 @@ export class LiveSession {
    */
   checkIdle(): void {
     if (this.closed) return;
-    const idle = this.controllers === 0 && this.state.status === 'idle';
+    const idle = this.isIdle;
     if (idle && !this.idleArmed) {
       this.hooks.onIdle(this, this.idleShutdownAfterMs ?? this.deps.settings.idleShutdownMs);
     }

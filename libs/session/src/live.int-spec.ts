@@ -4,6 +4,7 @@
 
 import { allTurns, newTurn, Tree, type ActivityEvent, type Scope, type SessionEvent } from '@canopy/core';
 import { eventually } from '@canopy/testing';
+import { IDLE_ARM_DELAY_MS } from '@canopy/manager';
 import { EngineHarness, EventLog, type Engine } from '@canopy/manager/testing/engine-harness';
 
 const h = new EngineHarness({ idleShutdownMs: 150 });
@@ -159,6 +160,30 @@ describe('liveness', () => {
     expect(await engine.registry.get(scope.tenantId, s.id)).toBeNull();
     observer.unsubscribe();
     expect((await engine.service.tree(scope, s.id)).nodes).toHaveLength(2); // reopened on use, data intact
+  });
+
+  it('sets no idle timer for a session opened for a subscriber that attaches at once; sets it when it leaves', async () => {
+    const s = await engine.manager.create(scope, { model: 'mock:echo', idleShutdownAfterMs: 1_000 });
+    const timers = engine.deps.timers;
+    const set = timers.set.bind(timers);
+    const delays: number[] = [];
+    timers.set = (timer, delayMs) => {
+      if (timer.kind === 'session-idle' && timer.sessionId === s.id) delays.push(delayMs);
+      return set(timer, delayMs);
+    };
+    try {
+      const sub = await engine.service.subscribe(scope, s.id, () => undefined, { mode: 'controller' });
+      await new Promise((r) => setTimeout(r, IDLE_ARM_DELAY_MS + 200));
+      expect(delays).toEqual([]); // idle for a moment at open: no durable timer for that
+      const leftAt = Date.now();
+      sub.unsubscribe();
+      await eventually(() => expect(delays).toHaveLength(1));
+      // Set after the arming delay, for the same moment: about 1 s after the subscriber left.
+      expect(delays[0]!).toBeLessThanOrEqual(1_000 - IDLE_ARM_DELAY_MS + 50);
+      expect(delays[0]! + (Date.now() - leftAt)).toBeGreaterThanOrEqual(950);
+    } finally {
+      timers.set = set;
+    }
   });
 
   it('never shuts down while a run is in flight, even without controllers', async () => {
