@@ -16,10 +16,11 @@ import {
 export type CloseReason = 'close' | 'delete' | 'idle' | 'shutdown' | 'expired';
 
 /**
- * How long a session stays idle here before its idle timer is set (for the same moment: idle shutdown after
- * `afterMs` from when it became idle). A subscriber attaching right after the open that made the session live, or a
- * conversation's next prompt, ends the idleness first, and the set (a durable BullMQ job: ~34 Redis commands, ~10 to
- * move one) is not made for nothing. A crash meanwhile loses nothing: the live session goes with the process.
+ * How long a session opened here must stay idle before its first idle timer is set (for the same moment: idle
+ * shutdown `afterMs` after it became idle). A subscriber attaching right after the open that made the session live
+ * ends that idleness first, and the set (a durable BullMQ job: ~34 Redis commands) is not made for nothing. Later
+ * idleness sets the timer at once (moving one: ~10 commands), so an earlier timer never fires in a short idle gap
+ * between runs. A crash meanwhile loses nothing: the live session goes with the process.
  */
 export const IDLE_ARM_DELAY_MS = 250;
 
@@ -34,8 +35,10 @@ export class LiveSessions implements LiveSessionHost {
     private readonly publisher: SessionPublisher,
   ) {}
 
-  /** Idle timers waiting out IDLE_ARM_DELAY_MS before they are set, by session. */
+  /** First idle timers waiting out IDLE_ARM_DELAY_MS before they are set, by session. */
   private readonly arming = new Map<string, NodeJS.Timeout>();
+  /** Sessions whose idle timer this process has set since it opened them. */
+  private readonly armed = new Set<string>();
 
   get(tenantId: string, id: string): LiveSession | undefined {
     return this.sessions.get(key(tenantId, id));
@@ -126,21 +129,28 @@ export class LiveSessions implements LiveSessionHost {
   }
 
   /**
-   * The session became idle here: its deployment-wide idle timer is set IDLE_ARM_DELAY_MS later (or at once when the
-   * shutdown is due sooner), due `afterMs` after now, unless the session is not idle here any more by then. A later
-   * idleness of the session replaces one still waiting.
+   * The session became idle here: its deployment-wide idle timer is set, due `afterMs` from now. The first time since
+   * the open, IDLE_ARM_DELAY_MS later (or when the shutdown is due, if sooner) and only if the session is still idle.
    */
   private armIdle(k: string, s: LiveSession, afterMs: number): void {
-    const dueAt = Date.now() + afterMs;
+    const set = (delayMs: number) => {
+      this.armed.add(k);
+      const timer: IdleTimer = { kind: 'session-idle', tenantId: s.tenantId, sessionId: s.id };
+      this.deps.timers
+        .set(timer, delayMs)
+        .catch((err: unknown) => this.deps.logger.warn('idle timer not set', { err, sessionId: s.id }));
+    };
     clearTimeout(this.arming.get(k));
+    this.arming.delete(k);
+    if (this.armed.has(k)) {
+      set(afterMs);
+      return;
+    }
+    const dueAt = Date.now() + afterMs;
     const handle = setTimeout(
       () => {
         this.arming.delete(k);
-        if (!s.isIdle) return; // busy, subscribed or closed meanwhile
-        const timer: IdleTimer = { kind: 'session-idle', tenantId: s.tenantId, sessionId: s.id };
-        this.deps.timers
-          .set(timer, Math.max(0, dueAt - Date.now()))
-          .catch((err: unknown) => this.deps.logger.warn('idle timer not set', { err, sessionId: s.id }));
+        if (s.isIdle) set(Math.max(0, dueAt - Date.now())); // else: subscribed, busy or closed meanwhile
       },
       Math.min(IDLE_ARM_DELAY_MS, afterMs),
     );
@@ -160,6 +170,7 @@ export class LiveSessions implements LiveSessionHost {
     this.sessions.delete(k);
     clearTimeout(this.arming.get(k));
     this.arming.delete(k);
+    this.armed.delete(k);
     await live.close(reason);
     // Announced once for the deployment: by the instance whose presence was the last (when unsure, announced).
     let gone = true;

@@ -162,7 +162,7 @@ describe('liveness', () => {
     expect((await engine.service.tree(scope, s.id)).nodes).toHaveLength(2); // reopened on use, data intact
   });
 
-  it('sets no idle timer for a session opened for a subscriber that attaches at once; sets it when it leaves', async () => {
+  it('sets no idle timer for a session opened for a subscriber that attaches at once; sets it when it leaves, then at once', async () => {
     const s = await engine.manager.create(scope, { model: 'mock:echo', idleShutdownAfterMs: 1_000 });
     const timers = engine.deps.timers;
     const set = timers.set.bind(timers);
@@ -181,6 +181,11 @@ describe('liveness', () => {
       // Set after the arming delay, for the same moment: about 1 s after the subscriber left.
       expect(delays[0]!).toBeLessThanOrEqual(1_000 - IDLE_ARM_DELAY_MS + 50);
       expect(delays[0]! + (Date.now() - leftAt)).toBeGreaterThanOrEqual(950);
+
+      // Once set, later idleness moves it at once (an earlier timer must not fire in a short idle gap).
+      const again = await engine.service.subscribe(scope, s.id, () => undefined, { mode: 'controller' });
+      again.unsubscribe();
+      expect(delays).toEqual([delays[0], 1_000]);
     } finally {
       timers.set = set;
     }
