@@ -267,6 +267,8 @@ describe('RedisLiveRegistry: commands per write (a private Redis, so INFO counts
   it('replaces a presence the instance still holds in four commands, without reading the entry', async () => {
     expect(await registry.upsert(presence())).toEqual({ created: true });
     await registry.upsert(presence({ instance: 'api-2' }));
+    // Writes are milliseconds apart: within one, the entry's new expiry would not be later (PEXPIRE GT).
+    await new Promise((resolve) => setTimeout(resolve, 5));
 
     const calls = await commands(() => registry.upsert(presence({ status: 'busy', controllers: 1 })));
     expect(calls).toEqual({ evalsha: 1, incr: 1, set: 1, pexpire: 1 });
