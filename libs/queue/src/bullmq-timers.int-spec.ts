@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { PrivateRedis } from '@canopy/testing';
+import { commandsDuring, PrivateRedis } from '@canopy/testing';
 import { Redis } from 'ioredis';
 import { BullmqTimers } from './bullmq-timers';
 import { timerKey } from './timer-jobs';
@@ -49,12 +49,10 @@ describe('BullmqTimers: commands per set (a private Redis, so INFO counts only t
     await server?.down();
   }, 30_000);
 
+  /** Every command Redis ran while `work` ran (scripts' own included). */
   async function commandsOf(work: () => Promise<unknown>): Promise<number> {
-    const total = async () =>
-      Number(/^total_commands_processed:(\d+)/m.exec(await connection.info('stats'))?.[1] ?? NaN);
-    const before = await total();
-    await work();
-    return (await total()) - before - 1; // less the INFO that read `before`
+    const calls = await commandsDuring(connection, work);
+    return Object.values(calls).reduce((sum, n) => sum + n, 0);
   }
 
   it('moves a pending timer with one script of about ten commands, not a remove and an add', async () => {

@@ -102,3 +102,22 @@ export class PrivateRedis {
     await exited;
   }
 }
+
+/**
+ * The commands a Redis ran while `work` ran, by name (INFO commandstats after CONFIG RESETSTAT; commands run by
+ * scripts included; the CONFIG and INFO of this measure left out). Only meaningful on a Redis nothing else uses,
+ * such as a PrivateRedis.
+ */
+export async function commandsDuring(
+  redis: Redis,
+  work: () => Promise<unknown>,
+): Promise<Record<string, number>> {
+  await redis.config('RESETSTAT');
+  await work();
+  const stats = await redis.info('commandstats');
+  const calls: Record<string, number> = {};
+  for (const [, name, count] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (!name!.startsWith('config')) calls[name!] = Number(count);
+  }
+  return calls;
+}

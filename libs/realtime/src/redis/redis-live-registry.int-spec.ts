@@ -1,4 +1,4 @@
-import { PrivateRedis } from '@canopy/testing';
+import { commandsDuring, PrivateRedis } from '@canopy/testing';
 import { Redis } from 'ioredis';
 
 import type { LiveEntry, LivePresence } from '../ports';
@@ -239,17 +239,7 @@ describe('RedisLiveRegistry: commands per write (a private Redis, so INFO counts
     await server?.down();
   }, 30_000);
 
-  /** Commands Redis ran (scripts' own commands included) while `work` ran, by name. */
-  async function commands(work: () => Promise<unknown>): Promise<Record<string, number>> {
-    await redis.config('RESETSTAT');
-    await work();
-    const stats = await redis.info('commandstats');
-    const calls: Record<string, number> = {};
-    for (const [, name, count] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-      if (!name!.startsWith('config')) calls[name!] = Number(count);
-    }
-    return calls;
-  }
+  const commands = (work: () => Promise<unknown>) => commandsDuring(redis, work);
 
   const presence = (patch: Partial<LivePresence> = {}): LivePresence => ({
     tenantId: 't',
