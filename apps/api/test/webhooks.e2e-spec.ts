@@ -94,13 +94,19 @@ describe('delivery', () => {
     expect(JSON.stringify((await tenant.api.get(`/v1/webhooks/${created.id}`)).body)).not.toContain(
       created.secret,
     );
-    const deliveries = await tenant.api.get(`/v1/webhooks/${created.id}/deliveries`);
-    expect(deliveries.status).toBe(200);
-    expect(deliveries.body.data.length).toBeGreaterThanOrEqual(4);
-    for (const d of deliveries.body.data as Array<{ id: string; attempts: number; status: string }>) {
-      expect({ id: d.id, status: d.status }).toEqual({ id: d.id, status: 'delivered' });
-      expect(mine.filter((a) => a.id === `msg_${d.id}`)).toHaveLength(d.attempts);
-    }
+    // The receiver records an attempt before its answer reaches the sender, which only then marks the delivery
+    // (a generated title's delivery may still be on its way): wait for every delivery to settle.
+    const deliveries = await eventually(async () => {
+      const listing = await tenant.api.get(`/v1/webhooks/${created.id}/deliveries`);
+      expect(listing.status).toBe(200);
+      expect(listing.body.data.length).toBeGreaterThanOrEqual(4);
+      const seen = receiver.attempts.filter((a) => a.data.sessionId === id);
+      for (const d of listing.body.data as Array<{ id: string; attempts: number; status: string }>) {
+        expect({ id: d.id, status: d.status }).toEqual({ id: d.id, status: 'delivered' });
+        expect(seen.filter((a) => a.id === `msg_${d.id}`)).toHaveLength(d.attempts);
+      }
+      return listing;
+    });
     expect(deliveries.body.data[0]).toMatchObject({ status: 'delivered', lastStatusCode: 200 });
     expect(deliveries.body.data[0].attemptLog.at(-1)).toMatchObject({ statusCode: 200, error: null });
   });
