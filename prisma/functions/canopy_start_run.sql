@@ -1,6 +1,6 @@
--- canopy_start_run(p_tenant uuid, p_user text, p_session text, p_run uuid, p_kind run_kind, p_input jsonb, p_status run_status, p_position jsonb, p_rollback jsonb, p_timeout_ms integer, p_max_busy integer, p_actor jsonb, OUT outcome text, OUT session sessions, OUT run runs)
+-- canopy_start_run(p_tenant uuid, p_user text, p_session text, p_run uuid, p_kind run_kind, p_input jsonb, p_status run_status, p_position jsonb, p_rollback jsonb, p_timeout_ms integer, p_max_busy integer, p_actor jsonb, OUT outcome text, OUT session sessions, OUT run runs, OUT busy integer)
 --
--- Defined last by prisma/migrations/20261201000000_run_actor/migration.sql (first by 20261122000000_hot_path_functions).
+-- Defined last by prisma/migrations/20261214000000_start_run_busy_count/migration.sql (first by 20261122000000_hot_path_functions).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 -- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
 --
@@ -8,7 +8,8 @@
 -- outcome: 'ok' with the claimed session and the new run; else 'busy', 'paused' or 'not_found' (no such session
 -- for this tenant, or not p_user's when p_user is given) and nothing written.
 -- p_position, when given, is the new active path ({path, cursors, head}); p_rollback is stored with the run.
-CREATE OR REPLACE FUNCTION public.canopy_start_run(p_tenant uuid, p_user text, p_session text, p_run uuid, p_kind run_kind, p_input jsonb, p_status run_status, p_position jsonb, p_rollback jsonb, p_timeout_ms integer, p_max_busy integer, p_actor jsonb, OUT outcome text, OUT session sessions, OUT run runs)
+-- busy: the tenant's other busy sessions as counted for p_max_busy, with every outcome (NULL when not counted).
+CREATE OR REPLACE FUNCTION public.canopy_start_run(p_tenant uuid, p_user text, p_session text, p_run uuid, p_kind run_kind, p_input jsonb, p_status run_status, p_position jsonb, p_rollback jsonb, p_timeout_ms integer, p_max_busy integer, p_actor jsonb, OUT outcome text, OUT session sessions, OUT run runs, OUT busy integer)
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
@@ -27,12 +28,16 @@ BEGIN
     -- 0. The tenant's limit of runs in flight (its other busy sessions), counted from the partial index
     --    sessions_busy_idx; refused with 'rate_limited'. This session is not counted: busy, it answers 'busy'
     --    below. Concurrent starts in one tenant may each count the same total: a soft limit.
-    IF p_max_busy IS NOT NULL AND (
-        SELECT count(*) FROM sessions
+    --    The count is answered (busy) with every outcome, so a caller far below the limit may skip the next
+    --    counts for a moment (SessionService's BusyLimitGate); NULL when not counted.
+    IF p_max_busy IS NOT NULL THEN
+        SELECT count(*) INTO busy FROM sessions
          WHERE sessions.tenant_id = p_tenant AND sessions.status = 'busy'
-           AND sessions.id <> p_session) >= p_max_busy THEN
-        outcome := 'rate_limited';
-        RETURN;
+           AND sessions.id <> p_session;
+        IF busy >= p_max_busy THEN
+            outcome := 'rate_limited';
+            RETURN;
+        END IF;
     END IF;
 
     LOOP

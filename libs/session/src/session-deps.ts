@@ -26,6 +26,8 @@ export interface EngineSettings {
   resultTtlMs: number;
   /** Busy sessions a tenant may have (in the whole deployment) before new runs answer rate_limited. */
   maxBusyPerTenant?: number;
+  /** How long a count of them lets later starts skip counting while far below it (BusyLimitGate; default 1 s). */
+  busyCountMaxAgeMs?: number;
   /** How often the retention sweep runs where timers run (0 or absent: never). */
   retentionSweepMs?: number;
   /**

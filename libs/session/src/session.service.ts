@@ -25,6 +25,7 @@ import { CanopyException } from '@canopy/common';
 import { isPendingState } from '@canopy/agent';
 import type { RunJob, DecisionTimer } from '@canopy/queue';
 import type { FailedTurn, JsonObject, PositionRecord, RunRecord, SessionRecord } from '@canopy/store';
+import { BUSY_COUNT_MAX_AGE_MS, BusyLimitGate } from './busy-limit-gate';
 import { positionOf } from './convert';
 import type { LiveSession, SubscribeOptions, Subscription } from './live-session';
 import type { LiveSessionHost } from './live-session-host';
@@ -71,6 +72,8 @@ export class SessionService {
   private readonly queue: PromptQueue;
   private readonly decisions: Decisions;
   private readonly recovery: RunRecovery;
+  /** When a start counts the tenant's busy sessions (its limit of runs in flight); null without a limit. */
+  private readonly busyGate: BusyLimitGate | null;
   private lostRunSweep: NodeJS.Timeout | null = null;
   private sweeping = false;
   private stopping: Promise<void> | null = null;
@@ -80,6 +83,11 @@ export class SessionService {
     private readonly live: LiveSessionHost,
     private readonly publisher: SessionPublisher,
   ) {
+    const limit = deps.settings.maxBusyPerTenant;
+    this.busyGate =
+      limit === undefined
+        ? null
+        : new BusyLimitGate(limit, Date.now, deps.settings.busyCountMaxAgeMs ?? BUSY_COUNT_MAX_AGE_MS);
     this.decisions = new Decisions(deps, this.publisher);
     this.executor = new RunExecutor(deps, this.publisher, this.live, this.decisions);
     this.recovery = new RunRecovery(deps, this.executor, this.decisions);
@@ -484,7 +492,9 @@ export class SessionService {
     if (kind !== 'resume') await this.deps.admission?.admit(scope, id);
     const limit = this.deps.settings.maxBusyPerTenant;
     // startRun is scoped: an invisible session answers not_found here, before anything is opened or published.
-    // It also applies the tenant's limit of runs in flight, counted in the database for every process.
+    // It also applies the tenant's limit of runs in flight, counted in the database for every process, unless
+    // the tenant was counted far below it a moment ago (BusyLimitGate).
+    const count = this.busyGate?.mustCount(scope.tenantId) ?? false;
     const started = await this.deps.store.startRun(scope, {
       sessionId: id,
       kind,
@@ -492,9 +502,10 @@ export class SessionService {
       status: this.deps.queue.runsInline ? 'running' : 'queued',
       ...(position ? { position } : {}),
       ...(rollback ? { rollback } : {}),
-      ...(limit !== undefined ? { maxBusy: limit } : {}),
+      ...(count && limit !== undefined ? { maxBusy: limit } : {}),
       ...(queuedId !== undefined ? { runId: queuedId } : {}),
     });
+    this.busyGate?.record(scope.tenantId, started.busy, started.ok);
     if (!started.ok) {
       if (started.reason === 'not_found') throw CanopyException.notFound('session');
       if (started.reason === 'rate_limited') {

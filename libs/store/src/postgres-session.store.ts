@@ -251,21 +251,22 @@ export class PostgresSessionStore implements SessionStore {
     // canopy_start_run: the tenant's limit of busy sessions, the compare-and-set on status (only an idle session
     // starts a run; of racing starts one wins) and the run inserted from the claimed row, or why nothing was.
     const [row] = await this.call<
-      { outcome: 'ok' | 'not_found' | 'busy' | 'paused' | 'rate_limited' } & StartedRow
+      { outcome: 'ok' | 'not_found' | 'busy' | 'paused' | 'rate_limited'; busy: number | null } & StartedRow
     >(
       scope,
       sql`
-      SELECT started.outcome, ${sessionAndRunOf('started')}
+      SELECT started.outcome, started.busy, ${sessionAndRunOf('started')}
         FROM canopy_start_run(${scope.tenantId}::uuid, ${scope.userId ?? null}::text, ${input.sessionId}::text,
                               ${input.runId ?? randomUUID()}::uuid, ${input.kind}::run_kind, ${json(input.input)},
                               ${input.status}::run_status, ${jsonOrNull(input.position)},
                               ${jsonOrNull(input.rollback)}, ${this.db.txTimeoutMs}::int,
                               ${input.maxBusy ?? null}::int, ${json(actorOf(scope))}) AS started`,
     );
-    const outcome = mustHave(row, 'canopy_start_run result').outcome;
-    if (outcome !== 'ok') return { ok: false, reason: outcome };
+    const { outcome, busy } = mustHave(row, 'canopy_start_run result');
+    const counted = busy === null ? {} : { busy };
+    if (outcome !== 'ok') return { ok: false, reason: outcome, ...counted };
     const started = row as SessionRow & PrefixedRunRow;
-    return { ok: true, run: toRun(runFrom(started)), session: toSession(started) };
+    return { ok: true, run: toRun(runFrom(started)), session: toSession(started), ...counted };
   }
 
   async getRun(scope: Scope, runId: string): Promise<RunRecord | null> {

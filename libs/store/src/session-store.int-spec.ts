@@ -668,7 +668,11 @@ describe('startRun with a limit of runs in flight per tenant', () => {
     for (const id of ['a', 'b', 'c']) await store.create(scope, { id, model: 'm' });
     await store.create(other, { id: 'a', model: 'm' });
     const first = await startRun(scope, 'a', { maxBusy: 2 });
-    await startRun(scope, 'b', { maxBusy: 2 });
+    expect(first.busy).toBe(0); // the count made for the limit is answered: the tenant's other busy sessions
+    expect((await startRun(scope, 'b', { maxBusy: 2 })).busy).toBe(1);
+    expect(await startRun(scope, 'b', { maxBusy: 2 }).catch((e: Error) => e.message)).toBe(
+      'startRun refused: busy',
+    );
     const refused = await store.startRun(scope, {
       sessionId: 'c',
       kind: 'prompt',
@@ -676,7 +680,14 @@ describe('startRun with a limit of runs in flight per tenant', () => {
       status: 'queued',
       maxBusy: 2,
     });
-    expect(refused).toEqual({ ok: false, reason: 'rate_limited' });
+    expect(refused).toEqual({ ok: false, reason: 'rate_limited', busy: 2 });
+    const uncounted = await store.startRun(scope, {
+      sessionId: 'a',
+      kind: 'prompt',
+      input: {},
+      status: 'queued',
+    });
+    expect(uncounted).toEqual({ ok: false, reason: 'busy' }); // no limit given: nothing counted, none answered
     expect((await store.get(scope, 'c'))?.status).toBe('idle'); // nothing claimed, no run written
     await startRun(other, 'a', { maxBusy: 1 }); // another tenant has its own count
     await store.endRun(scope, {
@@ -685,7 +696,7 @@ describe('startRun with a limit of runs in flight per tenant', () => {
       status: 'cancelled',
       usage: emptyUsage(),
     });
-    await startRun(scope, 'c', { maxBusy: 2 });
+    expect((await startRun(scope, 'c', { maxBusy: 2 })).busy).toBe(1);
     await startRun(other, 'a', { maxBusy: 1 }).then(
       () => {
         throw new Error('expected a refusal');

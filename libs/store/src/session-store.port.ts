@@ -144,9 +144,10 @@ export interface QueuedPromptRecord {
   createdAt: Date;
 }
 
+/** busy: the tenant's other busy sessions as counted for maxBusy (absent when no maxBusy was given). */
 export type StartRunResult =
-  | { ok: true; run: RunRecord; session: SessionRecord }
-  | { ok: false; reason: 'not_found' | 'busy' | 'paused' | 'rate_limited' };
+  | { ok: true; run: RunRecord; session: SessionRecord; busy?: number }
+  | { ok: false; reason: 'not_found' | 'busy' | 'paused' | 'rate_limited'; busy?: number };
 
 /** One node to append; ids come from the session's nextNodeId, assigned by the engine. */
 export interface NewNode {

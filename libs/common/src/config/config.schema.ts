@@ -138,7 +138,11 @@ export const envSchema = z.object({
   /** Requests per minute per credential (API key or user token) and per tenant; 0 disables. */
   RATE_LIMIT_PER_KEY: z.coerce.number().int().min(0).max(1_000_000).default(1_200),
   RATE_LIMIT_PER_TENANT: z.coerce.number().int().min(0).max(10_000_000).default(6_000),
-  /** Runs in flight per tenant (busy sessions) before prompts answer rate_limited. */
+  /**
+   * Runs in flight per tenant (busy sessions) before prompts answer rate_limited. Counted in Postgres when a run
+   * starts; a process that counted the tenant below half the limit skips the count for up to 1 s, so several api
+   * processes may together pass it by the runs they start in that second.
+   */
   MAX_CONCURRENT_RUNS_PER_TENANT: z.coerce.number().int().min(1).max(100_000).default(100),
   /**
    * Bytes an SSE stream or WebSocket may have waiting for a client that does not read before it is cut off
