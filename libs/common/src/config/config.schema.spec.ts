@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './config.schema';
+import { ConfigError, defaultPoolMax, loadConfig } from './config.schema';
 
 describe('loadConfig', () => {
   it('runs with no configuration at all: embedded database, in-process runtime, port 3000', () => {
@@ -12,11 +12,16 @@ describe('loadConfig', () => {
         dataDir: '.canopy',
         migrationsDir: 'prisma/migrations',
         migrateOnBoot: true,
-        poolMax: 10,
+        poolMax: defaultPoolMax(),
       },
       redis: { url: null },
       adminKey: null,
     });
+  });
+
+  it('sizes the pool by the machine when DATABASE_POOL_MAX is unset: two per core, from 4 to 10', () => {
+    expect([1, 2, 3, 4, 5, 64].map((cores) => defaultPoolMax(cores))).toEqual([4, 4, 6, 8, 10, 10]);
+    expect(loadConfig({ DATABASE_POOL_MAX: '3' }).database.poolMax).toBe(3);
   });
 
   it('reads and coerces every variable', () => {
