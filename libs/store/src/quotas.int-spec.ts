@@ -1,5 +1,6 @@
 // Run admission's quota check against the real database: a tenant without any quota is not queried again for a
-// while (its runs start without the check's transaction), and setting a quota applies at once in this process.
+// while (its runs start without the check's transaction), concurrent checks of a tenant share one query until it
+// is known to have quotas, and setting a quota applies at once in this process.
 
 import { randomUUID } from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from '@canopy/testing';
@@ -54,4 +55,27 @@ it('keeps checking a tenant whose only quotas are for other users', async () => 
   expect(await quotas.exceeded({ tenantId }, 's')).toBeNull();
   // It has quotas (not this session's user's): the check still runs for its next runs.
   expect(await sent(() => quotas.exceeded({ tenantId }, 's'))).toBeGreaterThan(0);
+});
+
+it('sends one check for a burst of concurrent checks of a tenant without quotas', async () => {
+  const tenantId = await newTenantWithSession();
+  const one = await sent(() => quotas.exceeded({ tenantId }, 's'));
+  const other = await newTenantWithSession();
+  const burst = await sent(() =>
+    Promise.all(Array.from({ length: 20 }, () => quotas.exceeded({ tenantId: other }, 's'))).then((all) =>
+      expect(all).toEqual(Array(20).fill(null)),
+    ),
+  );
+  expect(burst).toBe(one);
+});
+
+it('lets each concurrent check run its own once the first found quotas', async () => {
+  const tenantId = await newTenantWithSession();
+  await quotas.set(tenantId, null, [{ metric: 'runs', period: 'day', limit: 0 }]);
+  const one = await sent(() => quotas.exceeded({ tenantId }, 's'));
+  const all = await Promise.all(Array.from({ length: 3 }, () => quotas.exceeded({ tenantId }, 's')));
+  expect(all).toEqual(Array(3).fill(expect.objectContaining({ metric: 'runs', limit: 0 })));
+  expect(
+    await sent(() => Promise.all([quotas.exceeded({ tenantId }, 's'), quotas.exceeded({ tenantId }, 's')])),
+  ).toBe(2 * one);
 });

@@ -71,6 +71,11 @@ const QUOTALESS_CACHE_MS = 10_000;
 export class QuotasRepository {
   /** Tenants found with no quota at all, until when: their runs start without a quota query. */
   private readonly quotaless = new Map<string, number>();
+  /**
+   * A tenant's check in flight: concurrent checks of a tenant not known quotaless wait for it, and send their own only
+   * if it found quotas (the first prompts of a burst, or of every prompt when the cache expires, sent one each).
+   */
+  private readonly checking = new Map<string, Promise<unknown>>();
 
   constructor(private readonly db: Database) {}
 
@@ -127,8 +132,31 @@ export class QuotasRepository {
     sessionId: string,
     now = new Date(),
   ): Promise<QuotaStatus | null> {
-    const quotaless = this.quotaless.get(scope.tenantId);
-    if (quotaless !== undefined && quotaless > Date.now()) return null;
+    const tenantId = scope.tenantId;
+    if (this.isQuotaless(tenantId)) return null;
+    const inFlight = this.checking.get(tenantId);
+    if (inFlight) {
+      await inFlight.catch(() => undefined);
+      if (this.isQuotaless(tenantId)) return null;
+    }
+    const check = this.check(scope, sessionId, now);
+    if (!this.checking.has(tenantId)) {
+      this.checking.set(tenantId, check);
+      void check
+        .catch(() => undefined)
+        .finally(() => {
+          if (this.checking.get(tenantId) === check) this.checking.delete(tenantId);
+        });
+    }
+    return check;
+  }
+
+  private isQuotaless(tenantId: string): boolean {
+    const until = this.quotaless.get(tenantId);
+    return until !== undefined && until > Date.now();
+  }
+
+  private check(scope: Pick<Scope, 'tenantId'>, sessionId: string, now: Date): Promise<QuotaStatus | null> {
     return this.db.withTenantSql(scope, async (tx) => {
       // Every quota of the tenant, each saying whether it applies to this session (the tenant's, or its user's).
       const rows = await tx.query<QuotaRow & { applies: boolean }>(
