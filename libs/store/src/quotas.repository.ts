@@ -67,13 +67,26 @@ export function periodEnd(period: QuotaPeriod, now = new Date()): Date {
 /** How long a tenant found without any quota skips the check (a quota set on another api applies within it). */
 const QUOTALESS_CACHE_MS = 10_000;
 
+/** Whether the tenant's entry in a cache of tenants (see QuotasRepository) is still valid. */
+function until(cache: Map<string, number>, tenantId: string): boolean {
+  const validUntil = cache.get(tenantId);
+  return validUntil !== undefined && validUntil > Date.now();
+}
+
+function remember(cache: Map<string, number>, tenantId: string): void {
+  if (cache.size >= 10_000) cache.clear();
+  cache.set(tenantId, Date.now() + QUOTALESS_CACHE_MS);
+}
+
 @Injectable()
 export class QuotasRepository {
   /** Tenants found with no quota at all, until when: their runs start without a quota query. */
   private readonly quotaless = new Map<string, number>();
+  /** Tenants last found with quotas, until when: their checks run at once, never waiting for another's. */
+  private readonly quotaed = new Map<string, number>();
   /**
-   * A tenant's check in flight: concurrent checks of a tenant not known quotaless wait for it, and send their own only
-   * if it found quotas (the first prompts of a burst, or of every prompt when the cache expires, sent one each).
+   * A tenant's check in flight: concurrent checks of a tenant not known either way wait for it, and send their own
+   * only if it found quotas (the first prompts of a burst, or every prompt when the cache expired, sent one each).
    */
   private readonly checking = new Map<string, Promise<unknown>>();
 
@@ -83,6 +96,7 @@ export class QuotasRepository {
   async set(tenantId: string, userId: string | null, quotas: Quota[]): Promise<void> {
     if (!isUuid(tenantId)) throw CanopyException.notFound('tenant');
     this.quotaless.delete(tenantId);
+    this.quotaed.delete(tenantId);
     await this.db.withTenantSql({ tenantId }, async (tx) => {
       const [tenant] = await tx.query(`SELECT 1 FROM tenants WHERE id = $1::uuid`, [tenantId]);
       if (!tenant) throw CanopyException.notFound('tenant');
@@ -133,11 +147,11 @@ export class QuotasRepository {
     now = new Date(),
   ): Promise<QuotaStatus | null> {
     const tenantId = scope.tenantId;
-    if (this.isQuotaless(tenantId)) return null;
-    const inFlight = this.checking.get(tenantId);
+    if (until(this.quotaless, tenantId)) return null;
+    const inFlight = until(this.quotaed, tenantId) ? undefined : this.checking.get(tenantId);
     if (inFlight) {
       await inFlight.catch(() => undefined);
-      if (this.isQuotaless(tenantId)) return null;
+      if (until(this.quotaless, tenantId)) return null;
     }
     const check = this.check(scope, sessionId, now);
     if (!this.checking.has(tenantId)) {
@@ -149,11 +163,6 @@ export class QuotasRepository {
         });
     }
     return check;
-  }
-
-  private isQuotaless(tenantId: string): boolean {
-    const until = this.quotaless.get(tenantId);
-    return until !== undefined && until > Date.now();
   }
 
   private check(scope: Pick<Scope, 'tenantId'>, sessionId: string, now: Date): Promise<QuotaStatus | null> {
@@ -169,10 +178,8 @@ export class QuotasRepository {
           ORDER BY q.user_id NULLS FIRST, q.metric, q.period`,
         [scope.tenantId, sessionId],
       );
-      if (rows.length === 0) {
-        if (this.quotaless.size >= 10_000) this.quotaless.clear();
-        this.quotaless.set(scope.tenantId, Date.now() + QUOTALESS_CACHE_MS);
-      }
+      remember(rows.length === 0 ? this.quotaless : this.quotaed, scope.tenantId);
+      (rows.length === 0 ? this.quotaed : this.quotaless).delete(scope.tenantId);
       const quotas = rows.filter((r) => r.applies);
       for (const q of quotas) {
         const status = await this.measure(tx, scope.tenantId, q, now);
