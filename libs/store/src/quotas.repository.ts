@@ -67,10 +67,10 @@ export function periodEnd(period: QuotaPeriod, now = new Date()): Date {
 /** How long a tenant found without any quota skips the check (a quota set on another api applies within it). */
 const QUOTALESS_CACHE_MS = 10_000;
 
-/** Whether the tenant's entry in a cache of tenants (see QuotasRepository) is still valid. */
-function until(cache: Map<string, number>, tenantId: string): boolean {
-  const validUntil = cache.get(tenantId);
-  return validUntil !== undefined && validUntil > Date.now();
+/** Whether a cache of tenants (see QuotasRepository) holds the tenant, and its entry has not expired. */
+function holds(cache: Map<string, number>, tenantId: string): boolean {
+  const until = cache.get(tenantId);
+  return until !== undefined && until > Date.now();
 }
 
 function remember(cache: Map<string, number>, tenantId: string): void {
@@ -147,11 +147,11 @@ export class QuotasRepository {
     now = new Date(),
   ): Promise<QuotaStatus | null> {
     const tenantId = scope.tenantId;
-    if (until(this.quotaless, tenantId)) return null;
-    const inFlight = until(this.quotaed, tenantId) ? undefined : this.checking.get(tenantId);
+    if (holds(this.quotaless, tenantId)) return null;
+    const inFlight = holds(this.quotaed, tenantId) ? undefined : this.checking.get(tenantId);
     if (inFlight) {
       await inFlight.catch(() => undefined);
-      if (until(this.quotaless, tenantId)) return null;
+      if (holds(this.quotaless, tenantId)) return null;
     }
     const check = this.check(scope, sessionId, now);
     if (!this.checking.has(tenantId)) {
@@ -178,8 +178,10 @@ export class QuotasRepository {
           ORDER BY q.user_id NULLS FIRST, q.metric, q.period`,
         [scope.tenantId, sessionId],
       );
-      remember(rows.length === 0 ? this.quotaless : this.quotaed, scope.tenantId);
-      (rows.length === 0 ? this.quotaed : this.quotaless).delete(scope.tenantId);
+      const [found, stale] =
+        rows.length === 0 ? [this.quotaless, this.quotaed] : [this.quotaed, this.quotaless];
+      remember(found, scope.tenantId);
+      stale.delete(scope.tenantId);
       const quotas = rows.filter((r) => r.applies);
       for (const q of quotas) {
         const status = await this.measure(tx, scope.tenantId, q, now);
