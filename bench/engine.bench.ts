@@ -73,12 +73,24 @@ export async function runEngineBench(): Promise<EngineBenchResult> {
   });
 }
 
-/** The engine alone at one concurrency, on a database of its own (the HTTP bench compares itself with it). */
+/**
+ * The engine alone at one concurrency, on a database of its own, playing the HTTP bench's load: each client creates
+ * a session and plays `turnsPerSession` turns on it, then starts again with a new one (the HTTP bench compares
+ * itself with it; the engine's own section plays one session per client for the whole window, whose history then
+ * grows to hundreds of turns at one session and makes each run dearer than the HTTP load's).
+ */
 export async function measureEngineAt(
   concurrency: number,
+  turnsPerSession: number,
 ): Promise<Pick<EngineLevel, 'runsPerSec' | 'p50Ms' | 'p99Ms'>> {
   return withEngine(async (engine, db) => {
-    const { runsPerSec, p50Ms, p99Ms } = await measureEngine(engine, await newTenant(db), concurrency);
+    const scope = await newTenant(db);
+    const { runsPerSec, p50Ms, p99Ms } = await measureEngineSessions(
+      engine,
+      scope,
+      concurrency,
+      turnsPerSession,
+    );
     return { runsPerSec, p50Ms, p99Ms };
   });
 }
@@ -257,6 +269,51 @@ async function measureEngine(
     for (const client of clients) client.stop();
     await Promise.all(clients.map((c) => engine.manager.close(scope, c.sessionId).catch(() => undefined)));
   }
+}
+
+/**
+ * Clients that each create a session, play `turns` runs on it (the first titles it, as over HTTP) and start again
+ * with a new one until the window ends; creates are not timed but take the clients' time, as the HTTP load's do.
+ */
+async function measureEngineSessions(
+  engine: SessionEngine,
+  scope: Scope,
+  concurrency: number,
+  turns: number,
+): Promise<Pick<EngineLevel, 'runsPerSec' | 'p50Ms' | 'p99Ms'>> {
+  const window = timeWindow();
+  const latencies: number[] = [];
+  const sessionIds: string[] = [];
+  let completed = 0;
+  try {
+    await Promise.all(
+      Array.from({ length: concurrency }, async (_, index) => {
+        while (performance.now() < window.end) {
+          const session = await engine.manager.create(scope, { model: 'mock:echo', opts: {} });
+          sessionIds.push(session.id);
+          const client = await SessionClient.start(engine.sessions, scope, session.id);
+          try {
+            for (let t = 0; t < turns && performance.now() < window.end; t++) {
+              const started = performance.now();
+              const ended = await client.run(`u${index} t${t}`);
+              completed += window.share(started, ended);
+              if (started >= window.start && ended < window.end) latencies.push(ended - started);
+            }
+          } finally {
+            client.stop();
+          }
+        }
+      }),
+    );
+  } finally {
+    await Promise.all(sessionIds.map((id) => engine.manager.close(scope, id).catch(() => undefined)));
+  }
+  latencies.sort((a, b) => a - b);
+  return {
+    runsPerSec: completed / (MEASURE_MS / 1000),
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+  };
 }
 
 /**

@@ -170,7 +170,11 @@ export async function runHttpBench(options: HttpBenchOptions): Promise<HttpBench
   for (const runtime of options.runtimes) {
     if (runtime === 'postgres' && compareEngine) {
       for (const concurrency of options.levels) {
-        engine.push({ concurrency, when: 'before', ...(await measureEngineAt(concurrency)) });
+        engine.push({
+          concurrency,
+          when: 'before',
+          ...(await measureEngineAt(concurrency, TURNS_PER_SESSION)),
+        });
       }
     }
     const profileDir = options.profileDir ? join(options.profileDir, runtime) : null;
@@ -188,7 +192,7 @@ export async function runHttpBench(options: HttpBenchOptions): Promise<HttpBench
       if (runtime === 'postgres' && compareEngine) {
         // Right after the HTTP levels (the service idles meanwhile: its timers, ~1 transaction a second).
         const top = Math.max(...options.levels);
-        engine.push({ concurrency: top, when: 'after', ...(await measureEngineAt(top)) });
+        engine.push({ concurrency: top, when: 'after', ...(await measureEngineAt(top, TURNS_PER_SESSION)) });
       }
       if (runtime === 'postgres' && options.history) {
         const top = Math.max(...options.levels);
@@ -261,7 +265,7 @@ export function printHttpReport(title: string, result: HttpBenchResult): void {
   );
   if (result.engine.length) {
     printTable(
-      'In-process engine at the same concurrency (same Postgres; before and after the HTTP levels)',
+      `In-process engine at the same concurrency and load (${TURNS_PER_SESSION} turns a session; same Postgres; before and after the HTTP levels)`,
       ['sessions', 'measured', 'runs/s', 'p50', 'p99', 'HTTP wait / engine'],
       result.engine.map((e) => {
         const http = result.levels.find(
