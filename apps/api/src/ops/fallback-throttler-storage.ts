@@ -4,7 +4,8 @@
 // again: it is tried again every FALLBACK_RETRY_MS. Nothing is let through uncounted.
 
 import { Logger, type OnApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
-import { ThrottlerStorageService, type ThrottlerStorage } from '@nestjs/throttler';
+import type { ThrottlerStorage } from '@nestjs/throttler';
+import { WindowThrottlerStorage } from './window-throttler-storage';
 
 type StorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
 
@@ -15,14 +16,16 @@ export const FALLBACK_RETRY_MS = 5_000;
 
 export class FallbackThrottlerStorage implements ThrottlerStorage, OnModuleDestroy, OnApplicationShutdown {
   private readonly logger = new Logger('RateLimit');
-  private readonly local = new ThrottlerStorageService();
+  private readonly local: WindowThrottlerStorage;
   private localUntil = 0;
 
   constructor(
     private readonly primary: ThrottlerStorage & Partial<OnModuleDestroy>,
     private readonly now: () => number = Date.now,
     private readonly deadlineMs = RATE_LIMIT_REDIS_DEADLINE_MS,
-  ) {}
+  ) {
+    this.local = new WindowThrottlerStorage(now);
+  }
 
   /** True while counts are kept in this process (Redis failed recently). */
   get degraded(): boolean {
@@ -58,7 +61,7 @@ export class FallbackThrottlerStorage implements ThrottlerStorage, OnModuleDestr
   }
 
   onApplicationShutdown(): void {
-    this.local.onApplicationShutdown();
+    this.local.clear();
   }
 }
 

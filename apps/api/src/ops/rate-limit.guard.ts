@@ -17,6 +17,7 @@ import { duplicateConnection, isCluster, type RedisRealtime } from '@canopy/real
 import type { Cluster } from 'ioredis';
 import { credentialId, type Principal } from '@canopy/auth';
 import { FallbackThrottlerStorage } from './fallback-throttler-storage';
+import { WindowThrottlerStorage } from './window-throttler-storage';
 
 const WINDOW_MS = 60_000;
 
@@ -38,6 +39,7 @@ function principalOf(req: Record<string, unknown>): Principal | undefined {
 }
 
 export function rateLimitOptions(config: CanopyConfig, redis: RedisRealtime | null): ThrottlerModuleOptions {
+  const limited = budgets(config);
   return {
     ...(redis
       ? {
@@ -49,15 +51,16 @@ export function rateLimitOptions(config: CanopyConfig, redis: RedisRealtime | nu
               : new ThrottlerStorageRedisService({ ...redis.redis.options }),
           ),
         }
-      : {}),
-    // Public routes (health, docs, metrics) and the admin are not limited.
+      : { storage: new WindowThrottlerStorage() }),
+    // Public routes (health, docs, metrics) and the admin are not limited, nor anything when no budget is set.
     skipIf: (ctx) => {
+      if (limited.length === 0) return true;
       const p = principalOf(ctx.switchToHttp().getRequest<Record<string, unknown>>());
       return !p || p.kind === 'admin';
     },
     // One count per tracker across every route (the default would count each route apart).
     generateKey: (_ctx, tracker, name) => `${config.redis.prefix}:${name}:${tracker}`,
-    throttlers: budgets(config).map((b) => ({
+    throttlers: limited.map((b) => ({
       name: b.name,
       ttl: WINDOW_MS,
       limit: b.limit,
@@ -66,21 +69,24 @@ export function rateLimitOptions(config: CanopyConfig, redis: RedisRealtime | nu
   };
 }
 
-/** The request budgets: per credential and per tenant, each a count per minute (0 in the config: unlimited). */
+/**
+ * The request budgets: per credential and per tenant, each a count per minute. A budget set to 0 in the config is
+ * unlimited and not counted at all.
+ */
 function budgets(config: CanopyConfig) {
-  const limit = (n: number) => (n === 0 ? Number.MAX_SAFE_INTEGER : n);
-  return [
+  const all = [
     {
       name: 'credential',
-      limit: limit(config.limits.perKeyPerMinute),
+      limit: config.limits.perKeyPerMinute,
       tracker: (p: Principal) => credentialId(p),
     },
     {
       name: 'tenant',
-      limit: limit(config.limits.perTenantPerMinute),
+      limit: config.limits.perTenantPerMinute,
       tracker: (p: Principal) => (p.kind === 'admin' ? 'admin' : `tenant:${p.tenantId}`),
     },
   ];
+  return all.filter((b) => b.limit > 0);
 }
 
 /**
