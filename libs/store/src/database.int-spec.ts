@@ -320,6 +320,35 @@ describe('callSql', () => {
     );
     await expect(single.callSql({ tenantId: a }, 'SELECT 1 AS one', [])).resolves.toEqual([{ one: 1 }]);
   });
+
+  it('prepares each statement once per connection, under a name no other connection of the process uses', async () => {
+    const first = open({ poolMax: 1 });
+    const second = open({ poolMax: 1 });
+    const text = 'SELECT $1::int + 1 AS next';
+    for (let i = 0; i < 3; i++) {
+      await expect(first.callSql({ tenantId: a }, text, [i])).resolves.toEqual([{ next: i + 1 }]);
+    }
+    await second.callSql({ tenantId: a }, text, [7]);
+    const prepared = `SELECT name, statement, (generic_plans + custom_plans)::int AS runs FROM pg_prepared_statements`;
+    const [onFirst] = await first.callSql<{ name: string; statement: string; runs: number }>(
+      { tenantId: a },
+      `${prepared} WHERE statement = $1`,
+      [text],
+    );
+    const [onSecond] = await second.callSql<{ name: string }>(
+      { tenantId: a },
+      `${prepared} WHERE statement = $1`,
+      [text],
+    );
+    // Parsed once, run three times on the first connection; named apart on the second.
+    expect(onFirst).toEqual({
+      name: expect.stringMatching(/^canopy_\d+_c\d+$/) as string,
+      statement: text,
+      runs: 3,
+    });
+    expect(onSecond?.name).toMatch(/^canopy_\d+_c\d+$/);
+    expect(onSecond?.name).not.toBe(onFirst?.name);
+  });
 });
 
 describe('connection lanes', () => {
