@@ -31,7 +31,7 @@ export class WindowThrottlerStorage implements ThrottlerStorage {
     this.nextSweep = now() + SWEEP_INTERVAL_MS;
   }
 
-  /** Keys counted now (for tests and metrics). */
+  /** Keys counted now. */
   get size(): number {
     return this.windows.size;
   }
