@@ -79,12 +79,12 @@ export class SessionManager {
    * subscribers are counted across the deployment.
    */
   async describe(scope: Scope, id: string): Promise<SessionDescription> {
-    // The queue before the record: a drain starts the head's run, then takes it out of the queue, so this order never
-    // shows an idle session whose next prompt has already left the queue (read the other way round, or side by side,
-    // a read could straddle the drain and answer idle with nothing queued while the run was starting).
-    const queued = await this.sessions.queued(scope, id);
-    // Read in the caller's scope: another user's session answers not_found here, before anything is returned.
-    const record = await this.sessions.get(scope, id);
+    // The queue before the record, in one transaction: a drain starts the head's run, then takes it out of the
+    // queue, so this order never shows an idle session whose next prompt has already left the queue (read the other
+    // way round, or side by side, a read could straddle the drain and answer idle with nothing queued while the run
+    // was starting). Read in the caller's scope: another user's session answers not_found, before anything is
+    // returned.
+    const { record, queued } = await this.sessions.getWithQueue(scope, id);
     return { record, ...(await this.liveState(scope, record)), queued };
   }
 
@@ -233,11 +233,11 @@ export class SessionManager {
       if (Object.keys(patch).length > 0) await this.update(scope, id, patch);
     }
     const live = await this.sessions.liveSession(scope, id);
-    // The queue before the record, as in describe.
-    const queued = await this.sessions.queued(scope, id);
+    // The queue before the record, in one transaction, as in describe.
+    const { record, queued } = await this.sessions.getWithQueue(scope, id);
     return {
       live,
-      session: await this.sessions.get(scope, id),
+      session: record,
       opened: wasLive ? 'existing' : 'started',
       resolution,
       queued,

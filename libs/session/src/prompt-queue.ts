@@ -82,7 +82,7 @@ export class PromptQueue {
 
   /** The session's queued prompts, in the order they will run. */
   async list(scope: Scope, id: string): Promise<QueuedPromptView[]> {
-    return (await this.deps.store.queuedPrompts(scope, id)).map(view);
+    return (await this.deps.store.queuedPrompts(scope, id)).map(queuedPromptView);
   }
 
   /** Takes a queued prompt out before its turn (not_found once its run started, or for another's). */
@@ -160,7 +160,8 @@ export class PromptQueue {
   }
 }
 
-function view(entry: QueuedPromptRecord): QueuedPromptView {
+/** A queued prompt as the API shows it. */
+export function queuedPromptView(entry: QueuedPromptRecord): QueuedPromptView {
   return {
     id: entry.id,
     mode: entry.mode,

@@ -36,7 +36,7 @@ import type { SessionPublisher } from './session-publisher';
 import { Decisions, type ResumeInput } from './decisions';
 import { RunRecovery } from './run-recovery';
 import { checkContent, requireIdle } from './session-input';
-import { PromptQueue, type QueuedPromptView } from './prompt-queue';
+import { PromptQueue, queuedPromptView, type QueuedPromptView } from './prompt-queue';
 
 export type { ResumeInput } from './decisions';
 
@@ -357,6 +357,19 @@ export class SessionService {
       { type: 'store', data: { ok: true, kind: 'tree' } },
     ]);
     return position;
+  }
+
+  /**
+   * The stored session and its queued prompts, read in one transaction, the queue first (a read: the session is not
+   * made live). not_found when the scope does not see it.
+   */
+  async getWithQueue(
+    scope: Scope,
+    id: string,
+  ): Promise<{ record: SessionRecord; queued: QueuedPromptView[] }> {
+    const found = await this.deps.store.getWithQueue(scope, id);
+    if (!found) throw CanopyException.notFound('session');
+    return { record: found.session, queued: found.queued.map(queuedPromptView) };
   }
 
   /** The session's queued prompts (ifBusy enqueue / interrupt / rollback), in the order they will run. */

@@ -95,10 +95,21 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async get(scope: Scope, id: string): Promise<SessionRecord | null> {
-    const [row] = await this.db.withTenantSql(scope, (tx) =>
-      query<SessionRow>(tx, sql`SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${whereSession(scope, id)}`),
-    );
+    const [row] = await this.db.withTenantSql(scope, (tx) => sessionRows(tx, scope, id));
     return row ? toSession(row) : null;
+  }
+
+  async getWithQueue(
+    scope: Scope,
+    id: string,
+  ): Promise<{ session: SessionRecord; queued: QueuedPromptRecord[] } | null> {
+    // One transaction of two statements (four round trips with BEGIN and COMMIT, where get and queuedPrompts
+    // apart took six); READ COMMITTED gives each statement its own snapshot, taken in this order.
+    return this.db.withTenantSql(scope, async (tx) => {
+      const queued = await queuedRows(tx, scope, id);
+      const [row] = await sessionRows(tx, scope, id);
+      return row ? { session: toSession(row), queued } : null;
+    });
   }
 
   async exists(scope: Scope, id: string): Promise<boolean> {
@@ -429,24 +440,8 @@ export class PostgresSessionStore implements SessionStore {
     return rows.length > 0;
   }
 
-  async queuedPrompts(scope: Scope, sessionId: string): Promise<QueuedPromptRecord[]> {
-    const rows = await this.db.withTenantSql(scope, (tx) =>
-      query<{ id: string; mode: QueueMode; input: unknown; actor: unknown; created_at: Date }>(
-        tx,
-        sql`
-        SELECT q.id::text AS id, q.mode, q.input, q.actor, q.created_at
-          FROM queued_prompts q JOIN sessions ON sessions.tenant_id = q.tenant_id AND sessions.id = q.session_id
-         WHERE ${whereSession(scope, sessionId)}
-         ORDER BY q.front DESC, q.seq`,
-      ),
-    );
-    return rows.map((r) => ({
-      id: r.id,
-      mode: r.mode,
-      input: jsonObject(r.input),
-      actor: parseActor(r.actor),
-      createdAt: r.created_at,
-    }));
+  queuedPrompts(scope: Scope, sessionId: string): Promise<QueuedPromptRecord[]> {
+    return this.db.withTenantSql(scope, (tx) => queuedRows(tx, scope, sessionId));
   }
 
   async dequeuePrompt(scope: Scope, sessionId: string, id: string): Promise<boolean> {
@@ -582,6 +577,30 @@ function runUserFilter(scope: Scope): Sql {
     : sql`AND EXISTS (SELECT 1 FROM sessions
                        WHERE sessions.tenant_id = runs.tenant_id AND sessions.id = runs.session_id
                          AND sessions.user_id = ${scope.userId}::text)`;
+}
+
+/** The session's row, when the scope sees it. */
+function sessionRows(tx: SqlTx, scope: Scope, id: string): Promise<SessionRow[]> {
+  return query<SessionRow>(tx, sql`SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${whereSession(scope, id)}`);
+}
+
+/** The session's queued prompts in the order they will run (none when the scope does not see the session). */
+async function queuedRows(tx: SqlTx, scope: Scope, sessionId: string): Promise<QueuedPromptRecord[]> {
+  const rows = await query<{ id: string; mode: QueueMode; input: unknown; actor: unknown; created_at: Date }>(
+    tx,
+    sql`
+    SELECT q.id::text AS id, q.mode, q.input, q.actor, q.created_at
+      FROM queued_prompts q JOIN sessions ON sessions.tenant_id = q.tenant_id AND sessions.id = q.session_id
+     WHERE ${whereSession(scope, sessionId)}
+     ORDER BY q.front DESC, q.seq`,
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    mode: r.mode,
+    input: jsonObject(r.input),
+    actor: parseActor(r.actor),
+    createdAt: r.created_at,
+  }));
 }
 
 /** Locks the session row and answers its status (null: no such session for this scope). */

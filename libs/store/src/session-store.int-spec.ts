@@ -330,6 +330,35 @@ describe('user isolation', () => {
   });
 });
 
+describe('getWithQueue', () => {
+  it('reads the session and its queued prompts in one transaction, as get and queuedPrompts would apart', async () => {
+    const t = await newTenant();
+    const tenant = tenantScope(t);
+    await store.create(tenant, { id: 's', model: 'm', userId: 'alice' });
+    const { run } = await startRun(tenant, 's');
+    for (const content of ['first', 'second']) {
+      await store.enqueuePrompt(tenant, 's', { id: randomUUID(), mode: 'enqueue', input: { content } });
+    }
+    let found: Awaited<ReturnType<typeof store.getWithQueue>> = null;
+    // BEGIN with the tenant, the queue, the session, COMMIT: four round trips (get and queuedPrompts took six).
+    expect(await countRoundTrips(async () => (found = await store.getWithQueue(tenant, 's')))).toBe(4);
+    expect(found).toEqual({
+      session: await store.get(tenant, 's'),
+      queued: await store.queuedPrompts(tenant, 's'),
+    });
+    expect(found!.session).toMatchObject({ id: 's', status: 'busy', activeRunId: run.id });
+    expect(found!.queued.map((q) => q.input.content)).toEqual(['first', 'second']);
+
+    // Another user of the tenant, another tenant, or no such session: nothing.
+    expect(await store.getWithQueue(tenantScope(t, { userId: 'bob' }), 's')).toBeNull();
+    expect(await store.getWithQueue(await newScope(), 's')).toBeNull();
+    expect(await store.getWithQueue(tenant, 'nope')).toBeNull();
+    expect(await store.getWithQueue(tenantScope(t, { userId: 'alice' }), 's')).toMatchObject({
+      session: { id: 's' },
+    });
+  });
+});
+
 describe('loadTree', () => {
   it('returns the session and every node, sorted by id with usage, in one statement', async () => {
     const scope = await newScope();

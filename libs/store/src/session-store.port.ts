@@ -232,6 +232,15 @@ export interface SessionStore {
   /** Persists a new session at once. An explicit id already used in the tenant: CanopyException already_exists. */
   create(scope: Scope, input: CreateSessionInput): Promise<SessionRecord>;
   get(scope: Scope, id: string): Promise<SessionRecord | null>;
+  /**
+   * The session and its queued prompts (in the order they will run) in one transaction: the queue read first, then
+   * the session, each statement on its own snapshot, so a drain that starts the head's run and then takes it out of
+   * the queue never shows as an idle session with nothing queued. Null when the scope does not see the session.
+   */
+  getWithQueue(
+    scope: Scope,
+    id: string,
+  ): Promise<{ session: SessionRecord; queued: QueuedPromptRecord[] } | null>;
   exists(scope: Scope, id: string): Promise<boolean>;
   /** The session and every node of its tree, in one query. */
   loadTree(scope: Scope, id: string): Promise<{ session: SessionRecord; nodes: TreeNode[] } | null>;
