@@ -80,11 +80,6 @@ export class PromptQueue {
     return { runId: entryId, queued: started !== entryId };
   }
 
-  /** The session's queued prompts, in the order they will run. */
-  async list(scope: Scope, id: string): Promise<QueuedPromptView[]> {
-    return (await this.deps.store.queuedPrompts(scope, id)).map(queuedPromptView);
-  }
-
   /** Takes a queued prompt out before its turn (not_found once its run started, or for another's). */
   async cancel(scope: Scope, id: string, queueId: string): Promise<void> {
     if (!(await this.deps.store.dequeuePrompt(scope, id, queueId)))

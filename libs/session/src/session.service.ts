@@ -372,11 +372,6 @@ export class SessionService {
     return { record: found.session, queued: found.queued.map(queuedPromptView) };
   }
 
-  /** The session's queued prompts (ifBusy enqueue / interrupt / rollback), in the order they will run. */
-  queued(scope: Scope, id: string): Promise<QueuedPromptView[]> {
-    return this.queue.list(scope, id);
-  }
-
   /** Takes a queued prompt out of the queue before its turn (not_found once its run started). */
   cancelQueued(scope: Scope, id: string, queueId: string): Promise<void> {
     return this.queue.cancel(scope, id, queueId);

@@ -57,11 +57,14 @@ export class WindowThrottlerStorage implements ThrottlerStorage {
     w.hits++;
     let blockedFor = w.blockedUntil > now ? w.blockedUntil - now : 0;
     if (blockedFor === 0 && w.hits > limit) {
-      w.blockedUntil = now + blockDuration;
-      blockedFor = blockDuration;
+      if (blockDuration > 0) {
+        w.blockedUntil = now + blockDuration;
+        blockedFor = blockDuration;
+      } else {
+        // Without a block duration, a key past its limit stays refused until its window ends.
+        blockedFor = w.endsAt - now;
+      }
     }
-    // Without a block duration, a key past its limit stays refused until its window ends.
-    if (blockedFor === 0 && w.hits > limit) blockedFor = w.endsAt - now;
     return Promise.resolve({
       totalHits: w.hits,
       timeToExpire: Math.ceil((w.endsAt - now) / 1000),
