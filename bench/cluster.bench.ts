@@ -1,14 +1,14 @@
-// Benchmark of the distributed runtime as deployed: 2 api + 2 worker processes (the built deployables, started
-// with node by @canopy/testing's Cluster) over a fresh database on the machine's Postgres and a key prefix of
-// their own on its Redis. At each scale (100 and 1,000 sessions by default), every session streams one
-// mock:script reply of 200 deltas at 50 ms per delta, and is subscribed over WebSocket on BOTH apis (a few
-// connections per api, each multiplexing many sessions). Per scale: delta events delivered per second (and the
-// original deltas they carry: the engine merges deltas for EVENT_COALESCE_MS before publishing), latency from
-// the worker's publish (the event's `at`, stamped by the Redis event bus) to the bench's receipt (Date.now(),
-// same machine clock), Redis commands per delivered delta (INFO total_commands_processed around the streaming
-// phase), and violations: per session and subscriber, seqs that are not consecutive, a text that is not the
-// scripted reply, or two apis that delivered different seqs. In the same run, the machine's raw Redis PUBLISH
-// rate (a pipelined ioredis loop to a channel with one subscriber) is the limit the delivery rate is set against.
+// Benchmark of the distributed runtime as deployed: 2 api + 2 worker processes (the built deployables, started with
+// node by @canopy/testing's Cluster) over a fresh database on the machine's Postgres and a key prefix of their own on
+// its Redis. At each scale (100 and 1,000 sessions by default), every session streams one mock:script reply of 200
+// deltas at 50 ms per delta, and is subscribed over WebSocket on BOTH apis (a connection per 100 sessions on each api,
+// the default WS_MAX_SUBSCRIPTIONS). Per scale: delta events delivered per second (and the original deltas they carry:
+// the engine merges deltas for EVENT_COALESCE_MS before publishing), latency from the worker's publish (the event's
+// `at`, stamped by the Redis event bus) to the bench's receipt (Date.now(), same machine clock), Redis commands per
+// delivered delta (INFO total_commands_processed around the streaming phase), and violations: per session and
+// subscriber, seqs that are not consecutive, a text that is not the scripted reply, or two apis that delivered
+// different seqs. In the same run, the machine's raw Redis PUBLISH rate (a pipelined ioredis loop to a channel with one
+// subscriber) is the limit the delivery rate is set against.
 // In the same run and the same process layout (2 api + 2 worker processes and Redis), a baseline relay
 // (bench/relay: workers PUBLISH each delta, apis SUBSCRIBE per session and write it to the WebSocket
 // subscribers, nothing else) is measured the same way, and Canopy is reported as ratios of it: p50, p99 and CPU
@@ -50,8 +50,12 @@ import { formatTime, printTable } from './report';
 const DEFAULT_SCALES = [100, 300, 1_000] as const;
 const DELTAS = 200;
 const DELTA_MS = 50;
-/** WebSocket connections per api; every session is subscribed once on each api. */
-const SOCKETS_PER_API = 2;
+/**
+ * Sessions per WebSocket connection: the deployment's default WS_MAX_SUBSCRIPTIONS. Every session is subscribed once
+ * on each api, over ceil(sessions / this) connections per api (a client multiplexing 500 sessions on one connection
+ * held a fifth of the buffer per session, and a stall of the bench's own loop of ~0.4 s got it cut).
+ */
+const SESSIONS_PER_SOCKET = 100;
 const APIS = 2;
 const WORKERS = 2;
 /** Requests (session creation, prompts) and subscribes in flight at once. */
@@ -200,7 +204,6 @@ export async function runClusterBench(
       MAX_CONCURRENT_RUNS_PER_TENANT: String(Math.max(100, largest * 2)),
       RATE_LIMIT_PER_KEY: '0',
       RATE_LIMIT_PER_TENANT: '0',
-      WS_MAX_SUBSCRIPTIONS: String(Math.min(10_000, Math.max(100, Math.ceil(largest / SOCKETS_PER_API)))),
       // 4 processes x 10 = 40 of the machine's 100 Postgres connections.
       DATABASE_POOL_MAX: '10',
       // The Cluster's test default (2 s) presumes an idle machine; under this load a busy event loop must not
@@ -303,7 +306,7 @@ export function printClusterReport(title: string, result: ClusterBenchResult): v
   console.log(
     `${APIS} api + ${WORKERS} worker processes (built deployables); per session one mock:script reply of ${DELTAS} ` +
       `deltas at ${DELTA_MS} ms each (~${(DELTAS * DELTA_MS) / 1000} s), subscribed over WebSocket on both apis ` +
-      `(${SOCKETS_PER_API} connections per api); prompts over HTTP, alternating apis.`,
+      `(a connection per ${SESSIONS_PER_SOCKET} sessions on each api); prompts over HTTP, alternating apis.`,
   );
   console.log(
     `delta ev/s: text_delta events received per second of wall time, both subscribers counted (ideal ` +
@@ -543,14 +546,15 @@ async function measureScale(
   const sockets: BenchSocket[] = [];
   const latencies = new LatencyLog(sessions * DELTAS * APIS);
   try {
+    const socketsPerApi = Math.ceil(sessions / SESSIONS_PER_SOCKET);
     for (const url of apiUrls) {
-      for (let s = 0; s < SOCKETS_PER_API; s++) sockets.push(await BenchSocket.connect(url, key, latencies));
+      for (let s = 0; s < socketsPerApi; s++) sockets.push(await BenchSocket.connect(url, key, latencies));
     }
-    // Session i on socket (i mod SOCKETS_PER_API) of every api.
+    // Session i on socket (i mod socketsPerApi) of every api.
     await inBatches(ids.length * APIS, async (j) => {
       const sessionIndex = Math.floor(j / APIS);
       const api = j % APIS;
-      const socket = sockets[api * SOCKETS_PER_API + (sessionIndex % SOCKETS_PER_API)]!;
+      const socket = sockets[api * socketsPerApi + (sessionIndex % socketsPerApi)]!;
       const track = new Track(`api-${api + 1}`);
       tracks.get(ids[sessionIndex]!)!.push(track);
       await socket.subscribe(ids[sessionIndex]!, track);
