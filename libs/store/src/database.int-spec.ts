@@ -351,6 +351,144 @@ describe('callSql', () => {
   });
 });
 
+describe('callSql pipelined on a shared connection (pipelineCalls, the embedded runtime)', () => {
+  const piped = (options: Partial<ConstructorParameters<typeof Database>[0]> = {}) =>
+    open({ poolMax: 1, pipelineCalls: true, ...options });
+
+  it('writes up to PIPELINE_DEPTH statements on one connection before the first is answered, each answered with its own rows', async () => {
+    const single = piped();
+    const first = single.callSql<{ pid: number }>(
+      { tenantId: a },
+      'SELECT pg_backend_pid() AS pid, pg_sleep(0.3)',
+      [],
+    );
+    const rest = Array.from({ length: 5 }, (_, i) =>
+      single.callSql<{ n: number; pid: number }>(
+        { tenantId: a },
+        'SELECT $1::int AS n, pg_backend_pid() AS pid',
+        [i],
+        'run',
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    // Five sent on the one connection while the first sleeps (without pipelining: one, the others queued); the
+    // sixth waits for a place (PIPELINE_DEPTH).
+    expect(single.poolStats).toMatchObject({ total: 1, pipelined: 5, waiting: 1 });
+    const [{ pid } = { pid: -1 }] = await first;
+    const answers = (await Promise.all(rest)).map((rows) => rows[0]);
+    expect(answers).toEqual([0, 1, 2, 3, 4].map((n) => ({ n, pid })));
+    expect(single.poolStats).toMatchObject({ total: 1, idle: 1, pipelined: 0 });
+  });
+
+  it('fails a failing statement alone: those around it are answered', async () => {
+    const single = piped();
+    const [before, failing, after] = [
+      single.callSql({ tenantId: a }, 'SELECT 1 AS n, pg_sleep(0.05)', []),
+      codeOf(single.callSql({ tenantId: a }, 'SELECT $1::uuid', ['not-a-uuid'])),
+      single.callSql({ tenantId: a }, 'SELECT 3 AS n', []),
+    ];
+    expect(await failing).toBe('not_found');
+    await expect(before).resolves.toEqual([{ n: 1, pg_sleep: '' }]);
+    await expect(after).resolves.toEqual([{ n: 3 }]);
+  });
+
+  it('prepares a statement once when many calls of it go out together on a new connection', async () => {
+    const single = piped();
+    const text = 'SELECT $1::int * 2 AS twice';
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => single.callSql<{ twice: number }>({ tenantId: a }, text, [i])),
+    );
+    expect(answers.map((rows) => rows[0]?.twice)).toEqual(Array.from({ length: 12 }, (_, i) => i * 2));
+    const [row] = await single.callSql<{ runs: number }>(
+      { tenantId: a },
+      'SELECT (generic_plans + custom_plans)::int AS runs FROM pg_prepared_statements WHERE statement = $1',
+      [text],
+    );
+    expect(row).toEqual({ runs: 12 });
+  });
+
+  it('never runs a statement inside a transaction: a waiting transaction gets the connection once the statements in flight are answered, and later statements wait for it', async () => {
+    const single = piped();
+    const order: string[] = [];
+    const statement = (label: string, sleep: number) =>
+      single
+        .callSql<{ probe: string }>(
+          { tenantId: a },
+          `SELECT coalesce(current_setting('canopy.probe', true), '') AS probe, pg_sleep($1::float8)`,
+          [sleep],
+          'run',
+        )
+        .then((rows) => order.push(`${label}:${rows[0]?.probe ?? '?'}`));
+    const early = [statement('early-1', 0.15), statement('early-2', 0)];
+    await new Promise((r) => setTimeout(r, 50));
+    const transaction = single
+      .withTenantSql({ tenantId: a }, async (tx) => {
+        await tx.query(`SELECT set_config('canopy.probe', 'in-tx', true)`);
+        await new Promise((r) => setTimeout(r, 100));
+        await tx.query('SELECT 1');
+      })
+      .then(() => order.push('transaction'));
+    await new Promise((r) => setTimeout(r, 20));
+    const late = [statement('late-1', 0), statement('late-2', 0)];
+    await Promise.all([...early, transaction, ...late]);
+    // The early statements were answered before the transaction began, the late ones after it ended: none ran
+    // inside it (none saw its setting), though the transaction waited for the connection while statements came.
+    expect(order).toEqual(['early-1:', 'early-2:', 'transaction', 'late-1:', 'late-2:']);
+  });
+
+  it('gives the connection to a waiting Prisma transaction the same way', async () => {
+    const single = piped();
+    const order: string[] = [];
+    const statement = (label: string, sleep: number) =>
+      single
+        .callSql({ tenantId: a }, 'SELECT pg_sleep($1::float8)', [sleep], 'run')
+        .then(() => order.push(label));
+    const early = statement('early', 0.15);
+    await new Promise((r) => setTimeout(r, 50));
+    const typed = single
+      .withTenant({ tenantId: a }, (tx) => tx.$queryRaw`SELECT pg_sleep(0.1)::text`)
+      .then(() => order.push('prisma'));
+    await new Promise((r) => setTimeout(r, 20));
+    const late = statement('late', 0);
+    await Promise.all([early, typed, late]);
+    expect(order).toEqual(['early', 'prisma', 'late']);
+  });
+
+  it('answers the statements in flight on a connection that dies as unavailable, and serves on with a new one', async () => {
+    const single = piped();
+    const [{ pid } = { pid: -1 }] = await single.callSql<{ pid: number }>(
+      { tenantId: a },
+      'SELECT pg_backend_pid() AS pid',
+      [],
+    );
+    const inFlight = [
+      codeOf(single.callSql({ tenantId: a }, 'SELECT pg_sleep(2)', [])),
+      codeOf(single.callSql({ tenantId: a }, 'SELECT 1', [])),
+    ];
+    await new Promise((r) => setTimeout(r, 100));
+    await db.withAdminSql('test: end the shared connection', (tx) =>
+      tx.query('SELECT pg_terminate_backend($1::int)', [pid]),
+    );
+    expect(await Promise.all(inFlight)).toEqual(['unavailable', 'unavailable']);
+    const [next] = await single.callSql<{ pid: number }>(
+      { tenantId: a },
+      'SELECT pg_backend_pid() AS pid',
+      [],
+    );
+    expect(next?.pid).not.toBe(pid);
+  });
+
+  it('times a wait for a place out at DATABASE_TX_MAX_WAIT_MS as unavailable, and the places come back', async () => {
+    const single = piped({ txMaxWaitMs: 150 });
+    const holding = single.withTenantSql({ tenantId: a }, (tx) => tx.query('SELECT pg_sleep(0.5)'));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await codeOf(single.callSql({ tenantId: a }, 'SELECT 1', [], 'run'))).toBe('unavailable');
+    await holding;
+    await expect(single.callSql({ tenantId: a }, 'SELECT 1 AS one', [])).resolves.toEqual([{ one: 1 }]);
+    expect(single.poolStats).toMatchObject({ waiting: 0, pipelined: 0 });
+  });
+});
+
 describe('connection lanes', () => {
   it('gives a free connection to a waiting request before waiting run statements, and answers all', async () => {
     const pair = open({ poolMax: 2 });

@@ -55,6 +55,8 @@ export async function openDatabase(config: CanopyConfig, logger: Logger): Promis
       url,
       // PGlite is a single Postgres session: one connection, or transactions would interleave.
       poolMax: embedded ? 1 : config.database.poolMax,
+      // ... whose statements of the hot path are pipelined on it, not sent one round trip at a time.
+      pipelineCalls: embedded !== null,
       txMaxWaitMs: config.database.txMaxWaitMs,
       txTimeoutMs: config.database.txTimeoutMs,
     });
