@@ -478,6 +478,14 @@ describe('callSql pipelined on a shared connection (pipelineCalls, the embedded 
     expect(next?.pid).not.toBe(pid);
   });
 
+  it('answers unavailable when the database cannot be reached, each time (a failed lease is not reused)', async () => {
+    const nowhere = piped({ url: 'postgresql://canopy@127.0.0.1:1/canopy', txMaxWaitMs: 500 });
+    const together = [1, 2, 3].map(() => codeOf(nowhere.callSql({ tenantId: a }, 'SELECT 1', [])));
+    expect(await Promise.all(together)).toEqual(['unavailable', 'unavailable', 'unavailable']);
+    expect(await codeOf(nowhere.callSql({ tenantId: a }, 'SELECT 1', [], 'run'))).toBe('unavailable');
+    expect(nowhere.poolStats).toMatchObject({ waiting: 0, pipelined: 0 });
+  });
+
   it('times a wait for a place out at DATABASE_TX_MAX_WAIT_MS as unavailable, and the places come back', async () => {
     const single = piped({ txMaxWaitMs: 150 });
     const holding = single.withTenantSql({ tenantId: a }, (tx) => tx.query('SELECT pg_sleep(0.5)'));
