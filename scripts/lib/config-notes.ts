@@ -8,7 +8,7 @@ export const CONFIG_NOTES: Readonly<Record<string, string>> = {
   PORT: 'the port the api listens on',
   LOG_LEVEL: 'pino level; logs are JSON lines carrying `requestId`',
   DATABASE_POOL_MAX:
-    "connections per process (the embedded database always uses 1); unset: twice the machine's CPU cores, from 4 to 10 (a pool larger than the database can run at once only makes each statement slower and moves the queue into Postgres, where creates and reads no longer go first). When all are busy, requests (creates, reads) get the next free one before the run engine's statements, at most 8 in a row while runs wait",
+    "connections per process (the embedded database always uses 1, and the run engine's statements and session creates share it pipelined: up to 5 written before their answers, creates first); unset: twice the machine's CPU cores, from 4 to 10 (a pool larger than the database can run at once only makes each statement slower and moves the queue into Postgres, where creates and reads no longer go first). When all are busy, requests (creates, reads) get the next free one before the run engine's statements, at most 8 in a row while runs wait",
   DATABASE_TX_TIMEOUT_MS: 'the longest life of an interactive transaction',
   CANOPY_DATA_DIR:
     'data directory of the embedded database and its generated secrets (one process at a time)',
