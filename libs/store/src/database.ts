@@ -241,18 +241,21 @@ export class Database {
     const onError = (err: Error) => (broken ??= err);
     client.on('error', onError);
     try {
-      const name = this.preparedName(text, client);
-      return (
-        await client.query<R & QueryResultRow>(
-          name ? { name, text, values: params } : { text, values: params },
-        )
-      ).rows;
+      return await this.runPrepared<R>(client, text, params);
     } catch (err) {
       throw mapDbError(err);
     } finally {
       client.removeListener('error', onError);
       this.giveBack(client, broken);
     }
+  }
+
+  /** callSql's statement on `client`, prepared there under its name (preparedName). */
+  private async runPrepared<R>(client: PoolClient, text: string, params: unknown[]): Promise<R[]> {
+    const name = this.preparedName(text, client);
+    return (
+      await client.query<R & QueryResultRow>(name ? { name, text, values: params } : { text, values: params })
+    ).rows;
   }
 
   /**
@@ -269,27 +272,21 @@ export class Database {
     } catch (err) {
       throw mapDbError(err);
     }
-    let lease: SharedLease | null = null;
+    let lease = this.lease;
+    // While a lease holds the connection, whoever else waits for one is a transaction or Prisma (the next lease
+    // would wait in the lanes behind it).
+    if (lease?.active && (this.transactionsWaiting > 0 || this.pool.waitingCount > 0)) lease.closed = true;
+    if (!lease || lease.closed) lease = this.openLease(lane);
+    lease.users++;
     try {
-      lease = this.lease;
-      // While a lease holds the connection, whoever else waits for one is a transaction or Prisma (the next
-      // lease would wait in the lanes behind it).
-      if (lease?.active && (this.transactionsWaiting > 0 || this.pool.waitingCount > 0)) lease.closed = true;
-      if (!lease || lease.closed) lease = this.openLease(lane);
-      lease.users++;
       const client = await lease.client;
       this.checkouts++;
       this.checkoutWaitMs += performance.now() - started;
-      const name = this.preparedName(text, client);
-      return (
-        await client.query<R & QueryResultRow>(
-          name ? { name, text, values: params } : { text, values: params },
-        )
-      ).rows;
+      return await this.runPrepared<R>(client, text, params);
     } catch (err) {
       throw mapDbError(err);
     } finally {
-      if (lease) this.leave(lease);
+      this.leave(lease);
       this.pipelineSlots.release();
     }
   }
