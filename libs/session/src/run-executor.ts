@@ -193,9 +193,7 @@ export class RunExecutor {
     }
     const coalescer = new DeltaCoalescer({
       windowMs: this.deps.settings.coalesceMs,
-      flush: async (events) => {
-        await this.publisher.publish(job.tenantId, job.sessionId, events);
-      },
+      flush: (events) => this.publisher.publish(job.tenantId, job.sessionId, events),
     });
     // The node each message of the run takes when committed: the next free ids, in order (a paused run's
     // restored messages come first), so a result names a message the same before and after its commit.

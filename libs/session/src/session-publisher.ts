@@ -20,27 +20,38 @@ export class SessionPublisher {
     return () => void this.listeners.delete(listener);
   }
 
-  async publish(tenantId: string, sessionId: string, events: SessionEventInput[]): Promise<SessionEvent[]> {
-    if (events.length === 0) return [];
-    const published = await this.bus.publish(tenantId, sessionId, events);
-    for (const listener of this.listeners) listener(published.length);
-    for (const e of events) {
-      if (e.type === 'status') {
-        await this.activity({
-          tenantId,
-          type: 'status',
-          data: { id: sessionId, status: e.data.status },
-          at: Date.now(),
-        });
-      } else if (e.type === 'title') {
-        await this.activity({
-          tenantId,
-          type: 'title',
-          data: { id: sessionId, title: e.data.title },
-          at: Date.now(),
-        });
-      }
+  publish(tenantId: string, sessionId: string, events: SessionEventInput[]): Promise<SessionEvent[]> {
+    if (events.length === 0) return Promise.resolve([]);
+    const published = this.bus.publish(tenantId, sessionId, events);
+    // Most batches are a run's deltas: nothing for the feed, so no await of our own on their way.
+    if (!events.some((e) => e.type === 'status' || e.type === 'title')) {
+      return this.listeners.size === 0 ? published : published.then((list) => this.counted(list));
     }
+    return published.then(async (list) => {
+      this.counted(list);
+      for (const e of events) {
+        if (e.type === 'status') {
+          await this.activity({
+            tenantId,
+            type: 'status',
+            data: { id: sessionId, status: e.data.status },
+            at: Date.now(),
+          });
+        } else if (e.type === 'title') {
+          await this.activity({
+            tenantId,
+            type: 'title',
+            data: { id: sessionId, title: e.data.title },
+            at: Date.now(),
+          });
+        }
+      }
+      return list;
+    });
+  }
+
+  private counted(published: SessionEvent[]): SessionEvent[] {
+    for (const listener of this.listeners) listener(published.length);
     return published;
   }
 

@@ -269,6 +269,42 @@ describe('RedisEventBus', () => {
       expect(await bus.lastSeq(tenant, session)).toBe(marker[0]!.seq);
     });
 
+    it('keeps knowing the sessions it publishes to while 15,000 others pass, and forgets the idle ones', async () => {
+      const bus = instance();
+      const idle = uniqueId('idle');
+      await bus.publish(tenant, idle, deltas(1));
+      await bus.publish(tenant, session, deltas(1));
+      for (let chunk = 0; chunk < 15; chunk++) {
+        const others = Array.from({ length: 1_000 }, (_, i) => `${session}-other-${chunk * 1_000 + i}`);
+        await Promise.all(others.map((other) => bus.publish(tenant, other, deltas(1))));
+        await bus.publish(tenant, session, deltas(1, chunk + 1));
+      }
+      const monitor = await connections.connect().monitor();
+      const seen: string[] = [];
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        const key = args.find((arg) => arg.includes(`{${tenant}:`));
+        if (key?.includes(`:${session}}`)) seen.push(`busy ${args[0]!.toLowerCase()}`);
+        if (key?.includes(`:${idle}}`)) seen.push(`idle ${args[0]!.toLowerCase()}`);
+      });
+      const busy = await bus.publish(tenant, session, deltas(1, 16));
+      const again = await bus.publish(tenant, idle, deltas(1, 1));
+      await until('both publishes to be seen', async () => Promise.resolve(seen.includes('idle publish')));
+      monitor.disconnect();
+      // The session published to all along: the two-command append; the idle one: appended after its tail by the
+      // script (MONITOR shows the script's own commands too).
+      expect(seen).toEqual([
+        'busy xadd',
+        'busy publish',
+        'idle evalsha',
+        'idle xrevrange',
+        'idle xadd',
+        'idle expire',
+        'idle publish',
+      ]);
+      expect(await bus.lastSeq(tenant, session)).toBe(busy[0]!.seq);
+      expect(await bus.lastSeq(tenant, idle)).toBe(again[0]!.seq);
+    }, 60_000);
+
     it('restarts at the clock when Redis lost the session (no persistence), and reports the gap', async () => {
       const clock = manualClock();
       const old = instance({ now: clock.now });

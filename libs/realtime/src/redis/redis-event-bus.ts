@@ -157,18 +157,29 @@ const forgetScript = new LuaScript(FORGET_LUA);
 /** What XADD answers when the id given is not above the stream's last entry's. */
 const ID_TAKEN = 'equal or smaller than the target stream top item';
 
-/** How many sessions a bus remembers the last seq of (the least recently published to are forgotten first). */
+/**
+ * How many sessions a bus remembers the last seq of (about the least recently published to are forgotten first: a
+ * sequence moves to the end of the map when more than half of this many moves happened since its last one).
+ */
 const KNOWN_SEQUENCES = 10_000;
 
 /** What a bus knows of a session's sequence, and the tail of its appends (one at a time). */
 interface Sequence {
+  keys: SessionKeys;
   /** The last seq this bus appended; null: unknown (the next append reads the tail). */
   last: number | null;
   /** When this bus last set the stream's TTL (its clock, ms). */
   refreshedAt: number;
-  /** Settles when the last append queued has been sent its PUBLISH. */
-  appending: Promise<void>;
+  /** The last append queued, until it has been sent its PUBLISH; null: none (the next one starts at once). */
+  appending: Promise<Appended> | null;
+  /** The bus's count of moves to the end of `sequences` at this one's last move. */
+  moved: number;
 }
+
+/** How an append ended: its first seq and its PUBLISH's answer, or what stopped it (an append never rejects). */
+type Appended = { first: number; published: Promise<unknown> } | { failed: unknown };
+
+const ignore = (): void => undefined;
 
 export class RedisEventBus implements EventBus {
   private readonly logger = new Logger(RedisEventBus.name);
@@ -188,6 +199,8 @@ export class RedisEventBus implements EventBus {
   private readonly refreshMs: number;
   private readonly channels = new Map<string, Channel>();
   private readonly sequences = new Map<string, Sequence>();
+  /** Moves of sequences to the end of `sequences` (and insertions) so far. */
+  private moves = 0;
   private closed = false;
 
   constructor(options: RedisEventBusOptions) {
@@ -211,113 +224,123 @@ export class RedisEventBus implements EventBus {
 
   async publish(tenantId: string, sessionId: string, events: SessionEventInput[]): Promise<SessionEvent[]> {
     if (this.closed) throw closedError();
-    if (events.length === 0) return [];
-    const keys = this.keys(tenantId, sessionId);
+    const count = events.length;
+    if (count === 0) return [];
+    const sequence = this.sequence(tenantId, sessionId);
     const at = this.now();
-    const batch = `[${events.map(({ type, data }) => JSON.stringify({ type, data, at } satisfies StoredEvent)).join(',')}]`;
-    const sequence = this.sequence(keys.stream);
-    const appended = sequence.appending.then(() => this.append(keys, sequence, events.length, batch, at));
-    sequence.appending = appended.then(
-      () => undefined,
-      () => undefined,
-    );
-    const { first, published } = await appended;
-    await published;
-    return events.map((input, i) => ({ ...input, seq: first + i, sessionId, at }));
+    let batch = '[';
+    for (let i = 0; i < count; i++) {
+      const { type, data } = events[i]!;
+      batch += (i === 0 ? '' : ',') + JSON.stringify({ type, data, at } satisfies StoredEvent);
+    }
+    batch += ']';
+    // This session's appends go one at a time: behind the one in flight, else at once (the usual case: a run's
+    // deltas are published one after the other).
+    const previous = sequence.appending;
+    const appending = previous
+      ? previous.then(() => this.append(sequence, count, batch, at))
+      : this.append(sequence, count, batch, at);
+    sequence.appending = appending;
+    const appended = await appending;
+    if (sequence.appending === appending) sequence.appending = null;
+    if ('failed' in appended) throw appended.failed;
+    await appended.published;
+    const first = appended.first;
+    const published = new Array<SessionEvent>(count);
+    for (let i = 0; i < count; i++) {
+      const { type, data } = events[i]!;
+      published[i] = { type, data, seq: first + i, sessionId, at } as SessionEvent;
+    }
+    return published;
   }
 
   /**
-   * Appends a batch to the session's log and sends its PUBLISH; resolves once the PUBLISH is sent (with its
-   * answer as `published`), so the session's next append goes after it.
+   * Appends a batch to the session's log and sends its PUBLISH; settles once the PUBLISH is sent (with its answer
+   * as `published`), so the session's next append goes after it. First the two-command append right after the last
+   * seq this bus assigned; when it must read the tail (another process appended meanwhile, or the stream is gone, or
+   * this bus does not know the session), the script.
    */
-  private async append(
-    keys: SessionKeys,
-    sequence: Sequence,
-    count: number,
-    batch: string,
-    at: number,
-  ): Promise<{ first: number; published: Promise<unknown> }> {
+  private async append(sequence: Sequence, count: number, batch: string, at: number): Promise<Appended> {
+    const { stream, channel } = sequence.keys;
     let first: number | null = null;
     try {
-      if (sequence.last !== null) first = await this.appendAfter(keys, sequence, count, batch, at);
+      if (sequence.last !== null) {
+        first = sequence.last + 1;
+        const added = this.redis.xadd(
+          stream,
+          'NOMKSTREAM',
+          'MAXLEN',
+          '~',
+          this.replayLimit,
+          `${first}-0`,
+          'n',
+          count,
+          'e',
+          batch,
+        );
+        // Sent with the XADD (one round trip); on a stream that is gone it does nothing, and the script sets it.
+        if (at - sequence.refreshedAt >= this.refreshMs) {
+          sequence.refreshedAt = at;
+          this.redis.expire(stream, this.replayTtlSeconds).catch(() => {
+            sequence.refreshedAt = Number.NEGATIVE_INFINITY;
+          });
+        }
+        try {
+          if ((await added) === null) first = null;
+        } catch (error) {
+          if (!(error instanceof Error && error.message.includes(ID_TAKEN))) throw error;
+          first = null;
+        }
+      }
       if (first === null) {
         // The fresh sequence's start is above what this bus assigned, even if the clock went back.
         const start = Math.max(1, Math.floor(at * 1000), (sequence.last ?? 0) + 1);
         first = Number(
           await appendScript.run(
             this.redis,
-            [keys.stream],
+            [stream],
             [start, this.replayLimit, this.replayTtlSeconds, count, batch],
           ),
         );
         sequence.refreshedAt = at;
       }
-    } catch (error) {
+    } catch (failed) {
       // The append may or may not have happened (a timeout): the next one reads the tail.
       sequence.last = null;
-      throw error;
+      return { failed };
     }
     sequence.last = first + count - 1;
     const message = `${first}\n${batch}`;
     const published = this.sharded
-      ? this.redis.spublish(keys.channel, message)
-      : this.redis.publish(keys.channel, message);
-    published.catch(() => undefined); // awaited by publish()
+      ? this.redis.spublish(channel, message)
+      : this.redis.publish(channel, message);
+    published.catch(ignore); // awaited by publish()
     return { first, published };
   }
 
-  /**
-   * The two-command append right after the last seq this bus assigned; null when it must read the tail (another
-   * process appended meanwhile, or the stream is gone).
-   */
-  private async appendAfter(
-    keys: SessionKeys,
-    sequence: Sequence,
-    count: number,
-    batch: string,
-    at: number,
-  ): Promise<number | null> {
-    const first = sequence.last! + 1;
-    const added = this.redis.xadd(
-      keys.stream,
-      'NOMKSTREAM',
-      'MAXLEN',
-      '~',
-      this.replayLimit,
-      `${first}-0`,
-      'n',
-      count,
-      'e',
-      batch,
-    );
-    // Sent with the XADD (one round trip); on a stream that is gone it does nothing, and the script sets it.
-    if (at - sequence.refreshedAt >= this.refreshMs) {
-      sequence.refreshedAt = at;
-      void this.redis.expire(keys.stream, this.replayTtlSeconds).catch(() => {
-        sequence.refreshedAt = Number.NEGATIVE_INFINITY;
-      });
-    }
-    try {
-      return (await added) === null ? null : first;
-    } catch (error) {
-      if (error instanceof Error && error.message.includes(ID_TAKEN)) return null;
-      throw error;
-    }
-  }
-
-  /** What this bus knows of a session's sequence (remembered for the most recently used sessions). */
-  private sequence(stream: string): Sequence {
-    let sequence = this.sequences.get(stream);
+  /** What this bus knows of a session's sequence (remembered for about the most recently used sessions). */
+  private sequence(tenantId: string, sessionId: string): Sequence {
+    const id = `${tenantId}\n${sessionId}`;
+    let sequence = this.sequences.get(id);
     if (sequence) {
-      this.sequences.delete(stream);
+      // Moved to the end only now and then: a move is a delete and an insert, on every publish too dear.
+      if (this.moves - sequence.moved <= KNOWN_SEQUENCES / 2) return sequence;
+      this.sequences.delete(id);
     } else {
-      sequence = { last: null, refreshedAt: Number.NEGATIVE_INFINITY, appending: Promise.resolve() };
+      sequence = {
+        keys: this.keys(tenantId, sessionId),
+        last: null,
+        refreshedAt: Number.NEGATIVE_INFINITY,
+        appending: null,
+        moved: 0,
+      };
       if (this.sequences.size >= KNOWN_SEQUENCES) {
         // Forgetting is safe: an unknown sequence is appended to by the script, which reads the tail.
         this.sequences.delete(this.sequences.keys().next().value!);
       }
     }
-    this.sequences.set(stream, sequence);
+    sequence.moved = ++this.moves;
+    this.sequences.set(id, sequence);
     return sequence;
   }
 
