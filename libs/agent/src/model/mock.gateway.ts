@@ -113,6 +113,9 @@ export class MockGateway implements ModelGateway {
 /** One mock call's pacing and abort handling; remembers whether parts were streamed. */
 class Run {
   private streamed = false;
+  /** Ends the pause in progress at once (the abort listener's doing). */
+  private wake: (() => void) | null = null;
+  private listening = false;
 
   constructor(private readonly signal: AbortSignal) {}
 
@@ -135,15 +138,22 @@ class Run {
   async pause(ms: number): Promise<void> {
     this.checkAborted();
     if (ms > 0) {
+      // One abort listener for the whole call (adding and removing one per pause cost more than the pause).
+      if (!this.listening) {
+        this.listening = true;
+        this.signal.addEventListener('abort', () => this.wake?.(), { once: true });
+      }
       await new Promise<void>((resolve) => {
-        const done = () => {
+        // Sessions are validated to at most 10 minutes; anything older or larger still never overflows the timer.
+        const timer = setTimeout(() => {
+          this.wake = null;
+          resolve();
+        }, Math.min(ms, 600_000));
+        this.wake = () => {
           clearTimeout(timer);
-          this.signal.removeEventListener('abort', done);
+          this.wake = null;
           resolve();
         };
-        // Sessions are validated to at most 10 minutes; anything older or larger still never overflows the timer.
-        const timer = setTimeout(done, Math.min(ms, 600_000));
-        this.signal.addEventListener('abort', done, { once: true });
       });
     }
     this.checkAborted();
