@@ -145,10 +145,13 @@ class Run {
       }
       await new Promise<void>((resolve) => {
         // Sessions are validated to at most 10 minutes; anything older or larger still never overflows the timer.
-        const timer = setTimeout(() => {
-          this.wake = null;
-          resolve();
-        }, Math.min(ms, 600_000));
+        const timer = setTimeout(
+          () => {
+            this.wake = null;
+            resolve();
+          },
+          Math.min(ms, 600_000),
+        );
         this.wake = () => {
           clearTimeout(timer);
           this.wake = null;
