@@ -11,6 +11,8 @@
 //           events, against the raw Redis PUBLISH rate and a baseline relay (--cluster-sessions=50,200 or
 //           CANOPY_BENCH_CLUSTER_SESSIONS picks the scales; --cluster-profile adds each process's CPU and
 //           allocation profile)
+//   publish the worker's publish path alone (coalescer, publisher, Redis event bus) against one PUBLISH per delta,
+//           at 300 and 1,000 streaming sessions: CPU per publish and its ratio, GC pauses, latency
 //   search  full-text search over 100,000 sessions / 1,000,000 messages of one tenant among several (p50 / p99 at
 //           1 and 10 concurrent queries, the plan through the GIN index) and fork of 1,000- and 10,000-node trees
 //           (CANOPY_BENCH_SEARCH_SESSIONS=10000 for a quicker, smaller run)
@@ -24,6 +26,7 @@ import { clusterProfile, clusterScales, printClusterReport, runClusterBench } fr
 import { runCoreBench } from './core.bench';
 import { printEngineReport, runEngineBench } from './engine.bench';
 import { httpBenchOptions, printHttpReport, runHttpBench } from './http.bench';
+import { printPublishReport, runPublishBench } from './publish.bench';
 import { printReports } from './report';
 import { printSearchReport, runSearchBench } from './search.bench';
 import { printUsageReport, runUsageBench } from './usage.bench';
@@ -73,6 +76,11 @@ const SECTIONS: Section[] = [
           clusterProfile(process.argv.slice(2), process.env),
         ),
       ),
+  },
+  {
+    name: 'publish',
+    title: "The worker's publish path alone (Redis event bus) against one PUBLISH per delta",
+    run: async (title) => printPublishReport(title, await runPublishBench()),
   },
   {
     name: 'soak',
