@@ -4,7 +4,13 @@
 import { randomBytes } from 'node:crypto';
 import { makeUsage, messageText, type Message } from '@canopy/core';
 import { AssistantMessageBuilder } from './assistant-message.builder';
-import { ModelError, type ModelGateway, type ModelRequest, type ModelStreamPart } from './model-gateway.port';
+import {
+  failedStream,
+  ModelError,
+  type ModelGateway,
+  type ModelRequest,
+  type ModelStreamPart,
+} from './model-gateway.port';
 
 export const MOCK_MODELS = ['echo', 'script'] as const;
 
@@ -36,11 +42,11 @@ export class MockGateway implements ModelGateway {
       : `unknown mock model "${model}" (known: ${MOCK_MODELS.map((m) => `mock:${m}`).join(', ')})`;
   }
 
-  async *stream(request: ModelRequest): AsyncGenerator<ModelStreamPart> {
+  stream(request: ModelRequest): AsyncIterable<ModelStreamPart> {
     const problem = this.check(request.model);
-    if (problem) throw new ModelError('model_not_found', problem, { retryable: false, streamed: false });
-    if (request.model === 'mock:echo') yield* this.echo(request);
-    else yield* this.script(request);
+    if (problem)
+      return failedStream(new ModelError('model_not_found', problem, { retryable: false, streamed: false }));
+    return request.model === 'mock:echo' ? this.echo(request) : this.script(request);
   }
 
   private async *echo(request: ModelRequest): AsyncGenerator<ModelStreamPart> {

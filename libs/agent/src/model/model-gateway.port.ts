@@ -91,3 +91,14 @@ export interface ModelGateway {
 }
 
 export const MODEL_GATEWAY = Symbol('MODEL_GATEWAY');
+
+/**
+ * A stream that fails with `error` when read (not when made: callers see a gateway's failures while they iterate).
+ * Gateways in front of others return the inner stream itself, or this, rather than wrap it in one more async
+ * generator: each level of `yield*` costs every streamed part a promise and a turn of the microtask queue.
+ */
+export function failedStream(error: Error): AsyncIterable<ModelStreamPart> {
+  return {
+    [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(error) }),
+  };
+}

@@ -5,6 +5,7 @@ import type { CanopyConfig } from '@canopy/common';
 import { AiSdkGateway } from './ai-sdk.gateway';
 import { MockGateway } from './mock.gateway';
 import {
+  failedStream,
   ModelError,
   type ModelCheckContext,
   type ModelGateway,
@@ -29,10 +30,12 @@ export class ModelRouter implements ModelGateway {
     return this.route(id.provider).check(model, context);
   }
 
-  async *stream(request: ModelRequest): AsyncGenerator<ModelStreamPart> {
+  stream(request: ModelRequest): AsyncIterable<ModelStreamPart> {
     const id = parseModelId(request.model);
-    if (isModelProblem(id)) throw new ModelError(id.code, id.message, { retryable: false, streamed: false });
-    yield* this.route(id.provider).stream(request);
+    if (isModelProblem(id)) {
+      return failedStream(new ModelError(id.code, id.message, { retryable: false, streamed: false }));
+    }
+    return this.route(id.provider).stream(request);
   }
 
   private route(provider: string): ModelGateway {

@@ -21,12 +21,18 @@ export class TenantCredentialsGateway implements ModelGateway {
     return this.inner.check(model, context);
   }
 
-  async *stream(request: ModelRequest): AsyncGenerator<ModelStreamPart> {
+  stream(request: ModelRequest): AsyncIterable<ModelStreamPart> {
     const provider = request.model.slice(0, Math.max(0, request.model.indexOf(':')));
-    const own =
-      request.tenantId && OWN_KEY_PROVIDERS.has(provider)
-        ? await this.source.credentials(request.tenantId, provider)
-        : null;
+    if (!request.tenantId || !OWN_KEY_PROVIDERS.has(provider)) return this.inner.stream(request);
+    return this.withOwnKey(request.tenantId, provider, request);
+  }
+
+  private async *withOwnKey(
+    tenantId: string,
+    provider: string,
+    request: ModelRequest,
+  ): AsyncGenerator<ModelStreamPart> {
+    const own = await this.source.credentials(tenantId, provider);
     yield* this.inner.stream(own ? { ...request, credentials: own } : request);
   }
 }

@@ -137,7 +137,8 @@ class TurnRun {
   private segmentUsage = emptyUsage();
   private runUsage = emptyUsage();
   private step = 0;
-  private partial: Message | null = null;
+  /** What the model call in progress streamed so far, as a message (set once its first part arrived). */
+  private partial: (() => Message) | null = null;
   /** Who acts the current turn (a steered prompt's turn is its sender's). */
   private scope: Scope;
   /** Which turn of the run this is (a steered prompt opens the next one) and the message that opened it. */
@@ -276,8 +277,14 @@ class TurnRun {
     const runId = this.spec.runId;
     const blocks: AssistantBlock[] = [];
     const startedAt = Date.now();
+    // What a failure keeps of this call once a part arrived: built when needed, not on every part.
+    const partial = (): Message => ({
+      role: 'assistant',
+      content: blocks.filter(Boolean),
+      timestamp: startedAt,
+    });
     const track = () => {
-      this.partial = { role: 'assistant', content: blocks.filter(Boolean), timestamp: startedAt };
+      this.partial = partial;
     };
     const stream = this.deps.gateway.stream({
       model: this.spec.model,
@@ -489,7 +496,7 @@ class TurnRun {
   }
 
   private failure(err: unknown): RunOutcome {
-    const partial = this.partial ? [...this.segment, this.partial] : [...this.segment];
+    const partial = this.partial ? [...this.segment, this.partial()] : [...this.segment];
     if (err instanceof RunFencedError) return { status: 'fenced', usage: this.runUsage };
     if (this.spec.signal.aborted) return { status: 'cancelled', partial, usage: this.runUsage };
     if (err instanceof RunHalted) {
