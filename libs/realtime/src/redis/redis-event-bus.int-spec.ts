@@ -305,6 +305,30 @@ describe('RedisEventBus', () => {
       expect(await bus.lastSeq(tenant, idle)).toBe(again[0]!.seq);
     }, 60_000);
 
+    it('never forgets a session whose append is in flight, so its next append still goes after it', async () => {
+      const bus = instance({ knownSequences: 2 });
+      const [a, b, c] = [uniqueId('a'), uniqueId('b'), uniqueId('c')];
+      await bus.publish(tenant, a, deltas(1));
+      await bus.publish(tenant, b, deltas(1));
+      // a's XADD in flight when c comes and fills the map past its 2: the one forgotten is b (a, the oldest, is busy).
+      const inFlight = [bus.publish(tenant, a, deltas(1, 1)), bus.publish(tenant, c, deltas(1))];
+      await Promise.all(inFlight);
+      const monitor = await connections.connect().monitor();
+      const seen: string[] = [];
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        const key = args.find((arg) => arg.includes(`{${tenant}:`));
+        if (key?.includes(`:${a}}`)) seen.push(`a ${args[0]!.toLowerCase()}`);
+        if (key?.includes(`:${b}}`)) seen.push(`b ${args[0]!.toLowerCase()}`);
+      });
+      const last = await bus.publish(tenant, a, deltas(1, 2));
+      await bus.publish(tenant, b, deltas(1, 1));
+      await until('both publishes to be seen', async () => Promise.resolve(seen.includes('b publish')));
+      monitor.disconnect();
+      expect(seen.slice(0, 3)).toEqual(['a xadd', 'a publish', 'b evalsha']);
+      expect(await bus.lastSeq(tenant, a)).toBe(last[0]!.seq);
+      expect(() => instance({ knownSequences: 0 })).toThrow(RangeError);
+    });
+
     it('restarts at the clock when Redis lost the session (no persistence), and reports the gap', async () => {
       const clock = manualClock();
       const old = instance({ now: clock.now });

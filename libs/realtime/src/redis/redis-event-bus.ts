@@ -60,6 +60,8 @@ export interface RedisEventBusOptions {
   now?: () => number;
   /** Where a throwing subscriber's error goes (default: an error log line). */
   onListenerError?: ListenerErrorHandler;
+  /** How many sessions' sequences it remembers (default KNOWN_SEQUENCES; tests set fewer). */
+  knownSequences?: number;
 }
 
 type Listener = (event: SessionEvent) => void;
@@ -199,6 +201,7 @@ export class RedisEventBus implements EventBus {
   private readonly refreshMs: number;
   private readonly channels = new Map<string, Channel>();
   private readonly sequences = new Map<string, Sequence>();
+  private readonly knownSequences: number;
   /** Moves of sequences to the end of `sequences` (and insertions) so far. */
   private moves = 0;
   private closed = false;
@@ -220,6 +223,10 @@ export class RedisEventBus implements EventBus {
     this.refreshMs = Math.max(1_000, options.replayTtlSeconds * 10);
     this.now = options.now ?? Date.now;
     this.onListenerError = options.onListenerError ?? logListenerError(RedisEventBus.name);
+    this.knownSequences = options.knownSequences ?? KNOWN_SEQUENCES;
+    if (!Number.isSafeInteger(this.knownSequences) || this.knownSequences < 1) {
+      throw new RangeError(`knownSequences must be a positive integer, got ${options.knownSequences}`);
+    }
   }
 
   async publish(tenantId: string, sessionId: string, events: SessionEventInput[]): Promise<SessionEvent[]> {
@@ -324,7 +331,7 @@ export class RedisEventBus implements EventBus {
     let sequence = this.sequences.get(id);
     if (sequence) {
       // Moved to the end only now and then: a move is a delete and an insert, on every publish too dear.
-      if (this.moves - sequence.moved <= KNOWN_SEQUENCES / 2) return sequence;
+      if (this.moves - sequence.moved <= this.knownSequences / 2) return sequence;
       this.sequences.delete(id);
     } else {
       sequence = {
@@ -334,14 +341,24 @@ export class RedisEventBus implements EventBus {
         appending: null,
         moved: 0,
       };
-      if (this.sequences.size >= KNOWN_SEQUENCES) {
-        // Forgetting is safe: an unknown sequence is appended to by the script, which reads the tail.
-        this.sequences.delete(this.sequences.keys().next().value!);
-      }
+      if (this.sequences.size >= this.knownSequences) this.forgetOne();
     }
     sequence.moved = ++this.moves;
     this.sequences.set(id, sequence);
     return sequence;
+  }
+
+  /**
+   * Forgets the sequence least recently moved that has no append in flight. Forgetting is safe: an unknown sequence
+   * is appended to by the script, which reads the tail. One with an append in flight stays, so the session's next
+   * append still goes after it (a forgotten one's next append would run beside it, and could overtake it).
+   */
+  private forgetOne(): void {
+    for (const [id, known] of this.sequences) {
+      if (known.appending !== null) continue;
+      this.sequences.delete(id);
+      return;
+    }
   }
 
   async subscribe(tenantId: string, sessionId: string, listener: Listener): Promise<Unsubscribe> {
