@@ -63,7 +63,10 @@ export class InProcessEventBus implements EventBus {
     const at = this.now();
     const first = stream.seq;
     stream.seq += events.length - 1;
-    const numbered: SessionEvent[] = events.map((input, i) => ({ ...input, seq: first + i, sessionId, at }));
+    // Literals, not spreads of the inputs: a spread per event was a measured share of the Redis bus's publish.
+    const numbered = events.map(
+      ({ type, data }, i) => ({ type, data, seq: first + i, sessionId, at }) as SessionEvent,
+    );
 
     for (const event of numbered) {
       stream.log.push(event);
