@@ -572,7 +572,11 @@ export class RedisEventBus implements EventBus {
   /** Delivers events above the channel's cursor to every subscription, each batch to the same subscriptions. */
   private dispatch(channel: Channel, events: SessionEvent[]): void {
     const cursor = channel.cursor;
-    const fresh = cursor === null ? events : events.filter((event) => event.seq > cursor);
+    // A batch's seqs ascend: when its first is above the cursor (the usual case) it is all fresh, no copy needed.
+    const fresh =
+      cursor === null || (events[0] !== undefined && events[0].seq > cursor)
+        ? events
+        : events.filter((event) => event.seq > cursor);
     const last = fresh[fresh.length - 1];
     if (!last) return;
     channel.cursor = last.seq;

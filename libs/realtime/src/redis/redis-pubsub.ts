@@ -37,7 +37,12 @@ const shared = new WeakMap<RedisConnection, RedisPubSub>();
 
 export class RedisPubSub {
   private readonly logger = new Logger(RedisPubSub.name);
-  private readonly topics = new Map<string, Topic>();
+  /** By kind, then name (no key built per message). */
+  private readonly topics: Record<PubSubKind, Map<string, Topic>> = {
+    channel: new Map(),
+    pattern: new Map(),
+    shard: new Map(),
+  };
   private readonly resubscribedListeners = new Set<() => void>();
   private disconnected = false;
 
@@ -53,13 +58,13 @@ export class RedisPubSub {
 
   private constructor(private readonly connection: RedisConnection) {
     connection.on('message', (channel: string, message: string) =>
-      this.route(this.topics.get(topicKey('channel', channel)), channel, message),
+      this.route(this.topics.channel.get(channel), channel, message),
     );
     connection.on('smessage', (channel: string, message: string) =>
-      this.route(this.topics.get(topicKey('shard', channel)), channel, message),
+      this.route(this.topics.shard.get(channel), channel, message),
     );
     connection.on('pmessage', (pattern: string, channel: string, message: string) =>
-      this.route(this.topics.get(topicKey('pattern', pattern)), channel, message),
+      this.route(this.topics.pattern.get(pattern), channel, message),
     );
     connection.on('close', () => {
       this.disconnected = true;
@@ -73,11 +78,11 @@ export class RedisPubSub {
 
   /** Registers a handler for a channel or a pattern; resolves once it receives everything published from now. */
   async listen(kind: PubSubKind, name: string, handler: MessageHandler): Promise<Release> {
-    const key = topicKey(kind, name);
-    let topic = this.topics.get(key);
+    const topics = this.topics[kind];
+    let topic = topics.get(name);
     if (!topic) {
       topic = { kind, name, entries: new Set(), ops: Promise.resolve(), queued: 0 };
-      this.topics.set(key, topic);
+      topics.set(name, topic);
     }
     const entry: Entry = { handler, armed: false };
     topic.entries.add(entry);
@@ -115,7 +120,9 @@ export class RedisPubSub {
 
   private route(topic: Topic | undefined, channel: string, message: string): void {
     if (!topic) return;
-    for (const entry of [...topic.entries]) {
+    // The set itself, not a copy per message: an entry added meanwhile is not armed yet, and one released by an
+    // earlier handler is disarmed (or gone, and skipped).
+    for (const entry of topic.entries) {
       // Skips a handler released by an earlier one, and one whose subscription round trip is still under way.
       if (!entry.armed) continue;
       try {
@@ -151,9 +158,9 @@ export class RedisPubSub {
     );
     topic.ops = settled.then(() => {
       topic.queued -= 1;
-      const key = topicKey(topic.kind, topic.name);
-      if (topic.queued === 0 && topic.entries.size === 0 && this.topics.get(key) === topic) {
-        this.topics.delete(key);
+      const topics = this.topics[topic.kind];
+      if (topic.queued === 0 && topic.entries.size === 0 && topics.get(topic.name) === topic) {
+        topics.delete(topic.name);
       }
     });
     return run;
@@ -161,8 +168,9 @@ export class RedisPubSub {
 
   private async confirmResubscribed(): Promise<void> {
     const names: Record<PubSubKind, string[]> = { channel: [], pattern: [], shard: [] };
-    for (const topic of this.topics.values()) {
-      if (topic.entries.size > 0) names[topic.kind].push(topic.name);
+    for (const kind of ['channel', 'pattern', 'shard'] as const) {
+      for (const topic of this.topics[kind].values())
+        if (topic.entries.size > 0) names[kind].push(topic.name);
     }
     try {
       // ioredis has already sent its own resubscription; these replies come back after it, and confirm it.
@@ -181,8 +189,4 @@ export class RedisPubSub {
       }
     }
   }
-}
-
-function topicKey(kind: PubSubKind, name: string): string {
-  return `${kind[0]}:${name}`;
 }
