@@ -290,7 +290,15 @@ export class WebhooksRepository {
   async recordAttempt(
     delivery: ClaimedDelivery,
     attempt: AttemptRecord,
-    outcome: { delivered: true } | { delivered: false; retryAt: Date | null; disableAfterMs: number },
+    outcome:
+      | { delivered: true }
+      | {
+          delivered: false;
+          retryAt: Date | null;
+          disableAfterMs: number;
+          /** When the attempt was judged (epoch ms): the streak's age is measured at the same moment. */
+          at: number;
+        },
   ): Promise<{ disabled: boolean }> {
     return this.db.withTenantSql({ tenantId: delivery.tenantId }, async (tx) => {
       const entry = JSON.stringify([attempt]);
@@ -323,7 +331,7 @@ export class WebhooksRepository {
           WHERE id = $1::uuid RETURNING enabled, failing_since, url`,
         [delivery.webhookId, delivery.createdAt],
       );
-      if (!hook?.enabled || Date.now() - hook.failing_since.getTime() < outcome.disableAfterMs)
+      if (!hook?.enabled || outcome.at - hook.failing_since.getTime() < outcome.disableAfterMs)
         return { disabled: false };
       const reason = `disabled after failing since ${hook.failing_since.toISOString()} (last: ${attempt.error ?? `HTTP ${attempt.statusCode}`})`;
       await tx.query(

@@ -123,12 +123,17 @@ export class WebhookDispatcher {
       await this.repo.recordAttempt(d, attempt, { delivered: true });
       return;
     }
-    const expired = Date.now() - d.createdAt.getTime() >= this.options.retryWindowMs;
-    const retryAt = expired ? null : new Date(Date.now() + backoffMs(d.attempts, this.options.retryBaseMs));
+    // One clock reading for both decisions: the delivery's window is over exactly when its own failure streak
+    // would disable the endpoint (read twice, the endpoint could be disabled with this delivery left pending, and
+    // a disabled endpoint's pending deliveries wait for it to be enabled again).
+    const now = Date.now();
+    const expired = now - d.createdAt.getTime() >= this.options.retryWindowMs;
+    const retryAt = expired ? null : new Date(now + backoffMs(d.attempts, this.options.retryBaseMs));
     const { disabled } = await this.repo.recordAttempt(d, attempt, {
       delivered: false,
       retryAt,
       disableAfterMs: this.options.retryWindowMs,
+      at: now,
     });
     if (disabled)
       this.logger.warn('webhook endpoint disabled after failing for the retry window', {
