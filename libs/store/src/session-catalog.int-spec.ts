@@ -35,7 +35,8 @@ beforeAll(async () => {
     url: testDb.url,
     poolMax: 4,
     txMaxWaitMs: 5_000,
-    txTimeoutMs: 20_000,
+    // The GIN-plan test seeds 2 x 20,000 nodes, one transaction each: 20 s was passed once on a slow day.
+    txTimeoutMs: 60_000,
   });
   catalog = new SessionCatalogStore(db);
   store = new PostgresSessionStore(db);
