@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 
 import { loadConfig } from '../libs/common/src';
 import type { SessionEventInput } from '../libs/core/src';
-import { createRedisRealtime, DeltaCoalescer, type ActivityFeed } from '../libs/realtime/src';
+import { createRedisRealtime, DeltaCoalescer } from '../libs/realtime/src';
 import { SessionPublisher } from '../libs/session/src/session-publisher';
 
 export interface PublishJob {
@@ -122,9 +122,12 @@ function start(): { sender: Sender; close: () => Promise<void> } {
     replayTtlSeconds: config.redis.replayTtlSeconds,
     commandTimeoutMs: config.redis.commandTimeoutMs,
   });
-  const feed: ActivityFeed = realtime.feed;
   const quiet = () => undefined;
-  const publisher = new SessionPublisher(realtime.bus, feed, { info: quiet, warn: quiet, error: quiet });
+  const publisher = new SessionPublisher(realtime.bus, realtime.feed, {
+    info: quiet,
+    warn: quiet,
+    error: quiet,
+  });
   publisher.onPublished(() => undefined); // as the service's metrics do
   // A run's coalescer per session, as the worker's run executor has; a delta 50 ms after the last one goes out at
   // once (the window's leading edge), so each push is one publish.

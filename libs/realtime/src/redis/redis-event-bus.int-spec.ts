@@ -92,6 +92,21 @@ describe('RedisEventBus', () => {
   let session: string;
 
   /** An "api instance": its own connections and bus over the shared Redis. */
+  /** Records, labelled, the commands Redis runs on these sessions' keys (MONITOR, on a connection of its own). */
+  async function watchSessions(
+    sessions: Record<string, string>,
+  ): Promise<{ seen: string[]; stop: () => void }> {
+    const monitor = await connections.connect().monitor();
+    const seen: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      const key = args.find((arg) => arg.includes(`{${tenant}:`));
+      for (const [label, id] of Object.entries(sessions)) {
+        if (key?.includes(`:${id}}`)) seen.push(`${label} ${args[0]!.toLowerCase()}`);
+      }
+    });
+    return { seen, stop: () => monitor.disconnect() };
+  }
+
   function instance(options: Partial<RedisEventBusOptions> = {}): RedisEventBus {
     const bus = new RedisEventBus({
       redis: connections.connect(),
@@ -279,17 +294,11 @@ describe('RedisEventBus', () => {
         await Promise.all(others.map((other) => bus.publish(tenant, other, deltas(1))));
         await bus.publish(tenant, session, deltas(1, chunk + 1));
       }
-      const monitor = await connections.connect().monitor();
-      const seen: string[] = [];
-      monitor.on('monitor', (_time: string, args: string[]) => {
-        const key = args.find((arg) => arg.includes(`{${tenant}:`));
-        if (key?.includes(`:${session}}`)) seen.push(`busy ${args[0]!.toLowerCase()}`);
-        if (key?.includes(`:${idle}}`)) seen.push(`idle ${args[0]!.toLowerCase()}`);
-      });
+      const { seen, stop } = await watchSessions({ busy: session, idle });
       const busy = await bus.publish(tenant, session, deltas(1, 16));
       const again = await bus.publish(tenant, idle, deltas(1, 1));
       await until('both publishes to be seen', async () => Promise.resolve(seen.includes('idle publish')));
-      monitor.disconnect();
+      stop();
       // The session published to all along: the two-command append; the idle one: appended after its tail by the
       // script (MONITOR shows the script's own commands too).
       expect(seen).toEqual([
@@ -313,17 +322,11 @@ describe('RedisEventBus', () => {
       // a's XADD in flight when c comes and fills the map past its 2: the one forgotten is b (a, the oldest, is busy).
       const inFlight = [bus.publish(tenant, a, deltas(1, 1)), bus.publish(tenant, c, deltas(1))];
       await Promise.all(inFlight);
-      const monitor = await connections.connect().monitor();
-      const seen: string[] = [];
-      monitor.on('monitor', (_time: string, args: string[]) => {
-        const key = args.find((arg) => arg.includes(`{${tenant}:`));
-        if (key?.includes(`:${a}}`)) seen.push(`a ${args[0]!.toLowerCase()}`);
-        if (key?.includes(`:${b}}`)) seen.push(`b ${args[0]!.toLowerCase()}`);
-      });
+      const { seen, stop } = await watchSessions({ a, b });
       const last = await bus.publish(tenant, a, deltas(1, 2));
       await bus.publish(tenant, b, deltas(1, 1));
       await until('both publishes to be seen', async () => Promise.resolve(seen.includes('b publish')));
-      monitor.disconnect();
+      stop();
       expect(seen.slice(0, 3)).toEqual(['a xadd', 'a publish', 'b evalsha']);
       expect(await bus.lastSeq(tenant, a)).toBe(last[0]!.seq);
       expect(() => instance({ knownSequences: 0 })).toThrow(RangeError);
