@@ -3,8 +3,9 @@
 // statement, whole-tree import, and the retention sweep's batches.
 
 import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
 import { CanopyException } from '@canopy/common';
-import { createTestDatabase, type TestDatabase } from '@canopy/testing';
+import { adminUrl, createTestDatabase, type TestDatabase } from '@canopy/testing';
 import {
   assistantMessage,
   makeUsage,
@@ -241,6 +242,46 @@ describe('search', () => {
   it('shows nothing of node_search to a transaction that declared no search', async () => {
     const rows = await db.withTenantSql(scope, (tx) => tx.query('SELECT * FROM node_search'));
     expect(rows).toEqual([]);
+  });
+
+  it("computes each added node's words once (one INSERT of three nodes, two with text: three vectors, two rows)", async () => {
+    // As a superuser on the test database, in a transaction rolled back: track_functions = all keeps the SQL
+    // function from being inlined, so the transaction's own function counters show each evaluation.
+    const admin = new Client({ connectionString: adminUrl().replace(/\/[^/]*$/, `/${testDb.name}`) });
+    await admin.connect();
+    try {
+      await admin.query('BEGIN');
+      await admin.query(`SET LOCAL track_functions = 'all'`);
+      await admin.query(
+        `INSERT INTO sessions (tenant_id, id, model) VALUES ($1::uuid, 'vectors', 'mock:echo')`,
+        [scope.tenantId],
+      );
+      const text = (t: string) =>
+        JSON.stringify({ role: 'user', timestamp: 0, content: [{ type: 'text', text: t }] });
+      await admin.query(
+        `INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message)
+         VALUES ($1::uuid, 'vectors', 1, NULL, 'user', $2::jsonb), ($1::uuid, 'vectors', 2, 1, 'assistant', $3::jsonb),
+                ($1::uuid, 'vectors', 3, 2, 'user', $4::jsonb)`,
+        [
+          scope.tenantId,
+          text('counting vectors'),
+          JSON.stringify({ role: 'assistant', timestamp: 0, content: [] }),
+          text('once each'),
+        ],
+      );
+      const { rows: calls } = await admin.query<{ calls: string }>(
+        `SELECT calls FROM pg_stat_xact_user_functions WHERE funcname = 'canopy_search_vector'`,
+      );
+      expect(calls.map((r) => Number(r.calls))).toEqual([3]);
+      const { rows: indexed } = await admin.query<{ node_id: number }>(
+        `SELECT node_id FROM node_search WHERE tenant_id = $1::uuid AND session_id = 'vectors' ORDER BY node_id`,
+        [scope.tenantId],
+      );
+      expect(indexed.map((r) => r.node_id)).toEqual([1, 3]);
+    } finally {
+      await admin.query('ROLLBACK').catch(() => undefined);
+      await admin.end();
+    }
   });
 
   it('plans the words through the GIN index on (tenant, words), under row-level security', async () => {
