@@ -41,6 +41,46 @@ describe('LiveState', () => {
     expect(joined.snapshot().inFlight).toEqual(server.snapshot().inFlight);
   });
 
+  it('builds the partial message when read, stamped when its first block started; a snapshot keeps its own', () => {
+    const now = jest.spyOn(Date, 'now');
+    try {
+      const state = new LiveState(
+        liveStateInit({
+          seq: 0,
+          session: info,
+          tree: { nodes: [], path: [], cursors: {}, head: null },
+          inFlight: null,
+        }),
+      );
+      let seq = 0;
+      const event = (type: string, data: Record<string, unknown>) =>
+        ({ seq: ++seq, sessionId: 's1', type, data }) as Parameters<LiveState['apply']>[0];
+      now.mockReturnValue(1_000);
+      state.apply(event('status', { status: 'busy', runId: 'r1' }));
+      state.apply(event('text_start', { runId: 'r1', index: 0 }));
+      now.mockReturnValue(2_000);
+      state.apply(event('text_delta', { runId: 'r1', index: 0, delta: 'Hello' }));
+      const before = state.snapshot();
+      state.apply(event('text_delta', { runId: 'r1', index: 0, delta: ' world' }));
+      expect(state.runInFlight!.partial).toEqual({
+        role: 'assistant',
+        content: [{ type: 'text', text: 'Hello world' }],
+        timestamp: 1_000,
+      });
+      expect(before.inFlight!.partial!.content).toEqual([{ type: 'text', text: 'Hello' }]);
+      // The message is complete: the next one starts a partial message of its own.
+      state.apply(event('message', { runId: 'r1', message: state.runInFlight!.partial, nodeId: 1 }));
+      expect(state.runInFlight!.partial).toBeNull();
+      now.mockReturnValue(3_000);
+      state.apply(event('tool_use_start', { runId: 'r1', index: 0, id: 't1', name: 'look' }));
+      expect(state.snapshot().inFlight!.partial).toMatchObject({ timestamp: 3_000 });
+      state.apply(event('status', { status: 'idle', runId: null }));
+      expect(state.runInFlight).toBeNull();
+    } finally {
+      now.mockRestore();
+    }
+  });
+
   it('keeps a taken-over run’s messages once: the re-run replaces the dead attempt’s (same node ids)', () => {
     const state = new LiveState(
       liveStateInit({

@@ -23,6 +23,13 @@ export class LiveState {
   private info: SessionInfo;
   private inFlight: InFlight | null;
   private partialBlocks: AssistantBlock[] | null = null;
+  /**
+   * The blocks changed since `inFlight.partial` was built: it is built again when read (runInFlight, snapshot), not
+   * on every delta (a service instance applies every event of the sessions it serves; few are read in between).
+   */
+  private partialStale = false;
+  /** When the partial message being streamed started (its timestamp), null: none started. */
+  private partialAt: number | null = null;
   /** The node each pending message will take (a re-run after a takeover sends the same ids again). */
   private pendingIds: Array<number | undefined> = [];
   private lastSeq: number;
@@ -58,6 +65,7 @@ export class LiveState {
   }
 
   get runInFlight(): InFlight | null {
+    this.settlePartial();
     return this.inFlight;
   }
 
@@ -85,8 +93,7 @@ export class LiveState {
         }
         this.inFlight!.pending.push(event.data.message);
         this.pendingIds.push(event.data.nodeId);
-        this.partialBlocks = null;
-        this.inFlight!.partial = null;
+        this.dropPartial();
         break;
       }
       case 'text_start':
@@ -136,8 +143,7 @@ export class LiveState {
         if (this.inFlight?.runId === event.data.runId) {
           this.inFlight.pending = [];
           this.pendingIds = [];
-          this.inFlight.partial = null;
-          this.partialBlocks = null;
+          this.dropPartial();
         }
         break;
       case 'tree':
@@ -172,6 +178,7 @@ export class LiveState {
   }
 
   snapshot(): SessionSnapshot {
+    this.settlePartial();
     const data = this.tree.toJSON();
     return {
       seq: this.lastSeq,
@@ -195,7 +202,7 @@ export class LiveState {
   private beginRun(runId: string, kind: InFlight['kind']): void {
     this.inFlight = { runId, kind, pending: [], partial: null, awaiting: [] };
     this.pendingIds = [];
-    this.partialBlocks = null;
+    this.dropPartial();
   }
 
   private ensureRun(runId: string): void {
@@ -205,7 +212,7 @@ export class LiveState {
   private endRun(): void {
     this.inFlight = null;
     this.pendingIds = [];
-    this.partialBlocks = null;
+    this.dropPartial();
   }
 
   private blocks(): AssistantBlock[] {
@@ -216,13 +223,30 @@ export class LiveState {
     return this.partialBlocks;
   }
 
+  /** The blocks changed: the partial message is due to be built again (its timestamp is its first block's). */
   private syncPartial(): void {
+    if (!this.inFlight) return;
+    this.partialAt ??= this.inFlight.partial?.timestamp ?? Date.now();
+    this.partialStale = true;
+  }
+
+  private settlePartial(): void {
+    if (!this.partialStale) return;
+    this.partialStale = false;
     if (!this.inFlight) return;
     this.inFlight.partial = {
       role: 'assistant',
       content: (this.partialBlocks ?? []).filter(Boolean),
-      timestamp: this.inFlight.partial?.timestamp ?? Date.now(),
+      timestamp: this.partialAt ?? Date.now(),
     } satisfies Message;
+  }
+
+  /** The partial message ended (became a message, was committed, or its run ended). */
+  private dropPartial(): void {
+    this.partialBlocks = null;
+    this.partialStale = false;
+    this.partialAt = null;
+    if (this.inFlight) this.inFlight.partial = null;
   }
 }
 
