@@ -88,6 +88,11 @@ export interface HttpLevel {
   /** Transactions per second of the idle service, measured right before the load. */
   idleXactsPerSec: number | null;
   rowsFetchedPerRun: number | null;
+  /**
+   * WAL flushes (pg_stat_wal.wal_sync, the whole Postgres server's: idle but for the bench) per run; a commit waits
+   * for its flush, so at one session this is what a run waits on the disk for.
+   */
+  walSyncsPerRun: number | null;
   statementsPerRun: number;
   /** Time the api's statements waited for a pooled connection (DATABASE_POOL_MAX), per run, in ms. */
   poolWaitMsPerRun: number;
@@ -231,6 +236,7 @@ export function printHttpReport(title: string, result: HttpBenchResult): void {
     'api rss',
     'tx/run',
     'rows/run',
+    'wal syncs/run',
     'stmts/run',
     'pool wait/run',
     'errors',
@@ -251,17 +257,24 @@ export function printHttpReport(title: string, result: HttpBenchResult): void {
     `${l.apiRssMiB.toFixed(0)} MiB`,
     num(l.xactsPerRun, 2),
     num(l.rowsFetchedPerRun, 0),
+    num(l.walSyncsPerRun, 2),
     l.statementsPerRun.toFixed(1),
     formatTime(l.poolWaitMsPerRun),
     Object.entries(l.errors)
       .map(([k, v]) => `${k}:${v}`)
       .join(' ') || '0',
   ];
-  printTable(title, header, result.levels.map(row), new Set([2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]));
+  printTable(
+    title,
+    header,
+    result.levels.map(row),
+    new Set([2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]),
+  );
   console.log(
     `Each virtual user creates a session and plays ${TURNS_PER_SESSION} mock:echo turns on it, then starts again; ` +
       `${WARMUP_MS / 1000} s warm-up, ${result.measureMs / 1000} s measured. per run: database work over the whole ` +
-      'load divided by the runs (sessions in create mode); tx/run counts session creates too.',
+      'load divided by the runs (sessions in create mode); tx/run counts session creates too; wal syncs/run: the ' +
+      "server's WAL flushes (each commit waits for one; concurrent commits share them).",
   );
   if (result.engine.length) {
     printTable(
@@ -557,6 +570,7 @@ class Service {
           : per(xacts - load.totalSessions - idleXactsPerSec * windowSec),
       idleXactsPerSec,
       rowsFetchedPerRun: db && dbAfter ? per(dbAfter.fetched - db.fetched) : null,
+      walSyncsPerRun: db && dbAfter ? per(dbAfter.walSyncs - db.walSyncs) : null,
       statementsPerRun: per(statements),
       poolWaitMsPerRun: per(poolWait * 1000),
       tables:
@@ -671,7 +685,12 @@ class Service {
     }
   }
 
-  private async dbCounters(): Promise<{ xacts: number; fetched: number; ticks: Map<number, number> }> {
+  private async dbCounters(): Promise<{
+    xacts: number;
+    fetched: number;
+    walSyncs: number;
+    ticks: Map<number, number>;
+  }> {
     const client = new Client({ connectionString: adminUrl() });
     await client.connect();
     try {
@@ -679,13 +698,19 @@ class Service {
         `SELECT xact_commit + xact_rollback AS xacts, tup_fetched AS fetched FROM pg_stat_database WHERE datname = $1`,
         [this.database!.name],
       );
+      const wal = await client.query<{ syncs: string }>('SELECT wal_sync AS syncs FROM pg_stat_wal');
       const backends = await client.query<{ pid: number }>(
         'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
         [this.database!.name],
       );
       const ticks = new Map<number, number>();
       for (const { pid } of backends.rows) ticks.set(pid, processTicks(pid));
-      return { xacts: Number(rows[0]?.xacts ?? 0), fetched: Number(rows[0]?.fetched ?? 0), ticks };
+      return {
+        xacts: Number(rows[0]?.xacts ?? 0),
+        fetched: Number(rows[0]?.fetched ?? 0),
+        walSyncs: Number(wal.rows[0]?.syncs ?? 0),
+        ticks,
+      };
     } finally {
       await client.end();
     }
