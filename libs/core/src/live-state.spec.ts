@@ -16,19 +16,25 @@ const info: SessionInfo = {
   updatedAt: '2026-12-03T10:00:00.000Z',
 };
 
+/** A live state of a session with no node and no run, and a maker of its next events (seq 1, 2, ...). */
+function emptySession() {
+  const state = new LiveState(
+    liveStateInit({
+      seq: 0,
+      session: info,
+      tree: { nodes: [], path: [], cursors: {}, head: null },
+      inFlight: null,
+    }),
+  );
+  let seq = 0;
+  const event = (type: string, data: Record<string, unknown>) =>
+    ({ seq: ++seq, sessionId: 's1', type, data }) as Parameters<LiveState['apply']>[0];
+  return { state, event };
+}
+
 describe('LiveState', () => {
   it('continues a message it joined mid-stream from the snapshot’s partial message', () => {
-    const server = new LiveState(
-      liveStateInit({
-        seq: 0,
-        session: info,
-        tree: { nodes: [], path: [], cursors: {}, head: null },
-        inFlight: null,
-      }),
-    );
-    let seq = 0;
-    const event = (type: string, data: Record<string, unknown>) =>
-      ({ seq: ++seq, sessionId: 's1', type, data }) as Parameters<LiveState['apply']>[0];
+    const { state: server, event } = emptySession();
     server.apply(event('status', { status: 'busy', runId: 'r1' }));
     server.apply(event('text_start', { runId: 'r1', index: 0 }));
     server.apply(event('text_delta', { runId: 'r1', index: 0, delta: 'Hello' }));
@@ -44,17 +50,7 @@ describe('LiveState', () => {
   it('builds the partial message when read, stamped when its first block started; a snapshot keeps its own', () => {
     const now = jest.spyOn(Date, 'now');
     try {
-      const state = new LiveState(
-        liveStateInit({
-          seq: 0,
-          session: info,
-          tree: { nodes: [], path: [], cursors: {}, head: null },
-          inFlight: null,
-        }),
-      );
-      let seq = 0;
-      const event = (type: string, data: Record<string, unknown>) =>
-        ({ seq: ++seq, sessionId: 's1', type, data }) as Parameters<LiveState['apply']>[0];
+      const { state, event } = emptySession();
       now.mockReturnValue(1_000);
       state.apply(event('status', { status: 'busy', runId: 'r1' }));
       state.apply(event('text_start', { runId: 'r1', index: 0 }));
@@ -82,17 +78,7 @@ describe('LiveState', () => {
   });
 
   it('keeps a taken-over run’s messages once: the re-run replaces the dead attempt’s (same node ids)', () => {
-    const state = new LiveState(
-      liveStateInit({
-        seq: 0,
-        session: info,
-        tree: { nodes: [], path: [], cursors: {}, head: null },
-        inFlight: null,
-      }),
-    );
-    let seq = 0;
-    const event = (type: string, data: Record<string, unknown>) =>
-      ({ seq: ++seq, sessionId: 's1', type, data }) as Parameters<LiveState['apply']>[0];
+    const { state, event } = emptySession();
     const prompt = { role: 'user', content: [{ type: 'text', text: 'hi' }], timestamp: 1 };
     const reply = { role: 'assistant', content: [{ type: 'text', text: 'Echo: hi' }], timestamp: 2 };
     state.apply(event('status', { status: 'busy', runId: 'r1' }));

@@ -91,7 +91,6 @@ describe('RedisEventBus', () => {
   let tenant: string;
   let session: string;
 
-  /** An "api instance": its own connections and bus over the shared Redis. */
   /** Records, labelled, the commands Redis runs on these sessions' keys (MONITOR, on a connection of its own). */
   async function watchSessions(
     sessions: Record<string, string>,
@@ -107,6 +106,7 @@ describe('RedisEventBus', () => {
     return { seen, stop: () => monitor.disconnect() };
   }
 
+  /** An "api instance": its own connections and bus over the shared Redis. */
   function instance(options: Partial<RedisEventBusOptions> = {}): RedisEventBus {
     const bus = new RedisEventBus({
       redis: connections.connect(),
