@@ -70,3 +70,62 @@ describe('AuthService API key lookups', () => {
     expect(await auth.authenticate(key).catch((err: Error) => err)).toMatchObject({ code: 'unauthorized' });
   });
 });
+
+describe('AuthService tenant state', () => {
+  /** A tenant whose state is read by pending queries (counted), answered when released. */
+  function tenant(hash: string) {
+    const state = { queries: 0, disabled: false, pending: [] as Array<() => void> };
+    const repository = {
+      findKeyByHash: (h: string): Promise<KeyRecord | null> =>
+        Promise.resolve(
+          h === hash ? { id: 'key_1', tenantId: 'ten_1', revoked: false, expiresAt: null } : null,
+        ),
+      isDisabled: async () => {
+        state.queries++;
+        const disabled = state.disabled; // what the database said when the query ran
+        await new Promise<void>((resolve) => state.pending.push(resolve));
+        return disabled;
+      },
+      touchKey: () => Promise.resolve(),
+    } as unknown as TenantsRepository;
+    const release = (newestFirst = false) => {
+      const waiting = newestFirst ? state.pending.reverse() : state.pending;
+      state.pending = [];
+      waiting.forEach((resolve) => resolve());
+    };
+    return { state, repository, release };
+  }
+
+  it('shares one read of the tenant among a burst of requests, then answers from the cache', async () => {
+    const { key, hash } = generateApiKey();
+    const t = tenant(hash);
+    const auth = new AuthService('admin-key-admin-key', t.repository, tokens);
+    const answers = Array.from({ length: 100 }, () => auth.authenticate(key));
+    await settle();
+    expect(t.state.queries).toBe(1);
+    t.release();
+    expect((await Promise.all(answers)).every((p) => p.kind === 'tenant')).toBe(true);
+    await auth.authenticate(key);
+    expect(t.state.queries).toBe(1);
+  });
+
+  it('does not cache or share a read that disabling the tenant overtook', async () => {
+    const { key, hash } = generateApiKey();
+    const t = tenant(hash);
+    const auth = new AuthService('admin-key-admin-key', t.repository, tokens);
+    const before = auth.authenticate(key); // its query reads the tenant while enabled
+    await settle();
+    t.state.disabled = true;
+    auth.forgetTenant('ten_1');
+    const after = auth.authenticate(key).catch((err: Error) => err);
+    await settle();
+    expect(t.state.queries).toBe(2);
+    t.release(true); // the stale answer lands last: it must not overwrite the fresh one
+    expect(await before).toMatchObject({ kind: 'tenant' });
+    expect(await after).toMatchObject({ code: 'tenant_disabled' });
+    const later = auth.authenticate(key).catch((err: Error) => err);
+    await settle();
+    expect(t.state.queries).toBe(2); // answered from the cache: the fresh answer
+    expect(await later).toMatchObject({ code: 'tenant_disabled' });
+  });
+});

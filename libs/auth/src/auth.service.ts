@@ -3,8 +3,8 @@
 // time; user tokens are verified on every use, and the key that minted one must still be valid (looked up like an
 // API key, cached as briefly), so revoking a key ends its users' tokens. A disabled tenant's credentials answer 403
 // tenant_disabled (its state is cached like keys: at once in this process, within KEY_CACHE_MS elsewhere); an
-// expired key is refused. Concurrent requests with the same uncached key share one lookup (a burst of 100 requests
-// after a cold start or an expiry costs one query, not 100 queued on the pool).
+// expired key is refused. Concurrent requests with the same uncached key, minting key or tenant share one lookup (a
+// burst of 100 requests after a cold start or an expiry costs one query, not 100 queued on the pool: LookupCache).
 
 import { timingSafeEqual } from 'node:crypto';
 import { CanopyException } from '@canopy/common';
@@ -12,19 +12,18 @@ import { hashApiKey, looksLikeApiKey } from './api-keys';
 import type { Principal } from './principal';
 import type { TenantsRepository } from './tenants.repository';
 import type { UserTokens } from './tokens';
+import { LookupCache } from './lookup-cache';
 
 const KEY_CACHE_MS = 10_000;
 const KEY_CACHE_MAX = 10_000;
 
 export class AuthService {
-  private readonly keyCache = new Map<string, { principal: Principal | null; until: number }>();
-  /** Lookups in flight, by key hash: later requests for the same key wait on the first one's query. */
-  private readonly keyLookups = new Map<string, Promise<Principal | null>>();
-  /** Bumped by every revocation: a lookup that started before it neither caches nor shares its answer. */
-  private revocations = 0;
+  /** API keys' lookups by key hash. */
+  private readonly keys = new LookupCache<string, KeyLookup>(KEY_CACHE_MS, KEY_CACHE_MAX);
   /** Minting keys of user tokens: revoked or not, by key id. */
-  private readonly mintingKeys = new Map<string, { revoked: boolean; until: number }>();
-  private readonly disabledCache = new Map<string, { disabled: boolean; until: number }>();
+  private readonly mintingKeys = new LookupCache<string, boolean>(KEY_CACHE_MS, KEY_CACHE_MAX);
+  /** Tenants: disabled or not, by tenant id. */
+  private readonly disabledTenants = new LookupCache<string, boolean>(KEY_CACHE_MS, KEY_CACHE_MAX);
 
   constructor(
     private readonly adminKey: string,
@@ -54,73 +53,53 @@ export class AuthService {
 
   /** Forgets cached lookups of a revoked key. */
   forgetKey(keyId: string): void {
-    this.revocations++;
-    this.keyLookups.clear();
-    this.mintingKeys.delete(keyId);
-    for (const [hash, entry] of this.keyCache) {
-      if (entry.principal?.kind === 'tenant' && entry.principal.keyId === keyId) this.keyCache.delete(hash);
-    }
+    this.keys.forget((_, key) => key.principal?.kind === 'tenant' && key.principal.keyId === keyId);
+    this.mintingKeys.forget((id) => id === keyId);
   }
 
-  private async isMintingKeyRevoked(tenantId: string, keyId: string): Promise<boolean> {
-    const cached = this.mintingKeys.get(keyId);
-    if (cached && cached.until > Date.now()) return cached.revoked;
-    const revoked = await this.tenants.isKeyRevoked(tenantId, keyId);
-    if (this.mintingKeys.size >= KEY_CACHE_MAX) this.mintingKeys.clear();
-    this.mintingKeys.set(keyId, { revoked, until: Date.now() + KEY_CACHE_MS });
-    return revoked;
+  private isMintingKeyRevoked(tenantId: string, keyId: string): Promise<boolean> {
+    return this.mintingKeys.get(keyId, () => this.tenants.isKeyRevoked(tenantId, keyId));
   }
 
   /** Forgets the cached state of a tenant (disabled or enabled here). */
   forgetTenant(tenantId: string): void {
-    this.disabledCache.delete(tenantId);
+    this.disabledTenants.forget((id) => id === tenantId);
   }
 
   private async checkEnabled(tenantId: string): Promise<void> {
-    const cached = this.disabledCache.get(tenantId);
-    let disabled = cached && cached.until > Date.now() ? cached.disabled : undefined;
-    if (disabled === undefined) {
-      disabled = await this.tenants.isDisabled(tenantId);
-      if (this.disabledCache.size >= KEY_CACHE_MAX) this.disabledCache.clear();
-      this.disabledCache.set(tenantId, { disabled, until: Date.now() + KEY_CACHE_MS });
-    }
+    const disabled = await this.disabledTenants.get(tenantId, () => this.tenants.isDisabled(tenantId));
     if (disabled) throw new CanopyException('tenant_disabled', 'this tenant is disabled');
   }
 
   private async apiKey(key: string): Promise<Principal | null> {
     const hash = hashApiKey(key);
-    const cached = this.keyCache.get(hash);
-    if (cached && cached.until > Date.now()) return cached.principal;
-    const inFlight = this.keyLookups.get(hash);
-    if (inFlight) return inFlight;
-    const lookup = this.lookUpKey(hash);
-    this.keyLookups.set(hash, lookup);
-    try {
-      return await lookup;
-    } finally {
-      if (this.keyLookups.get(hash) === lookup) this.keyLookups.delete(hash);
-    }
+    // An expiring key is cached no longer than it lives.
+    const found = await this.keys.get(
+      hash,
+      () => this.lookUpKey(hash),
+      (key) => key.expiresAt,
+    );
+    return found.principal;
   }
 
-  private async lookUpKey(hash: string): Promise<Principal | null> {
-    const generation = this.revocations;
+  private async lookUpKey(hash: string): Promise<KeyLookup> {
     const found = await this.tenants.findKeyByHash(hash);
     const usable =
       found && !found.revoked && (found.expiresAt === null || found.expiresAt.getTime() > Date.now());
     const principal: Principal | null = usable
       ? { kind: 'tenant', tenantId: found.tenantId, keyId: found.id }
       : null;
-    if (generation === this.revocations) {
-      if (this.keyCache.size >= KEY_CACHE_MAX) this.keyCache.clear();
-      // An expiring key is cached no longer than it lives.
-      const until = Math.min(Date.now() + KEY_CACHE_MS, found?.expiresAt?.getTime() ?? Infinity);
-      this.keyCache.set(hash, { principal, until });
-    }
     // Last use, for the key listings (at most once a minute per key; never in the way of the request).
     if (principal?.kind === 'tenant')
       void this.tenants.touchKey(principal.tenantId, principal.keyId).catch(() => undefined);
-    return principal;
+    return { principal, expiresAt: found?.expiresAt?.getTime() ?? Infinity };
   }
+}
+
+/** An API key's lookup: who it authenticates (null: nobody) and when it expires (ms; Infinity: never). */
+interface KeyLookup {
+  principal: Principal | null;
+  expiresAt: number;
 }
 
 function constantTimeEquals(a: string, b: string): boolean {
