@@ -3,7 +3,8 @@
 // session, then plays `turns` turns on it, then starts again with a new session, until the window ends.
 // Modes: wait (prompt with wait: true), stream (an SSE subscription per session; a turn is the prompt's POST until
 // the run's committed `store` event), branch (one prompt, then regenerations of its reply with wait: true),
-// create (sessions only). Reads its job as JSON from argv[2]; prints its figures as one JSON line on stdout.
+// create (sessions only); with closeSessions, each session is closed after its turns. Reads its job as JSON from
+// argv[2]; prints its figures as one JSON line on stdout.
 
 import { Buffer } from 'node:buffer';
 import http from 'node:http';
@@ -14,6 +15,8 @@ import { createParser } from 'eventsource-parser';
 
 const job = JSON.parse(process.argv[2]);
 const { url, key, mode, concurrency, warmupMs, measureMs, turns } = job;
+/** Close each session after its turns (the bench's warm-up: it leaves no live session to expire in a level). */
+const closeSessions = job.closeSessions === true;
 const base = new URL(url);
 const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency * 2 + 4 });
 
@@ -200,6 +203,7 @@ async function user(index) {
       } else {
         throw new Error(`unknown mode ${mode}`);
       }
+      if (closeSessions) await request('POST', `/v1/sessions/${id}/close`);
     } catch (err) {
       countError(err);
       if (Object.values(errors).reduce((a, b) => a + b, 0) > 50) throw err;

@@ -8,10 +8,11 @@
 // fetched (pg_stat_database), statements (the api's own count of round trips, /metrics). In the same run, the
 // in-process engine (bench/engine.bench.ts) at the same concurrency on the same Postgres, so HTTP is judged as a
 // share of it; and a history section that seeds 100,000 earlier runs in 10,000 sessions of the tenant (and as
-// many in another tenant) and measures again. Each target is printed with its verdict.
+// many in another tenant) and measures again. Each target is printed with its verdict. The service and the engine
+// are warmed (SERVICE_WARMUP_MS of unmeasured turns) before their first level: the figures are a running service's.
 // Options: --http-modes=wait,stream --http-levels=1,100 --http-runtimes=postgres --http-measure-ms=6000
 // --http-history=false (skip the seeded-history section) --http-profile=DIR (run the api with --cpu-prof into DIR
-// and print where its CPU went over the whole service's life: profile one level, e.g. --http-levels=100)
+// and print where its CPU went over the service's life after its warm-up: profile one level, e.g. --http-levels=100)
 // (or CANOPY_BENCH_HTTP_* variables of the same names).
 
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -44,8 +45,23 @@ const API_MAIN = join(ROOT, 'dist/apps/api/apps/api/src/main.js');
 const LOADGEN = join(ROOT, 'bench/http-load.mjs');
 const TURNS_PER_SESSION = 10;
 const WARMUP_MS = 1_500;
+/**
+ * Before its first level, each service (and the in-process engine, once) plays this long at WARM_CONCURRENCY,
+ * unmeasured: a process's first thousands of requests run while V8 still compiles its hot functions (one pair of
+ * runs: wait p50 at one session 7.2 ms measured right after boot, 5.9 ms after another level), and a fresh database
+ * plans on tables not yet analyzed (133 rows read per run against 27). The levels then measure a running service.
+ */
+const SERVICE_WARMUP_MS = 8_000;
+const WARM_CONCURRENCY = 10;
 /** The quiet moment before each level that measures the idle service's own transactions (its timers). */
 const IDLE_MS = 3_000;
+/**
+ * How long after a load the database's counters are read. A backend reports its statistics (pg_stat_database,
+ * pg_stat_user_tables) at most once a second; what it did within a second of its last report waits until it goes
+ * idle and then up to PGSTAT_IDLE_INTERVAL (10 s in Postgres 15-17) more. Read sooner, up to a second of each
+ * pooled connection's transactions would be missing from the level and counted in the next (as "idle").
+ */
+const STATS_SETTLE_MS = 11_000;
 const CLK_TCK = 100;
 
 type Mode = 'wait' | 'stream' | 'branch' | 'create';
@@ -82,9 +98,18 @@ export interface HttpLevel {
   xactsPerRunLessCreates: number | null;
   /**
    * xactsPerRunLessCreates less what the service does with no load (timers: the webhook outbox poll, sweeps),
-   * measured on the same service for a few seconds right before the load, at its rate over the load's window.
+   * measured on the same service for a few seconds right before the load, at its rate over the load's window, and
+   * less the table upkeep's ANALYZEs (one transaction each; a few a minute however many runs: upkeepAnalyzes) and
+   * the setup of connections opened meanwhile (connectionsOpened).
    */
   xactsPerRunLessIdle: number | null;
+  /** ANALYZEs the table upkeep ran during the load (pg_stat_user_tables.analyze_count + autoanalyze_count). */
+  upkeepAnalyzes: number | null;
+  /**
+   * Connections opened to the database during the load (pg_stat_database.sessions): each pooled connection's setup
+   * is one transaction, as is each counter read of the bench; not per run, so not in xactsPerRunLessIdle.
+   */
+  connectionsOpened: number | null;
   /** Transactions per second of the idle service, measured right before the load. */
   idleXactsPerSec: number | null;
   rowsFetchedPerRun: number | null;
@@ -174,6 +199,8 @@ export async function runHttpBench(options: HttpBenchOptions): Promise<HttpBench
   const compareEngine = options.runtimes.includes('postgres') && options.modes.includes('wait');
   for (const runtime of options.runtimes) {
     if (runtime === 'postgres' && compareEngine) {
+      // The engine runs in this process: warmed once, as the service is, before its first measured level.
+      await measureEngineAt(WARM_CONCURRENCY, TURNS_PER_SESSION);
       for (const concurrency of options.levels) {
         engine.push({
           concurrency,
@@ -189,6 +216,7 @@ export async function runHttpBench(options: HttpBenchOptions): Promise<HttpBench
     }
     const service = await Service.start(runtime, profileDir, options.poolMax);
     try {
+      await service.warm();
       for (const mode of options.modes) {
         for (const concurrency of options.levels) {
           levels.push(await service.measure(mode, concurrency, options.measureMs));
@@ -272,7 +300,8 @@ export function printHttpReport(title: string, result: HttpBenchResult): void {
   );
   console.log(
     `Each virtual user creates a session and plays ${TURNS_PER_SESSION} mock:echo turns on it, then starts again; ` +
-      `${WARMUP_MS / 1000} s warm-up, ${result.measureMs / 1000} s measured. per run: database work over the whole ` +
+      `each service first warmed by ${SERVICE_WARMUP_MS / 1000} s of unmeasured turns at ${WARM_CONCURRENCY} sessions (the engine ` +
+      `likewise); per level ${WARMUP_MS / 1000} s warm-up, ${result.measureMs / 1000} s measured. per run: database work over the whole ` +
       'load divided by the runs (sessions in create mode); tx/run counts session creates too; wal syncs/run: the ' +
       "server's WAL flushes (each commit waits for one; concurrent commits share them).",
   );
@@ -383,11 +412,13 @@ function printVerdicts(result: HttpBenchResult): void {
     lines.push(
       `rows fetched per run <= ${ROWS_PER_RUN_TARGET}: ${pgTop.rowsFetchedPerRun.toFixed(0)}, ${verdict(pgTop.rowsFetchedPerRun <= ROWS_PER_RUN_TARGET)}`,
     );
-    // Judged on the runs' own work: the idle service's timers (measured just before, printed) are not per run.
+    // Judged on the runs' own work: the idle service's timers (measured just before), the table upkeep's ANALYZEs
+    // (a few a minute, not per run) and new connections' setup are printed, not counted.
     const perRun = pgTop.xactsPerRunLessIdle ?? pgTop.xactsPerRunLessCreates;
     const idle =
       pgTop.xactsPerRunLessIdle !== null && pgTop.idleXactsPerSec !== null
-        ? ` (${pgTop.xactsPerRunLessCreates.toFixed(2)} with the idle service's ${pgTop.idleXactsPerSec.toFixed(1)} tx/s of timers)`
+        ? ` (${pgTop.xactsPerRunLessCreates.toFixed(2)} with the idle service's ${pgTop.idleXactsPerSec.toFixed(1)} tx/s of timers` +
+          `, the table upkeep's ${pgTop.upkeepAnalyzes ?? 0} ANALYZEs and ${pgTop.connectionsOpened ?? 0} connections' setup)`
         : '';
     lines.push(
       `transactions per run <= 2 (+1 per session): ${perRun.toFixed(2)}${idle}, ${verdict(perRun <= 2)}`,
@@ -433,8 +464,9 @@ class Service {
     private key: string,
   ) {}
 
-  /** Milliseconds from the process's start until it served its first tenant: the start-up a profile skips. */
+  /** Milliseconds from the process's start until it was warmed (warm()): the start-up a profile skips. */
   readyAfterMs = 0;
+  private spawnedAt = 0;
 
   static async start(
     runtime: RuntimeName,
@@ -485,8 +517,36 @@ class Service {
     );
     const service = new Service(runtime, proc, output, url, database, dataDir, '');
     service.key = await service.newTenant();
+    service.spawnedAt = spawnedAt;
     service.readyAfterMs = Date.now() - spawnedAt;
     return service;
+  }
+
+  /**
+   * SERVICE_WARMUP_MS of `wait` turns at WARM_CONCURRENCY, measured by nothing (in a tenant of their own); each
+   * session is closed after its turns, so none expires during a level (an idle session's close is a transaction).
+   */
+  async warm(): Promise<void> {
+    const key = await this.newTenant();
+    const load = await runLoad({
+      url: this.url,
+      key,
+      mode: 'wait',
+      concurrency: WARM_CONCURRENCY,
+      warmupMs: 0,
+      measureMs: SERVICE_WARMUP_MS,
+      turns: TURNS_PER_SESSION,
+      closeSessions: true,
+    });
+    const failed = Object.values(load.errors).reduce((a, b) => a + b, 0);
+    if (failed > 0) throw new Error(`the warm-up failed: ${JSON.stringify(load.errors)}`);
+    this.readyAfterMs = Date.now() - this.spawnedAt;
+    await this.statsSettled();
+  }
+
+  /** Until the database's counters include every transaction of the last load (STATS_SETTLE_MS). */
+  private async statsSettled(): Promise<void> {
+    if (this.database) await new Promise((r) => setTimeout(r, STATS_SETTLE_MS));
   }
 
   async stop(): Promise<void> {
@@ -534,8 +594,9 @@ class Service {
     });
     clearInterval(sampler);
     const apiCpuPct = ((processTicks(pid) - apiTicks) / CLK_TCK / (load.wallMs / 1000)) * 100;
-    // pg_stat counters reach the shared statistics up to a second after a backend's transaction ends.
-    await new Promise((r) => setTimeout(r, 1_200));
+    // The backends' CPU now (the pool closes idle connections while the counters settle); their counters after.
+    const dbAtEnd = db ? await this.dbCounters() : null;
+    await this.statsSettled();
     const dbAfter = db ? await this.dbCounters() : null;
     const windowSec = (Date.now() - loadStarted) / 1000;
     const tablesAfter = db ? await this.tableCounters() : null;
@@ -544,6 +605,11 @@ class Service {
     const units = mode === 'create' ? load.totalSessions : load.totalTurns;
     const per = (n: number) => (units > 0 ? n / units : Number.NaN);
     const xacts = db && dbAfter ? dbAfter.xacts - db.xacts : null;
+    const analyzesOf = (tables: Map<string, { analyzes: number }>) =>
+      [...tables.values()].reduce((sum, t) => sum + t.analyzes, 0);
+    const analyzes = tablesBefore && tablesAfter ? analyzesOf(tablesAfter) - analyzesOf(tablesBefore) : null;
+    // The pool's new connections (it closes idle ones: the quiet moments between levels) and the bench's own reads.
+    const connections = db && dbAfter ? dbAfter.sessions - db.sessions : null;
     return {
       runtime: this.runtime,
       mode,
@@ -554,8 +620,8 @@ class Service {
       createP50Ms: load.createP50Ms,
       apiCpuPct,
       dbCpuPct:
-        db && dbAfter
-          ? ((backendTicks(dbAfter.ticks) - backendTicks(db.ticks, dbAfter.ticks)) /
+        db && dbAtEnd
+          ? ((backendTicks(dbAtEnd.ticks) - backendTicks(db.ticks, dbAtEnd.ticks)) /
               CLK_TCK /
               (load.wallMs / 1000)) *
             100
@@ -567,8 +633,12 @@ class Service {
       xactsPerRunLessIdle:
         xacts === null || mode === 'create' || idleXactsPerSec === null
           ? null
-          : per(xacts - load.totalSessions - idleXactsPerSec * windowSec),
+          : per(
+              xacts - load.totalSessions - idleXactsPerSec * windowSec - (analyzes ?? 0) - (connections ?? 0),
+            ),
       idleXactsPerSec,
+      upkeepAnalyzes: analyzes,
+      connectionsOpened: connections,
       rowsFetchedPerRun: db && dbAfter ? per(dbAfter.fetched - db.fetched) : null,
       walSyncsPerRun: db && dbAfter ? per(dbAfter.walSyncs - db.walSyncs) : null,
       statementsPerRun: per(statements),
@@ -657,7 +727,7 @@ class Service {
 
   /** pg_stat_user_tables of the bench's database (a connection to it: the view is per database). */
   private async tableCounters(): Promise<
-    Map<string, { idxScans: number; idxRows: number; seqScans: number; seqRows: number }>
+    Map<string, { idxScans: number; idxRows: number; seqScans: number; seqRows: number; analyzes: number }>
   > {
     const client = new Client({ connectionString: adminUrlFor(this.database!.name) });
     await client.connect();
@@ -668,7 +738,12 @@ class Service {
         idx_tup_fetch: string | null;
         seq_scan: string;
         seq_tup_read: string;
-      }>('SELECT relname, idx_scan, idx_tup_fetch, seq_scan, seq_tup_read FROM pg_stat_user_tables');
+        analyzes: string;
+      }>(
+        `SELECT relname, idx_scan, idx_tup_fetch, seq_scan, seq_tup_read,
+                analyze_count + autoanalyze_count AS analyzes
+           FROM pg_stat_user_tables`,
+      );
       return new Map(
         rows.map((r) => [
           r.relname,
@@ -677,6 +752,7 @@ class Service {
             idxRows: Number(r.idx_tup_fetch ?? 0),
             seqScans: Number(r.seq_scan),
             seqRows: Number(r.seq_tup_read),
+            analyzes: Number(r.analyzes),
           },
         ]),
       );
@@ -688,14 +764,17 @@ class Service {
   private async dbCounters(): Promise<{
     xacts: number;
     fetched: number;
+    /** Connections opened to the database (each pooled one's setup is a transaction: SET extra_float_digits). */
+    sessions: number;
     walSyncs: number;
     ticks: Map<number, number>;
   }> {
     const client = new Client({ connectionString: adminUrl() });
     await client.connect();
     try {
-      const { rows } = await client.query<{ xacts: string; fetched: string }>(
-        `SELECT xact_commit + xact_rollback AS xacts, tup_fetched AS fetched FROM pg_stat_database WHERE datname = $1`,
+      const { rows } = await client.query<{ xacts: string; fetched: string; sessions: string }>(
+        `SELECT xact_commit + xact_rollback AS xacts, tup_fetched AS fetched, sessions
+           FROM pg_stat_database WHERE datname = $1`,
         [this.database!.name],
       );
       const wal = await client.query<{ syncs: string }>('SELECT wal_sync AS syncs FROM pg_stat_wal');
@@ -708,6 +787,7 @@ class Service {
       return {
         xacts: Number(rows[0]?.xacts ?? 0),
         fetched: Number(rows[0]?.fetched ?? 0),
+        sessions: Number(rows[0]?.sessions ?? 0),
         walSyncs: Number(wal.rows[0]?.syncs ?? 0),
         ticks,
       };
