@@ -576,6 +576,7 @@ class Service {
         ? (idleAfter.xacts - idleBefore.xacts) / ((Date.now() - idleStarted) / 1000)
         : null;
     const db = this.database ? await this.dbCounters() : null;
+    const ticksBefore = db ? await this.backendCpuTicks() : null;
     const loadStarted = Date.now();
     const tablesBefore = db ? await this.tableCounters() : null;
     const statementsBefore = await this.statementsSent();
@@ -594,8 +595,8 @@ class Service {
     });
     clearInterval(sampler);
     const apiCpuPct = ((processTicks(pid) - apiTicks) / CLK_TCK / (load.wallMs / 1000)) * 100;
-    // The backends' CPU now (the pool closes idle connections while the counters settle); their counters after.
-    const dbAtEnd = db ? await this.dbCounters() : null;
+    // The backends' CPU now (the pool closes idle connections while the counters settle), their counters after.
+    const ticksAtEnd = db ? await this.backendCpuTicks() : null;
     await this.statsSettled();
     const dbAfter = db ? await this.dbCounters() : null;
     const windowSec = (Date.now() - loadStarted) / 1000;
@@ -620,8 +621,8 @@ class Service {
       createP50Ms: load.createP50Ms,
       apiCpuPct,
       dbCpuPct:
-        db && dbAtEnd
-          ? ((backendTicks(dbAtEnd.ticks) - backendTicks(db.ticks, dbAtEnd.ticks)) /
+        ticksBefore && ticksAtEnd
+          ? ((backendTicks(ticksAtEnd) - backendTicks(ticksBefore, ticksAtEnd)) /
               CLK_TCK /
               (load.wallMs / 1000)) *
             100
@@ -767,7 +768,6 @@ class Service {
     /** Connections opened to the database (each pooled one's setup is a transaction: SET extra_float_digits). */
     sessions: number;
     walSyncs: number;
-    ticks: Map<number, number>;
   }> {
     const client = new Client({ connectionString: adminUrl() });
     await client.connect();
@@ -778,19 +778,27 @@ class Service {
         [this.database!.name],
       );
       const wal = await client.query<{ syncs: string }>('SELECT wal_sync AS syncs FROM pg_stat_wal');
-      const backends = await client.query<{ pid: number }>(
-        'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-        [this.database!.name],
-      );
-      const ticks = new Map<number, number>();
-      for (const { pid } of backends.rows) ticks.set(pid, processTicks(pid));
       return {
         xacts: Number(rows[0]?.xacts ?? 0),
         fetched: Number(rows[0]?.fetched ?? 0),
         sessions: Number(rows[0]?.sessions ?? 0),
         walSyncs: Number(wal.rows[0]?.syncs ?? 0),
-        ticks,
       };
+    } finally {
+      await client.end();
+    }
+  }
+
+  /** CPU ticks of each backend connected to the bench's database now, by pid. */
+  private async backendCpuTicks(): Promise<Map<number, number>> {
+    const client = new Client({ connectionString: adminUrl() });
+    await client.connect();
+    try {
+      const backends = await client.query<{ pid: number }>(
+        'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+        [this.database!.name],
+      );
+      return new Map(backends.rows.map(({ pid }) => [pid, processTicks(pid)]));
     } finally {
       await client.end();
     }
