@@ -67,7 +67,12 @@ export class RealtimeModule {
           provide: EVENT_BUS,
           inject: [CANOPY_CONFIG, REDIS_REALTIME],
           useFactory: (c: CanopyConfig, redis: RedisRealtime | null): EventBus =>
-            redis?.bus ?? new InProcessEventBus({ replayLimit: c.sessions.replayLimit }),
+            redis?.bus ??
+            new InProcessEventBus({
+              replayLimit: c.sessions.replayLimit,
+              retainedEventsLimit: c.sessions.replayMemoryEvents,
+              replayTtlMs: c.redis.replayTtlSeconds * 1000,
+            }),
         },
         {
           provide: LIVE_REGISTRY,

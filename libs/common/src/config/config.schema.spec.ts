@@ -90,6 +90,21 @@ describe('loadConfig', () => {
     );
   });
 
+  it('refuses an in-memory replay budget smaller than one session log', () => {
+    expect(() => loadConfig({ EVENT_REPLAY_LIMIT: '5000', EVENT_REPLAY_MEMORY_EVENTS: '4999' })).toThrow(
+      /EVENT_REPLAY_MEMORY_EVENTS: must be at least EVENT_REPLAY_LIMIT \(5000\)/,
+    );
+    // Unset, it grows with the per-session limit.
+    expect(loadConfig({ EVENT_REPLAY_LIMIT: '50000' }).sessions.replayMemoryEvents).toBe(50_000);
+    expect(
+      loadConfig({ EVENT_REPLAY_LIMIT: '5000', EVENT_REPLAY_MEMORY_EVENTS: '5000' }).sessions,
+    ).toMatchObject({
+      replayLimit: 5000,
+      replayMemoryEvents: 5000,
+    });
+    expect(loadConfig({}).sessions.replayMemoryEvents).toBe(20_000);
+  });
+
   it('refuses Redis Cluster seed nodes without REDIS_URL (they would leave it on the embedded runtime)', () => {
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: '127.0.0.1:7000' })).toThrow(
       /REDIS_CLUSTER_NODES: needs REDIS_URL/,

@@ -25,6 +25,9 @@ const modelList = z
       .max(100),
   );
 
+/** EVENT_REPLAY_MEMORY_EVENTS unless EVENT_REPLAY_LIMIT is more: ~10-20 MiB of events (0.5-1 KiB each in the bench). */
+const DEFAULT_REPLAY_MEMORY_EVENTS = 20_000;
+
 export const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   HOST: z.string().min(1).default('0.0.0.0'),
@@ -70,7 +73,10 @@ export const envSchema = z.object({
   RUN_LOCK_DURATION_MS: z.coerce.number().int().min(500).max(600_000).default(15_000),
   /** Runs one worker process executes at once. */
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(50),
-  /** How long a session's replay log (which holds its sequence) lives in Redis after its last event. */
+  /**
+   * How long a session's replay log (which holds its sequence) lives after its last event: in Redis, or in the
+   * embedded runtime's memory.
+   */
   EVENT_REPLAY_TTL_SECONDS: z.coerce
     .number()
     .int()
@@ -123,6 +129,12 @@ export const envSchema = z.object({
   RUN_DECISION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(604_800_000).default(300_000),
   /** Events kept per session for resume (`after`). */
   EVENT_REPLAY_LIMIT: z.coerce.number().int().min(10).max(100_000).default(1_000),
+  /**
+   * The embedded runtime keeps the replay logs in its memory: at most this many events across all sessions (the
+   * least recently active sessions' oldest events go first). At least EVENT_REPLAY_LIMIT; default 20,000 or
+   * EVENT_REPLAY_LIMIT if that is more.
+   */
+  EVENT_REPLAY_MEMORY_EVENTS: z.coerce.number().int().min(10).max(10_000_000).optional(),
   /**
    * At most one text delta publish per content block in this window: a delta goes out at once when none did
    * within it, later ones wait for its end, merged.
@@ -245,6 +257,8 @@ export interface CanopyConfig {
     readonly idleShutdownMs: number;
     readonly decisionTimeoutMs: number;
     readonly replayLimit: number;
+    /** The embedded runtime's replay logs: events kept in memory across all sessions. */
+    readonly replayMemoryEvents: number;
     readonly coalesceMs: number;
     readonly toolTimeoutMs: number;
     readonly maxSteps: number;
@@ -294,6 +308,11 @@ export function loadConfig(
   }
   const e = parsed.data;
   // Seed nodes alone would leave the service on the embedded runtime without a word: REDIS_URL selects Redis.
+  if (e.EVENT_REPLAY_MEMORY_EVENTS !== undefined && e.EVENT_REPLAY_MEMORY_EVENTS < e.EVENT_REPLAY_LIMIT) {
+    throw new ConfigError([
+      `EVENT_REPLAY_MEMORY_EVENTS: must be at least EVENT_REPLAY_LIMIT (${e.EVENT_REPLAY_LIMIT}): it holds every session's log`,
+    ]);
+  }
   if (e.REDIS_CLUSTER_NODES && !e.REDIS_URL) {
     throw new ConfigError([
       'REDIS_CLUSTER_NODES: needs REDIS_URL too (it selects the distributed runtime and gives credentials and TLS)',
@@ -356,6 +375,8 @@ export function loadConfig(
       idleShutdownMs: e.SESSION_IDLE_SHUTDOWN_MS,
       decisionTimeoutMs: e.RUN_DECISION_TIMEOUT_MS,
       replayLimit: e.EVENT_REPLAY_LIMIT,
+      replayMemoryEvents:
+        e.EVENT_REPLAY_MEMORY_EVENTS ?? Math.max(DEFAULT_REPLAY_MEMORY_EVENTS, e.EVENT_REPLAY_LIMIT),
       coalesceMs: e.EVENT_COALESCE_MS,
       toolTimeoutMs: e.TOOL_TIMEOUT_MS,
       maxSteps: e.RUN_MAX_STEPS,

@@ -182,6 +182,89 @@ describe('InProcessEventBus', () => {
     expect(await bus.lastSeq('a', 'b:c')).toBe(0);
   });
 
+  describe('memory bounds', () => {
+    it('keeps at most retainedEventsLimit events in all logs, dropping those of the least recently active first', async () => {
+      const bus = new InProcessEventBus({ replayLimit: 5, retainedEventsLimit: 8 });
+      const a = await bus.publish('t', 'a', [delta('1'), delta('2'), delta('3'), delta('4')]);
+      const b = await bus.publish('t', 'b', [delta('1'), delta('2'), delta('3')]);
+      expect(bus.retainedEvents).toBe(7);
+      // a published earlier than b: a's two oldest events make room for c's three.
+      const c = await bus.publish('t', 'c', [delta('1'), delta('2'), delta('3')]);
+      expect(bus.retainedEvents).toBe(8);
+      expect(await bus.replay('t', 'a', a[1]!.seq)).toEqual({
+        events: a.slice(2),
+        complete: true,
+        lastSeq: a[3]!.seq,
+      });
+      expect(await bus.replay('t', 'a', 0)).toEqual({
+        events: a.slice(2),
+        complete: false,
+        lastSeq: a[3]!.seq,
+      });
+      expect((await bus.replay('t', 'b', 0)).events).toEqual(b);
+      expect((await bus.replay('t', 'c', 0)).events).toEqual(c);
+      // A publish to a (its own log capped at 5, a2 only) makes b the least recently active: b's log goes whole.
+      const a2 = await bus.publish('t', 'a', [delta('5'), delta('6'), delta('7'), delta('8'), delta('9')]);
+      expect(bus.retainedEvents).toBe(8);
+      expect(await bus.replay('t', 'b', b[0]!.seq)).toEqual({
+        events: [],
+        complete: false,
+        lastSeq: b[2]!.seq,
+      });
+      expect((await bus.replay('t', 'c', 0)).events).toEqual(c);
+      expect((await bus.replay('t', 'a', 0)).events).toEqual(a2);
+      // Numbering is untouched: the next publish to b follows its last seq.
+      const b2 = await bus.publish('t', 'b', [delta('4')]);
+      expect(b2[0]!.seq).toBe(b[2]!.seq + 1);
+    });
+
+    it('counts events that the per-session limit and forget drop', async () => {
+      const bus = new InProcessEventBus({ replayLimit: 3, retainedEventsLimit: 100 });
+      await bus.publish('t', 'a', [delta('1'), delta('2'), delta('3'), delta('4')]);
+      await bus.publish('t', 'a', [delta('5')]);
+      expect(bus.retainedEvents).toBe(3);
+      await bus.publish('t', 'b', [delta('1')]);
+      await bus.forget('t', 'a');
+      expect(bus.retainedEvents).toBe(1);
+    });
+
+    it('forgets a session nobody listens to replayTtlMs after its last publish, sequence included', async () => {
+      const clock = manualClock();
+      const bus = new InProcessEventBus({ replayLimit: 5, replayTtlMs: 60_000, now: clock.now });
+      const quiet = await bus.publish('t', 'quiet', [delta('a')]);
+      const watched = await bus.publish('t', 'watched', [delta('a')]);
+      const seen: SessionEvent[] = [];
+      const unsubscribe = await bus.subscribe('t', 'watched', (e) => seen.push(e));
+      clock.advance(30_000);
+      const recent = await bus.publish('t', 'recent', [delta('a')]);
+      clock.advance(30_000);
+      expect(bus.sweepExpired()).toBe(1);
+      expect(bus.retainedEvents).toBe(2);
+      // As an expired Redis stream: nothing to replay, and a new publish starts a fresh sequence above the old one.
+      expect(await bus.replay('t', 'quiet', quiet[0]!.seq)).toEqual({
+        events: [],
+        complete: true,
+        lastSeq: 0,
+      });
+      expect(await bus.lastSeq('t', 'quiet')).toBe(0);
+      clock.advance(1);
+      const again = await bus.publish('t', 'quiet', [delta('b')]);
+      expect(again[0]!.seq).toBeGreaterThan(quiet[0]!.seq);
+      // The listened-to session stays (and keeps delivering) until its listener leaves.
+      expect(await bus.lastSeq('t', 'watched')).toBe(watched[0]!.seq);
+      await unsubscribe();
+      expect(bus.sweepExpired()).toBe(1);
+      expect(await bus.lastSeq('t', 'watched')).toBe(0);
+      expect((await bus.replay('t', 'recent', 0)).events).toEqual(recent);
+      await bus.close();
+    });
+
+    it('rejects a total limit below the per-session one and a TTL that is not positive', () => {
+      expect(() => new InProcessEventBus({ replayLimit: 10, retainedEventsLimit: 9 })).toThrow(RangeError);
+      expect(() => new InProcessEventBus({ replayLimit: 10, replayTtlMs: 0 })).toThrow(RangeError);
+    });
+  });
+
   it('rejects a replay limit below one', () => {
     expect(() => new InProcessEventBus({ replayLimit: 0 })).toThrow(RangeError);
     expect(() => new InProcessEventBus({ replayLimit: 2.5 })).toThrow(RangeError);
