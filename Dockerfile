@@ -18,4 +18,4 @@ COPY --from=build /app/package.json ./package.json
 USER node
 EXPOSE 3000
 # The distributed deployables' V8 flag (scripts/lib/service-process.mjs: DISTRIBUTED_NODE_ARGS); keep equal.
-CMD ["node", "--enable-source-maps", "--max-semi-space-size=64", "dist/apps/api/apps/api/src/main.js"]
+CMD ["node", "--max-semi-space-size=64", "dist/apps/api/apps/api/src/main.js"]

@@ -7,15 +7,15 @@
 // file): change them together.
 //
 // Figures: the HTTP bench on the embedded runtime, wait mode, 100 sessions, peak resident memory of the api on a
-// shared 2-core machine. Before these settings 409-468 MiB (488 with --enable-source-maps, as `npm start` ran it),
-// after 314-324 MiB; runs/s within the machine's run-to-run spread (before 121-154, after 128-154). On the
+// shared 2-core machine. Before these settings 409-468 MiB (488 with --enable-source-maps, as `npm start` ran it
+// then; the deployables now map their stack traces themselves: installSourceMappedStacks), after 314-324 MiB; runs/s within the machine's run-to-run spread (before 121-154, after 128-154). On the
 // machine's Postgres (same bench): 288-345 -> 206-208 MiB, runs/s 216-257 -> 179-247 (about 10% fewer on average,
 // the api's CPU per run a little higher).
 
 /**
- * Node flags of the embedded default (`--enable-source-maps` is everywhere).
- * - `--enable-source-maps`: stack traces name the TypeScript sources. It costs resident memory (Node parses each
- *   loaded module's source map when it loads it): 15-20 MiB here.
+ * Node flags of the embedded default. No `--enable-source-maps`: the entry points map their own frames to the
+ * TypeScript sources when a trace is formatted (libs/common/src/source-mapped-stacks.ts); the flag parses every
+ * loaded module's map at load, node_modules' too, and cost 15-20 MiB here.
  * - The V8 heap of the service's thread held 150-165 MiB at the peak for 60-80 MiB in use: under the default limit
  *   (a quarter of the machine's memory, up to 4 GiB) V8 lets the old generation grow to four times what survived
  *   the last full collection, and each of the young generation's two semi-spaces to 16 MiB. With a 1 GiB limit
@@ -54,7 +54,7 @@ const SERVICE_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' };
  */
 export function serviceProcess({ embedded }) {
   return {
-    args: ['--enable-source-maps', ...(embedded ? EMBEDDED_NODE_ARGS : DISTRIBUTED_NODE_ARGS)],
+    args: embedded ? EMBEDDED_NODE_ARGS : DISTRIBUTED_NODE_ARGS,
     env: { ...SERVICE_ENV },
   };
 }

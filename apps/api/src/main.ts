@@ -5,6 +5,7 @@ import { Logger } from '@nestjs/common';
 import {
   ConfigError,
   armShutdownDeadline,
+  installSourceMappedStacks,
   isDependencyUnavailable,
   loadConfig,
   tolerateDependencyRejections,
@@ -13,6 +14,7 @@ import {
 import { createApiApp } from './app.factory';
 
 async function main(): Promise<void> {
+  installSourceMappedStacks();
   tolerateDependencyRejections(isDependencyUnavailable, (message, reason) =>
     new Logger('Canopy').warn({ err: reason }, message),
   );

@@ -7,6 +7,7 @@ import { Logger } from 'nestjs-pino';
 import {
   ConfigError,
   armShutdownDeadline,
+  installSourceMappedStacks,
   isDependencyUnavailable,
   loadConfig,
   tolerateDependencyRejections,
@@ -15,6 +16,7 @@ import {
 import { WorkerModule } from './worker.module';
 
 async function main(): Promise<void> {
+  installSourceMappedStacks();
   tolerateDependencyRejections(isDependencyUnavailable, (message, reason) =>
     new NestLogger('Canopy').warn({ err: reason }, message),
   );

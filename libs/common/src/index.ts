@@ -8,3 +8,4 @@ export * from './errors/canopy.exception';
 export * from './http/all-exceptions.filter';
 export * from './logging/logging.module';
 export * from './process';
+export * from './source-mapped-stacks';

@@ -70,10 +70,10 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
  * server queues queries and keeps a transaction on the connection that opened it; a few connections absorb a pool
  * reconnecting while the previous connection is still being torn down. btree_gin is the contrib extension the
  * session search's index needs (the migrations create it): what `@electric-sql/pglite/contrib/btree_gin` exports,
- * built here because its bundle ships beside PGlite's entry point. The thread runs without source maps (the
- * service's --enable-source-maps reaches it): Node parses the map of each module it loads, PGlite's among them,
- * and a trace inside PGlite's bundle is read rarely enough to do without; the thread's heap at the HTTP bench's
- * peak (100 sessions) went from 41-43 to 27 MiB.
+ * built here because its bundle ships beside PGlite's entry point. The thread runs without Node's source maps
+ * (were the service started with --enable-source-maps, it would reach the thread): Node parses the map of each
+ * module it loads, PGlite's among them, and a trace inside PGlite's bundle is read rarely enough to do without;
+ * the thread's heap at the HTTP bench's peak (100 sessions) went from 41-43 to 27 MiB.
  */
 const SERVER_THREAD = `
   process.setSourceMapsEnabled(false);
