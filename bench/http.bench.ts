@@ -99,12 +99,17 @@ export interface HttpLevel {
   /**
    * xactsPerRunLessCreates less what the service does with no load (timers: the webhook outbox poll, sweeps),
    * measured on the same service for a few seconds right before the load, at its rate over the load's window, and
-   * less the table upkeep's ANALYZEs (one transaction each; a few a minute however many runs: upkeepAnalyzes) and
-   * the setup of connections opened meanwhile (connectionsOpened).
+   * less the table upkeep's ANALYZEs and VACUUMs (one transaction each; a few a minute however many runs:
+   * upkeepAnalyzes, upkeepVacuums) and the setup of connections opened meanwhile (connectionsOpened).
    */
   xactsPerRunLessIdle: number | null;
-  /** ANALYZEs the table upkeep ran during the load (pg_stat_user_tables.analyze_count + autoanalyze_count). */
+  /** ANALYZEs the table upkeep ran during the load (pg_stat_all_tables.analyze_count + autoanalyze_count). */
   upkeepAnalyzes: number | null;
+  /**
+   * VACUUMs the table upkeep ran during the load (pg_stat_all_tables.vacuum_count + autovacuum_count: the catalogs,
+   * pg_statistic that the ANALYZEs rewrite among them, and TOAST tables, each vacuumed in a transaction of its own).
+   */
+  upkeepVacuums: number | null;
   /**
    * Connections opened to the database during the load (pg_stat_database.sessions): each pooled connection's setup
    * is one transaction, as is each counter read of the bench; not per run, so not in xactsPerRunLessIdle.
@@ -413,12 +418,13 @@ function printVerdicts(result: HttpBenchResult): void {
       `rows fetched per run <= ${ROWS_PER_RUN_TARGET}: ${pgTop.rowsFetchedPerRun.toFixed(0)}, ${verdict(pgTop.rowsFetchedPerRun <= ROWS_PER_RUN_TARGET)}`,
     );
     // Judged on the runs' own work: the idle service's timers (measured just before), the table upkeep's ANALYZEs
-    // (a few a minute, not per run) and new connections' setup are printed, not counted.
+    // and VACUUMs (a few a minute, not per run) and new connections' setup are printed, not counted.
     const perRun = pgTop.xactsPerRunLessIdle ?? pgTop.xactsPerRunLessCreates;
     const idle =
       pgTop.xactsPerRunLessIdle !== null && pgTop.idleXactsPerSec !== null
         ? ` (${pgTop.xactsPerRunLessCreates.toFixed(2)} with the idle service's ${pgTop.idleXactsPerSec.toFixed(1)} tx/s of timers` +
-          `, the table upkeep's ${pgTop.upkeepAnalyzes ?? 0} ANALYZEs and ${pgTop.connectionsOpened ?? 0} connections' setup)`
+          `, the table upkeep's ${pgTop.upkeepAnalyzes ?? 0} ANALYZEs and ${pgTop.upkeepVacuums ?? 0} VACUUMs` +
+          ` and ${pgTop.connectionsOpened ?? 0} connections' setup)`
         : '';
     lines.push(
       `transactions per run <= 2 (+1 per session): ${perRun.toFixed(2)}${idle}, ${verdict(perRun <= 2)}`,
@@ -579,6 +585,7 @@ class Service {
     const ticksBefore = db ? await this.backendCpuTicks() : null;
     const loadStarted = Date.now();
     const tablesBefore = db ? await this.tableCounters() : null;
+    const upkeepBefore = db ? await this.upkeepCounters() : null;
     const statementsBefore = await this.statementsSent();
     const poolWaitBefore = await this.poolWaitSeconds();
     const apiTicks = processTicks(pid);
@@ -606,9 +613,9 @@ class Service {
     const units = mode === 'create' ? load.totalSessions : load.totalTurns;
     const per = (n: number) => (units > 0 ? n / units : Number.NaN);
     const xacts = db && dbAfter ? dbAfter.xacts - db.xacts : null;
-    const analyzesOf = (tables: Map<string, { analyzes: number }>) =>
-      [...tables.values()].reduce((sum, t) => sum + t.analyzes, 0);
-    const analyzes = tablesBefore && tablesAfter ? analyzesOf(tablesAfter) - analyzesOf(tablesBefore) : null;
+    const upkeepAfter = db ? await this.upkeepCounters() : null;
+    const analyzes = upkeepBefore && upkeepAfter ? upkeepAfter.analyzes - upkeepBefore.analyzes : null;
+    const vacuums = upkeepBefore && upkeepAfter ? upkeepAfter.vacuums - upkeepBefore.vacuums : null;
     // The pool's new connections (it closes idle ones: the quiet moments between levels) and the bench's own reads.
     const connections = db && dbAfter ? dbAfter.sessions - db.sessions : null;
     return {
@@ -635,10 +642,16 @@ class Service {
         xacts === null || mode === 'create' || idleXactsPerSec === null
           ? null
           : per(
-              xacts - load.totalSessions - idleXactsPerSec * windowSec - (analyzes ?? 0) - (connections ?? 0),
+              xacts -
+                load.totalSessions -
+                idleXactsPerSec * windowSec -
+                (analyzes ?? 0) -
+                (vacuums ?? 0) -
+                (connections ?? 0),
             ),
       idleXactsPerSec,
       upkeepAnalyzes: analyzes,
+      upkeepVacuums: vacuums,
       connectionsOpened: connections,
       rowsFetchedPerRun: db && dbAfter ? per(dbAfter.fetched - db.fetched) : null,
       walSyncsPerRun: db && dbAfter ? per(dbAfter.walSyncs - db.walSyncs) : null,
@@ -728,7 +741,7 @@ class Service {
 
   /** pg_stat_user_tables of the bench's database (a connection to it: the view is per database). */
   private async tableCounters(): Promise<
-    Map<string, { idxScans: number; idxRows: number; seqScans: number; seqRows: number; analyzes: number }>
+    Map<string, { idxScans: number; idxRows: number; seqScans: number; seqRows: number }>
   > {
     const client = new Client({ connectionString: adminUrlFor(this.database!.name) });
     await client.connect();
@@ -739,12 +752,7 @@ class Service {
         idx_tup_fetch: string | null;
         seq_scan: string;
         seq_tup_read: string;
-        analyzes: string;
-      }>(
-        `SELECT relname, idx_scan, idx_tup_fetch, seq_scan, seq_tup_read,
-                analyze_count + autoanalyze_count AS analyzes
-           FROM pg_stat_user_tables`,
-      );
+      }>('SELECT relname, idx_scan, idx_tup_fetch, seq_scan, seq_tup_read FROM pg_stat_user_tables');
       return new Map(
         rows.map((r) => [
           r.relname,
@@ -753,10 +761,24 @@ class Service {
             idxRows: Number(r.idx_tup_fetch ?? 0),
             seqScans: Number(r.seq_scan),
             seqRows: Number(r.seq_tup_read),
-            analyzes: Number(r.analyzes),
           },
         ]),
       );
+    } finally {
+      await client.end();
+    }
+  }
+
+  /** The table upkeep's ANALYZEs and VACUUMs so far in the bench's database, over every table (catalogs, TOAST). */
+  private async upkeepCounters(): Promise<{ analyzes: number; vacuums: number }> {
+    const client = new Client({ connectionString: adminUrlFor(this.database!.name) });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ analyzes: string; vacuums: string }>(
+        `SELECT sum(analyze_count + autoanalyze_count) AS analyzes, sum(vacuum_count + autovacuum_count) AS vacuums
+           FROM pg_stat_all_tables`,
+      );
+      return { analyzes: Number(rows[0]?.analyzes ?? 0), vacuums: Number(rows[0]?.vacuums ?? 0) };
     } finally {
       await client.end();
     }
