@@ -139,6 +139,19 @@ describe('table upkeep', () => {
     expect(await upkeep.runOnce()).toEqual({ analyzed: [], vacuumed: [] });
   });
 
+  it('analyzes a table in one statement after the counters were read, and refuses a table not its own', async () => {
+    const pool = (db as unknown as { pool: { query: (...args: unknown[]) => unknown } }).pool;
+    await db.tableActivity();
+    const query = jest.spyOn(pool, 'query');
+    try {
+      await db.upkeep('analyze', 'runs');
+      expect(query.mock.calls.map((call) => String(call[0]))).toEqual(['ANALYZE "runs"']);
+    } finally {
+      query.mockRestore();
+    }
+    await expect(db.upkeep('analyze', 'pg_class')).rejects.toThrow('upkeep: unknown table "pg_class"');
+  });
+
   it('vacuums tables with many dead rows when asked to (the embedded database)', async () => {
     await db.withTenantSql({ tenantId: tenant }, (tx) =>
       tx.query(`UPDATE nodes SET usage = '{}' WHERE tenant_id = $1::uuid`, [tenant]),
