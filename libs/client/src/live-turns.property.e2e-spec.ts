@@ -263,7 +263,8 @@ describe('turns() over recorded event sequences', () => {
           // Redeliver some events later than they came (a reconnect that replays them): positions and sources.
           for (const [where, which] of repeats) {
             const at = 1 + Math.floor(where * (delivery.length - 1));
-            const source = delivery[Math.floor(which * at)]!;
+            // An event already delivered before position `at` (which = 1 would index `at` itself).
+            const source = delivery[Math.min(at - 1, Math.floor(which * at))]!;
             if (source.type !== 'snapshot') delivery.splice(at, 0, source);
           }
           const end = play(delivery);
