@@ -1,8 +1,8 @@
 -- canopy_commit(p_tenant uuid, p_user text, p_session text, p_run uuid, p_nodes jsonb, p_position jsonb, p_next_node_id integer, p_usage jsonb, p_finish jsonb, p_timeout_ms integer, p_title text, OUT outcome text, OUT steer jsonb, OUT titled boolean, OUT queued boolean)
 --
--- Defined last by prisma/migrations/20261212000000_fork_path_usage/migration.sql (first by 20261122000000_hot_path_functions).
+-- Defined last by prisma/migrations/20261216000000_hot_path_generic_plans/migration.sql (first by 20261122000000_hot_path_functions).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
+-- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
 --
 -- SessionStore.commit: appends the nodes p_nodes ([{id, parentId, message, usage}], the role taken from the
 -- message), moves the position to p_position ({path, cursors, head}), sets next_node_id, adds p_usage to the
@@ -14,6 +14,7 @@
 CREATE OR REPLACE FUNCTION public.canopy_commit(p_tenant uuid, p_user text, p_session text, p_run uuid, p_nodes jsonb, p_position jsonb, p_next_node_id integer, p_usage jsonb, p_finish jsonb, p_timeout_ms integer, p_title text, OUT outcome text, OUT steer jsonb, OUT titled boolean, OUT queued boolean)
  RETURNS record
  LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 DECLARE
     v_position sessions := jsonb_populate_record(NULL::sessions, p_position);

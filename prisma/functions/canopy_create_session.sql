@@ -1,11 +1,12 @@
 -- canopy_create_session(p_tenant uuid, p_id text, p_user text, p_title text, p_model text, p_system text, p_opts jsonb, p_tools jsonb, p_metadata jsonb, p_idle_shutdown_after_ms integer, p_timeout_ms integer)
 --
--- Defined last by prisma/migrations/20261213000000_create_session_function/migration.sql.
+-- Defined last by prisma/migrations/20261216000000_hot_path_generic_plans/migration.sql (first by 20261213000000_create_session_function).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
+-- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
 CREATE OR REPLACE FUNCTION public.canopy_create_session(p_tenant uuid, p_id text, p_user text, p_title text, p_model text, p_system text, p_opts jsonb, p_tools jsonb, p_metadata jsonb, p_idle_shutdown_after_ms integer, p_timeout_ms integer)
  RETURNS SETOF sessions
  LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 BEGIN
     PERFORM canopy_enter(p_tenant, p_timeout_ms);

@@ -2,7 +2,7 @@
 --
 -- Defined last by prisma/migrations/20261122000000_hot_path_functions/migration.sql.
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
+-- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
 --
 -- Declares the tenant a hot-path function acts for and bounds its lock waits by the store's transaction
 -- deadline, both transaction-local (set_config(..., true)): in autocommit, the calling statement only (called

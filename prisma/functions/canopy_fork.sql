@@ -2,7 +2,7 @@
 --
 -- Defined last by prisma/migrations/20261212000000_fork_path_usage/migration.sql (first by 20261208000000_fork_function).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
+-- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
 --
 -- Fork: the new session shares the path's nodes with their session instead of copying them.
 CREATE OR REPLACE FUNCTION public.canopy_fork(p_tenant uuid, p_user text, p_source text, p_node integer, p_id text, p_title text, p_title_given boolean, p_metadata jsonb, p_owner text, p_timeout_ms integer, OUT outcome text, OUT session sessions, OUT copied integer)

@@ -1,13 +1,14 @@
 -- canopy_load_run(p_tenant uuid, p_user text, p_session text, p_run uuid, p_timeout_ms integer, OUT session sessions, OUT run runs, OUT path_nodes json)
 --
--- Defined last by prisma/migrations/20261209000000_cow_forks/migration.sql (first by 20261122000000_hot_path_functions).
+-- Defined last by prisma/migrations/20261216000000_hot_path_generic_plans/migration.sql (first by 20261122000000_hot_path_functions).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
+-- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
 --
 -- The run's path nodes, virtual ones included.
 CREATE OR REPLACE FUNCTION public.canopy_load_run(p_tenant uuid, p_user text, p_session text, p_run uuid, p_timeout_ms integer, OUT session sessions, OUT run runs, OUT path_nodes json)
  RETURNS record
  LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 BEGIN
     PERFORM canopy_enter(p_tenant, p_timeout_ms);

@@ -2,7 +2,7 @@
 --
 -- Defined last by prisma/migrations/20261212000000_fork_path_usage/migration.sql (first by 20261209000000_cow_forks).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
+-- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
 --
 -- Before a session is deleted, its forks get their shared nodes as real rows (same ids, parents, messages, usage
 -- and times). Not when its tenant is being deleted: the forks go too.

@@ -2,7 +2,7 @@
 --
 -- Defined last by prisma/migrations/20261204000000_find_fork_expire/migration.sql.
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
+-- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
 --
 -- The searchable text of a message: its text blocks in order, blank-line separated, cut at 100,000 characters
 -- (a tsvector holds at most 1 MB; 100,000 characters of the worst text stay well under it, so no commit can fail

@@ -2,7 +2,7 @@
 --
 -- Defined last by prisma/migrations/20261212000000_fork_path_usage/migration.sql.
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
+-- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
 --
 -- A node's path usage: its parent's (NULL: not known, and so is this one) plus its own usage, field by field. One
 -- expression (no FROM), so the planner inlines it into the statements calling it, planned once with them (see

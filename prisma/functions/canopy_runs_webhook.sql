@@ -2,7 +2,7 @@
 --
 -- Defined last by prisma/migrations/20261206020000_saas_admin_webhooks_quotas/migration.sql.
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
+-- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
 CREATE OR REPLACE FUNCTION public.canopy_runs_webhook()
  RETURNS trigger
  LANGUAGE plpgsql

@@ -1,8 +1,8 @@
 -- canopy_start_run(p_tenant uuid, p_user text, p_session text, p_run uuid, p_kind run_kind, p_input jsonb, p_status run_status, p_position jsonb, p_rollback jsonb, p_timeout_ms integer, p_max_busy integer, p_actor jsonb, OUT outcome text, OUT session sessions, OUT run runs, OUT busy integer)
 --
--- Defined last by prisma/migrations/20261214000000_start_run_busy_count/migration.sql (first by 20261122000000_hot_path_functions).
+-- Defined last by prisma/migrations/20261216000000_hot_path_generic_plans/migration.sql (first by 20261122000000_hot_path_functions).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
+-- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
 --
 -- SessionStore.startRun: only an idle session starts a run; it becomes busy, owned by the new run p_run.
 -- outcome: 'ok' with the claimed session and the new run; else 'busy', 'paused' or 'not_found' (no such session
@@ -12,6 +12,7 @@
 CREATE OR REPLACE FUNCTION public.canopy_start_run(p_tenant uuid, p_user text, p_session text, p_run uuid, p_kind run_kind, p_input jsonb, p_status run_status, p_position jsonb, p_rollback jsonb, p_timeout_ms integer, p_max_busy integer, p_actor jsonb, OUT outcome text, OUT session sessions, OUT run runs, OUT busy integer)
  RETURNS record
  LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 DECLARE
     -- p_position read as the session columns it names (path, cursors, head); the others stay NULL.

@@ -2,7 +2,7 @@
 --
 -- Defined last by prisma/migrations/20261122000000_hot_path_functions/migration.sql.
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
+-- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
 --
 -- One field of a stored usage as float8; NULL unless it is a JSON number (`->` on a non-object is NULL too).
 CREATE OR REPLACE FUNCTION public.canopy_usage_number(u jsonb, field text)

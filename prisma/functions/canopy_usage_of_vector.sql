@@ -2,7 +2,7 @@
 --
 -- Defined last by prisma/migrations/20261212000000_fork_path_usage/migration.sql.
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.
+-- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
 --
 -- The vector as a stored usage (canopy_usage's object); NULL for NULL.
 CREATE OR REPLACE FUNCTION public.canopy_usage_of_vector(v double precision[])

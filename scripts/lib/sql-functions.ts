@@ -56,7 +56,10 @@ interface Definition {
   comment: string[];
 }
 
-/** Each CREATE FUNCTION of a canopy_* function across the migrations, oldest first. */
+/**
+ * Each CREATE FUNCTION of a canopy_* function across the migrations, oldest first, and each ALTER FUNCTION (a
+ * setting attached to it: part of its definition too, but no description of it, so its comment is not taken).
+ */
 export function migrationDefinitions(dir = MIGRATIONS_DIR): Map<string, Definition[]> {
   const found = new Map<string, Definition[]>();
   const migrations = readdirSync(dir, { withFileTypes: true })
@@ -66,17 +69,18 @@ export function migrationDefinitions(dir = MIGRATIONS_DIR): Map<string, Definiti
   for (const migration of migrations) {
     const lines = readFileSync(join(dir, migration, 'migration.sql'), 'utf8').split('\n');
     lines.forEach((line, i) => {
-      const m = /^\s*CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+"?(?:public\.)?"?(canopy_\w+)"?\s*\(/i.exec(
-        line,
-      );
+      const m =
+        /^\s*(CREATE\s+(?:OR\s+REPLACE\s+)?|ALTER\s+)FUNCTION\s+"?(?:public\.)?"?(canopy_\w+)"?\s*\(/i.exec(
+          line,
+        );
       if (!m) return;
       const comment: string[] = [];
-      for (let j = i - 1; j >= 0 && /^\s*--/.test(lines[j]!); j--) {
+      for (let j = i - 1; !/^\s*ALTER/i.test(m[1]!) && j >= 0 && /^\s*--/.test(lines[j]!); j--) {
         comment.unshift(lines[j]!.replace(/^\s*--\s?/, ''));
       }
-      const list = found.get(m[1]!) ?? [];
+      const list = found.get(m[2]!) ?? [];
       list.push({ migration, comment });
-      found.set(m[1]!, list);
+      found.set(m[2]!, list);
     });
   }
   return found;
@@ -94,7 +98,7 @@ export function renderFunctionFile(fn: SqlFunction, definitions: Definition[] = 
         (definitions.length > 1 ? ` (first by ${definitions[0]!.migration}).` : '.')
       : 'Not found in prisma/migrations (created some other way).',
     'Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.',
-    'A change is a new migration (CREATE OR REPLACE, or DROP and CREATE for a new signature) AND this file.',
+    'A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.',
     ...(described ? ['', ...described.comment] : []),
   ];
   const comment = header.map((line) => (line === '' ? '--' : `-- ${line}`)).join('\n');
