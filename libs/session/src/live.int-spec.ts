@@ -260,10 +260,18 @@ describe('activity feed and lifecycle', () => {
     await expect(engine.service.prompt(other, s.id, { content: 'x' })).rejects.toMatchObject({
       code: 'not_found',
     });
+    await expect(engine.service.subscribe(other, s.id, () => undefined)).rejects.toMatchObject({
+      code: 'not_found',
+    });
+    await expect(engine.service.subscribe(scope, 'no-such-session', () => undefined)).rejects.toMatchObject({
+      code: 'not_found',
+    });
     const bob = { ...scope, userId: 'bob' };
     await expect(engine.service.subscribe(bob, s.id, () => undefined)).rejects.toMatchObject({
       code: 'not_found',
     });
+    // Nobody's probe made it live here (another user's id is checked before anything opens).
+    expect(engine.live.get(scope.tenantId, s.id)).toBeUndefined();
     await expect(engine.service.cancel(bob, s.id)).rejects.toMatchObject({ code: 'not_found' });
     const alice = { ...scope, userId: 'alice' };
     expect((await engine.service.get(alice, s.id)).id).toBe(s.id);

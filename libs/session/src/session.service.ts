@@ -481,7 +481,9 @@ export class SessionService {
         throw CanopyException.notFound('session');
       return open;
     }
-    await this.get(scope, id);
+    // A user's scope sees only that user's sessions: checked before anything is opened for it (probing another
+    // user's ids makes nothing live). The tenant's scope sees every session the open can find: not read twice.
+    if (scope.userId !== undefined) await this.get(scope, id);
     const live = await this.live.open(scope.tenantId, id);
     if (!live) throw CanopyException.notFound('session');
     return live;

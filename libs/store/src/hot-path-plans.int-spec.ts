@@ -5,7 +5,7 @@
 // custom plans for at least a statement's first five executions unless told otherwise, so the first call tells.
 
 import { randomUUID } from 'node:crypto';
-import { Client, type Notice } from 'pg';
+import { Client } from 'pg';
 import { adminUrl, createTestDatabase, type TestDatabase } from '@canopy/testing';
 
 let testDb: TestDatabase;
@@ -19,6 +19,7 @@ const HOT_FUNCTIONS = {
   canopy_commit: 'uuid, text, text, uuid, jsonb, jsonb, integer, jsonb, jsonb, integer, text',
   canopy_load_run: 'uuid, text, text, uuid, integer',
   canopy_create_session: 'uuid, text, text, text, text, text, jsonb, jsonb, jsonb, integer, integer',
+  canopy_load_tree: 'uuid, text, text, integer',
 } as const;
 
 /** The plans auto_explain sent for the statements the calls ran inside functions (each notice: one plan). */
@@ -30,8 +31,9 @@ beforeAll(async () => {
   url.pathname = `/${testDb.name}`;
   client = new Client({ connectionString: url.toString() });
   await client.connect();
-  client.on('notice', (notice: Notice) => {
-    if (/Query Text:/.test(notice.message ?? '')) plans.push(notice.message);
+  client.on('notice', (notice) => {
+    const message = notice.message ?? '';
+    if (/Query Text:/.test(message)) plans.push(message);
   });
   await client.query(`INSERT INTO tenants (id, name) VALUES ($1::uuid, 'plans')`, [tenant]);
   await client.query("LOAD 'auto_explain'");
@@ -46,7 +48,10 @@ afterAll(async () => {
   await testDb?.drop();
 });
 
-/** A session, then one run (start, load, commit of a two-node turn): the plans of what the functions ran inside. */
+/**
+ * A session, one run (start, load, commit of a two-node turn), and the session's tree read back: the plans of what
+ * the functions ran inside.
+ */
 async function oneTurn(): Promise<{ nested: string[] }> {
   plans = [];
   const session = `${SESSION}-${randomUUID()}`;
@@ -76,8 +81,13 @@ async function oneTurn(): Promise<{ nested: string[] }> {
     [tenant, session, run, JSON.stringify(nodes), JSON.stringify({ path: [1, 2], cursors: {}, head: 2 })],
   );
   expect(committed.rows[0]!.outcome).toBe('ok');
+  const tree = await client.query<{ nodes: unknown[] }>(
+    `SELECT nodes FROM canopy_load_tree($1::uuid, NULL, $2, 5000)`,
+    [tenant, session],
+  );
+  expect(tree.rows[0]!.nodes).toHaveLength(2);
   // The calls themselves (top level) name the session as a parameter of their own: only nested statements count.
-  return { nested: plans.filter((p) => !/Query Text: SELECT (\*|outcome|run) FROM canopy_/.test(p)) };
+  return { nested: plans.filter((p) => !/Query Text: SELECT (\*|outcome|run|nodes) FROM canopy_/.test(p)) };
 }
 
 /** The nested plans that carry this call's session id as a constant: each one planned for this call alone. */

@@ -28,11 +28,12 @@ import {
   SESSION_COLUMNS,
   RUN_COLUMNS,
   sessionAndRunOf,
+  sessionOf,
+  type Nullable,
   type SessionRow,
   type RunRow,
   type PrefixedRunRow,
   type NodeJson,
-  NODE_JSON,
   type StartedRow,
   json,
   jsonOrNull,
@@ -123,22 +124,19 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async loadTree(scope: Scope, id: string): Promise<{ session: SessionRecord; nodes: TreeNode[] } | null> {
-    // One statement: the session row with its whole tree aggregated beside it, in id order (a fork's shared
-    // nodes included: canopy_session_nodes).
-    const [row] = await this.db.withTenantSql(scope, (tx) =>
-      query<SessionRow & { nodes: NodeJson[] }>(
-        tx,
-        sql`
-        SELECT ${SESSION_COLUMNS},
-               COALESCE((SELECT json_agg(${NODE_JSON} ORDER BY nodes.id)
-                           FROM canopy_session_nodes(sessions.tenant_id, sessions.id) AS nodes),
-                        '[]') AS nodes
-          FROM sessions
-         WHERE ${whereSession(scope, id)}`,
-      ),
+    // One statement in autocommit (canopy_load_tree): the session row and its whole tree, in id order (a fork's
+    // shared nodes included), both read on the statement's snapshot.
+    const statement = sql`
+      SELECT ${sessionOf('loaded')}, loaded.nodes
+        FROM canopy_load_tree(${scope.tenantId}::uuid, ${scope.userId ?? null}::text, ${id}::text,
+                              ${this.db.txTimeoutMs}::int) AS loaded`;
+    const [row] = await this.db.callSql<Nullable<SessionRow> & { nodes: NodeJson[] | null }>(
+      scope,
+      statement.text,
+      statement.values,
     );
-    if (!row) return null;
-    return { session: toSession(row), nodes: row.nodes.map(toNode) };
+    if (!row?.id || !row.nodes) return null;
+    return { session: toSession(row as SessionRow), nodes: row.nodes.map(toNode) };
   }
 
   async list(scope: Scope, listQuery: ListSessionsQuery): Promise<SessionPage> {

@@ -150,12 +150,12 @@ export interface NodeJson {
   usage: unknown;
 }
 
-/** A node as json_build_object for NodeJson (loadTree aggregates nodes beside their session; canopy_load_run too). */
+/** A node as json_build_object for NodeJson (the catalog's export aggregates nodes beside their session; canopy_load_tree and canopy_load_run build the same). */
 export const NODE_JSON = raw(
   `json_build_object('id', nodes.id, 'parentId', nodes.parent_id, 'message', nodes.message, 'usage', nodes.usage)`,
 );
 
-type Nullable<T> = { [K in keyof T]: T[K] | null };
+export type Nullable<T> = { [K in keyof T]: T[K] | null };
 
 /** A canopy_* function's session and run (sessionAndRunOf), NULL when it answered none. */
 export type StartedRow = Nullable<SessionRow> & Nullable<PrefixedRunRow>;

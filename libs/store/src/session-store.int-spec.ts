@@ -277,6 +277,10 @@ describe('user isolation', () => {
 
   it("shows a user only that user's sessions", async () => {
     expect(await store.get(alice, 'a1')).toMatchObject({ id: 'a1' });
+    expect(await store.loadTree(alice, 'a1')).toMatchObject({
+      session: { id: 'a1', userId: 'alice' },
+      nodes: [],
+    });
     for (const id of ['b1', 'n1']) {
       expect(await store.get(alice, id)).toBeNull();
       expect(await store.exists(alice, id)).toBe(false);
