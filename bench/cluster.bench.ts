@@ -986,13 +986,12 @@ async function redisCpuSeconds(stats: Redis): Promise<number> {
   return field('used_cpu_sys') + field('used_cpu_user');
 }
 
-/** CPU ticks of every process named postgres, by pid (empty where /proc is not there). */
 /**
  * The CPU of Postgres's processes over a phase, backends opened and closed during it included: the pools open
  * connections as the load grows and close idle ones, and a backend's first statements (its caches cold) cost the most.
  * Sampled every POSTGRES_SAMPLE_MS: a backend that exits between two samples loses at most that much of its CPU.
  * Counting only the backends that lived through the phase had put the others' CPU under `other` (one run at 1,000
- * sessions: postgres 6% and other 36% of a core; the next, its backends opened before the phase, 27% and 11%).
+ * sessions: postgres 6% and other 36% of a core; counted since, 31-37% and 4-5%).
  */
 class PostgresCpu {
   /** Per pid: ticks when first seen (0 for a process that started during the phase) and when last seen. */
@@ -1030,6 +1029,7 @@ class PostgresCpu {
 
 const POSTGRES_SAMPLE_MS = 250;
 
+/** CPU ticks of every process named postgres, by pid (empty where /proc is not there). */
 function postgresTicks(): Map<number, number> {
   const ticks = new Map<number, number>();
   let entries: string[];

@@ -150,7 +150,10 @@ export interface NodeJson {
   usage: unknown;
 }
 
-/** A node as json_build_object for NodeJson (the catalog's export aggregates nodes beside their session; canopy_load_tree and canopy_load_run build the same). */
+/**
+ * A node as json_build_object for NodeJson (the catalog's export aggregates nodes beside their session;
+ * canopy_load_tree and canopy_load_run build the same).
+ */
 export const NODE_JSON = raw(
   `json_build_object('id', nodes.id, 'parentId', nodes.parent_id, 'message', nodes.message, 'usage', nodes.usage)`,
 );
