@@ -70,13 +70,15 @@ export function migrationDefinitions(dir = MIGRATIONS_DIR): Map<string, Definiti
     const lines = readFileSync(join(dir, migration, 'migration.sql'), 'utf8').split('\n');
     lines.forEach((line, i) => {
       const m =
-        /^\s*(CREATE\s+(?:OR\s+REPLACE\s+)?|ALTER\s+)FUNCTION\s+"?(?:public\.)?"?(canopy_\w+)"?\s*\(/i.exec(
+        /^\s*(?:CREATE\s+(?:OR\s+REPLACE\s+)?|(?<alter>ALTER\s+))FUNCTION\s+"?(?:public\.)?"?(canopy_\w+)"?\s*\(/i.exec(
           line,
         );
       if (!m) return;
       const comment: string[] = [];
-      for (let j = i - 1; !/^\s*ALTER/i.test(m[1]!) && j >= 0 && /^\s*--/.test(lines[j]!); j--) {
-        comment.unshift(lines[j]!.replace(/^\s*--\s?/, ''));
+      if (!m.groups?.alter) {
+        for (let j = i - 1; j >= 0 && /^\s*--/.test(lines[j]!); j--) {
+          comment.unshift(lines[j]!.replace(/^\s*--\s?/, ''));
+        }
       }
       const list = found.get(m[2]!) ?? [];
       list.push({ migration, comment });
