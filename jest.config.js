@@ -36,7 +36,8 @@ module.exports = {
   // takes seconds; a hung test still fails instead of stalling the run.
   testTimeout: 60_000,
   projects: [
-    { ...base, displayName: 'unit', testMatch: ['**/*.spec.ts'] },
+    // The benches' pure helpers (bench/) have unit tests too.
+    { ...base, displayName: 'unit', roots: [...base.roots, '<rootDir>/bench'], testMatch: ['**/*.spec.ts'] },
     {
       ...base,
       displayName: 'integration',

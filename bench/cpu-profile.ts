@@ -4,19 +4,20 @@
 
 import { readFileSync } from 'node:fs';
 
-interface CallFrame {
+export interface CallFrame {
   functionName: string;
   url: string;
   lineNumber: number;
 }
 
-interface ProfileNode {
+export interface ProfileNode {
   id: number;
   callFrame: CallFrame;
   hitCount?: number;
+  children?: number[];
 }
 
-interface CpuProfile {
+export interface CpuProfile {
   startTime: number;
   nodes: ProfileNode[];
   samples: number[];
@@ -34,7 +35,35 @@ export interface ProfileSummary {
   busyPercent: number;
   functions: ProfileEntry[];
   owners: ProfileEntry[];
+  /** The busy samples split by the layers given (empty without them), in the order given, then the rest. */
+  layers: LayerShare[];
 }
+
+/**
+ * A layer of the code (the HTTP stack, the engine): a sample belongs to the first layer, in the order given, with a
+ * frame anywhere on its stack that `frames` matches, so a layer called by another counts as its own.
+ */
+export interface Layer {
+  name: string;
+  frames: RegExp;
+}
+
+export interface LayerShare {
+  name: string;
+  /** Share of the busy samples, in percent. */
+  percent: number;
+  /** Of those, the share spent in the system calls that write to sockets (writev and the like), in percent. */
+  socketWritesPercent: number;
+}
+
+/** Native frames that are a socket write's system call (Node's stream_base writes). */
+const SOCKET_WRITES = new Set([
+  'writev',
+  'writeUtf8String',
+  'writeBuffer',
+  'writeLatin1String',
+  'writeAsciiString',
+]);
 
 /** The code a frame belongs to: a package, a Canopy library or app, Node's internals, or V8's pseudo-frames. */
 export function ownerOf(url: string, functionName: string): string {
@@ -56,9 +85,25 @@ export function ownerOf(url: string, functionName: string): string {
  * Summarises the samples taken from `skipMs` after the profile started (the profile starts with the process: skip
  * its start-up, module loading included, to see the load alone).
  */
-export function summariseCpuProfile(path: string, skipMs = 0, top = 20): ProfileSummary {
-  const profile = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile;
+export function summariseCpuProfile(
+  path: string,
+  skipMs = 0,
+  top = 20,
+  layers: Layer[] = [],
+): ProfileSummary {
+  return summariseProfile(JSON.parse(readFileSync(path, 'utf8')) as CpuProfile, skipMs, top, layers);
+}
+
+/** summariseCpuProfile on a profile already read. */
+export function summariseProfile(
+  profile: CpuProfile,
+  skipMs = 0,
+  top = 20,
+  layers: Layer[] = [],
+): ProfileSummary {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const layerOf = layerFinder(profile.nodes, layers);
+  const layerHits = new Map<string, { all: number; writes: number }>();
   const hits = new Map<number, number>();
   let elapsedUs = 0;
   profile.samples.forEach((id, i) => {
@@ -79,11 +124,51 @@ export function summariseCpuProfile(path: string, skipMs = 0, top = 20): Profile
     const name = frameName(node.callFrame);
     functions.set(name, (functions.get(name) ?? 0) + count);
     owners.set(owner, (owners.get(owner) ?? 0) + count);
+    if (layers.length > 0) {
+      const layer = layerHits.get(layerOf(id)) ?? { all: 0, writes: 0 };
+      layer.all += count;
+      if (!node.callFrame.url && SOCKET_WRITES.has(node.callFrame.functionName)) layer.writes += count;
+      layerHits.set(layerOf(id), layer);
+    }
   }
   return {
     busyPercent: total ? (100 * busy) / total : 0,
     functions: ranked(functions, busy, top),
     owners: ranked(owners, busy, top),
+    layers: [...layers.map((l) => l.name), OTHER_LAYER]
+      .filter((name) => layerHits.has(name))
+      .map((name) => {
+        const { all, writes } = layerHits.get(name)!;
+        return {
+          name,
+          percent: busy ? (100 * all) / busy : 0,
+          socketWritesPercent: all ? (100 * writes) / all : 0,
+        };
+      }),
+  };
+}
+
+/** Where a sample outside every layer goes: the collector, microtask and timer plumbing, V8 itself. */
+const OTHER_LAYER = 'other (GC, runtime)';
+
+/** The layer of each profile node (by its id): the first layer with a frame on the node's stack, memoised. */
+function layerFinder(nodes: ProfileNode[], layers: Layer[]): (id: number) => string {
+  const parent = new Map<number, number>();
+  for (const n of nodes) for (const child of n.children ?? []) parent.set(child, n.id);
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const found = new Map<number, string>();
+  return (id) => {
+    const known = found.get(id);
+    if (known !== undefined) return known;
+    let best = layers.length;
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const url = byId.get(at)?.callFrame.url ?? '';
+      const index = layers.findIndex((l) => l.frames.test(url));
+      if (index !== -1 && index < best) best = index;
+    }
+    const name = layers[best]?.name ?? OTHER_LAYER;
+    found.set(id, name);
+    return name;
   };
 }
 

@@ -33,7 +33,7 @@ import {
   type TestDatabase,
 } from '../libs/testing/src';
 import { serviceProcess } from '../scripts/lib/service-process.mjs';
-import { summariseCpuProfile, type ProfileSummary } from './cpu-profile';
+import { summariseCpuProfile, type Layer, type ProfileSummary } from './cpu-profile';
 import { measureEngineAt } from './engine.bench';
 import { formatTime, printTable } from './report';
 
@@ -381,7 +381,13 @@ export function printHttpReport(title: string, result: HttpBenchResult): void {
       console.log(`\nNo CPU profile was written under ${profile.path}.`);
       continue;
     }
-    const { busyPercent, owners, functions } = profile.summary;
+    const { busyPercent, owners, functions, layers } = profile.summary;
+    printTable(
+      `Where the api's CPU went by layer (${profile.runtime}): a sample is the engine's when the engine's code is on its stack, else the HTTP stack's when that is`,
+      ['layer', 'share of busy', 'of which socket writes (system calls)'],
+      layers.map((l) => [l.name, `${l.percent.toFixed(1)}%`, `${l.socketWritesPercent.toFixed(0)}%`]),
+      new Set([1, 2]),
+    );
     printTable(
       `Where the api's CPU went (${profile.runtime}, node --cpu-prof, ${busyPercent.toFixed(0)}% of samples busy): self time by owner`,
       ['owner', 'share of busy'],
@@ -939,11 +945,28 @@ function adminUrlFor(database: string): string {
   return u.toString();
 }
 
+/**
+ * The api's code by layer, for its profile: a sample is the engine's when the engine's code is on its stack (called
+ * by a controller or not), else the HTTP stack's when that is (parsing, routing, middleware, the guard, responses).
+ */
+const API_LAYERS: Layer[] = [
+  {
+    name: 'engine (Canopy libraries, pg, Prisma)',
+    frames:
+      /\/libs\/(session|store|core|agent|realtime|manager)\/|node_modules\/(pg|pg-protocol|pg-pool|@prisma)\//,
+  },
+  {
+    name: 'HTTP stack (server, Express, Nest, middleware, auth)',
+    frames:
+      /^node:_http|node_modules\/(express|router|body-parser|raw-body|@nestjs|nestjs-pino|pino-http|pino|prom-client|nestjs-zod|zod|finalhandler|on-finished|serve-static|send)\/|\/apps\/api\/src\/|\/libs\/(auth|common)\//,
+  },
+];
+
 /** The summary of the newest CPU profile in a directory (the api writes one as it exits), from skipMs on. */
 function newestProfile(dir: string, skipMs: number): ProfileSummary | null {
   const files = readdirSync(dir)
     .filter((f) => f.endsWith('.cpuprofile'))
     .map((f) => join(dir, f))
     .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
-  return files[0] ? summariseCpuProfile(files[0], skipMs) : null;
+  return files[0] ? summariseCpuProfile(files[0], skipMs, 20, API_LAYERS) : null;
 }
