@@ -1,6 +1,7 @@
 // Summary of a V8 CPU profile (`node --cpu-prof`): where the samples' self time went, by function and by the code
-// that owns it (a package under node_modules, a Canopy library, Node's own internals, the garbage collector, idle).
-// Used by `npm run bench -- http --http-profile=DIR` to show what the api spends its CPU on under load.
+// that owns it (a package under node_modules, a Canopy library, Node's own internals, the garbage collector, idle),
+// and by layers of the code given (a sample goes to the first layer on its stack). Used by `npm run bench -- http
+// --http-profile=DIR` to show what the api spends its CPU on under load (the HTTP stack against the engine).
 
 import { readFileSync } from 'node:fs';
 
@@ -125,10 +126,11 @@ export function summariseProfile(
     functions.set(name, (functions.get(name) ?? 0) + count);
     owners.set(owner, (owners.get(owner) ?? 0) + count);
     if (layers.length > 0) {
-      const layer = layerHits.get(layerOf(id)) ?? { all: 0, writes: 0 };
+      const layerName = layerOf(id);
+      const layer = layerHits.get(layerName) ?? { all: 0, writes: 0 };
       layer.all += count;
       if (!node.callFrame.url && SOCKET_WRITES.has(node.callFrame.functionName)) layer.writes += count;
-      layerHits.set(layerOf(id), layer);
+      layerHits.set(layerName, layer);
     }
   }
   return {
