@@ -86,21 +86,17 @@ export function ownerOf(url: string, functionName: string): string {
  * Summarises the samples taken from `skipMs` after the profile started (the profile starts with the process: skip
  * its start-up, module loading included, to see the load alone).
  */
-export function summariseCpuProfile(
-  path: string,
-  skipMs = 0,
-  top = 20,
-  layers: Layer[] = [],
-): ProfileSummary {
-  return summariseProfile(JSON.parse(readFileSync(path, 'utf8')) as CpuProfile, skipMs, top, layers);
+export function summariseCpuProfile(path: string, ...options: SummaryOptions): ProfileSummary {
+  return summariseProfile(JSON.parse(readFileSync(path, 'utf8')) as CpuProfile, ...options);
 }
+
+/** What a summary skips, how many entries it lists, and the layers it splits the samples by. */
+type SummaryOptions = [skipMs?: number, top?: number, layers?: Layer[]];
 
 /** summariseCpuProfile on a profile already read. */
 export function summariseProfile(
   profile: CpuProfile,
-  skipMs = 0,
-  top = 20,
-  layers: Layer[] = [],
+  ...[skipMs = 0, top = 20, layers = []]: SummaryOptions
 ): ProfileSummary {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const layerOf = layerFinder(profile.nodes, layers);
