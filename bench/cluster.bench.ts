@@ -18,6 +18,9 @@
 // last scale's streaming phase and prints its top functions by self time and by bytes allocated;
 // CANOPY_BENCH_PROFILE_DIR=<dir> keeps the profiles there (`canopy-worker-1.cpuprofile`, `.heapprofile`).
 // CANOPY_BENCH_NODE_OPTIONS adds node options to Canopy's processes (a tuning against the same run's baseline).
+// Each deployment first plays an unmeasured pass of 200 sessions (`--cluster-warmup=N`, 0 for none), so the figures are
+// those of warm processes (code optimized, the pools' connections open with their plans made), as a deployment runs.
+// The CPU per delivered event is also printed by part (workers, apis, Redis, Postgres) for both deployments.
 // Scales: CANOPY_BENCH_CLUSTER_SESSIONS=50 or `npm run bench -- cluster --cluster-sessions=50,200`.
 
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -44,10 +47,12 @@ import {
   type AllocationSummary,
   type ProfileSummary,
 } from './cpu-profile';
+import { cpuPerEventByPart, DEPLOYMENT_PARTS, describeCpuByPart } from './cpu-parts';
 import { serviceProcess } from '../scripts/lib/service-process.mjs';
 import { formatTime, printTable } from './report';
 
 const DEFAULT_SCALES = [100, 300, 1_000] as const;
+const DEFAULT_WARMUP_SESSIONS = 200;
 const DELTAS = 200;
 const DELTA_MS = 50;
 /**
@@ -157,6 +162,8 @@ export interface ClusterBenchResult {
   rawPublishPerSec: number;
   rawPayloadBytes: number;
   coalesceMs: number;
+  /** Sessions of the unmeasured pass each deployment played before its scales (0: none). */
+  warmupSessions: number;
   /** CPU profiles over the last scale's streaming phase, by deployment and process (--cluster-profile). */
   profiles: Array<{
     deployment: 'canopy' | 'baseline';
@@ -170,6 +177,23 @@ export interface ClusterBenchResult {
 /** Whether to profile each process's CPU: `--cluster-profile` or CANOPY_BENCH_CLUSTER_PROFILE=1. */
 export function clusterProfile(argv: readonly string[], env: NodeJS.ProcessEnv): boolean {
   return argv.includes('--cluster-profile') || env.CANOPY_BENCH_CLUSTER_PROFILE === '1';
+}
+
+/**
+ * Sessions of the unmeasured pass each deployment plays before its scales (`--cluster-warmup=N`, 0 for none):
+ * figures of warm processes, as a deployment's are (its code optimized, its pools' connections open with their
+ * plans made), as the HTTP bench's are.
+ */
+export function clusterWarmup(argv: readonly string[], env: NodeJS.ProcessEnv): number {
+  const text =
+    argv.find((a) => a.startsWith('--cluster-warmup='))?.slice('--cluster-warmup='.length) ??
+    env.CANOPY_BENCH_CLUSTER_WARMUP;
+  if (text === undefined || text.trim() === '') return DEFAULT_WARMUP_SESSIONS;
+  const sessions = Number(text.trim());
+  if (!Number.isInteger(sessions) || sessions < 0 || sessions > 5_000) {
+    throw new Error(`cluster warm-up sessions must be an integer from 0 to 5000, got "${text}"`);
+  }
+  return sessions;
 }
 
 /** The scales to run: `--cluster-sessions=50,200` or CANOPY_BENCH_CLUSTER_SESSIONS, else 100 and 1,000. */
@@ -187,9 +211,10 @@ export function clusterScales(argv: readonly string[], env: NodeJS.ProcessEnv): 
 export async function runClusterBench(
   scales: readonly number[],
   profile = false,
+  warmupSessions = DEFAULT_WARMUP_SESSIONS,
 ): Promise<ClusterBenchResult> {
   await prepareTemplate();
-  const largest = Math.max(...scales);
+  const largest = Math.max(...scales, warmupSessions);
   const coalesceMs = 15;
   const probe = LoopDelayProbe.create(profile);
   const cluster = new Cluster({
@@ -229,11 +254,13 @@ export async function runClusterBench(
       channels: [`${escapeGlob(cluster.prefix)}:activity:*`, `${escapeGlob(cluster.prefix)}:run-control*`],
       queueEvents: `${escapeGlob(cluster.prefix)}:bull:*:events`,
     };
+    if (warmupSessions > 0) await measureScale(cluster, stats, warmupSessions, probe, notBus);
     for (const sessions of scales) levels.push(await measureScale(cluster, stats, sessions, probe, notBus));
     const canopyPids = pidsOf(cluster);
     await cluster.stop();
     await relay.start();
     const baseline: ClusterLevel[] = [];
+    if (warmupSessions > 0) await measureScale(relay, stats, warmupSessions, probe);
     for (const sessions of scales) baseline.push(await measureScale(relay, stats, sessions, probe));
     const relayPids = pidsOf(relay);
     await relay.stop();
@@ -246,6 +273,7 @@ export async function runClusterBench(
       rawPublishPerSec: raw.perSec,
       rawPayloadBytes: raw.payloadBytes,
       coalesceMs,
+      warmupSessions,
       profiles,
     };
   } catch (err) {
@@ -313,7 +341,10 @@ export function printClusterReport(title: string, result: ClusterBenchResult): v
   console.log(
     `${APIS} api + ${WORKERS} worker processes (built deployables); per session one mock:script reply of ${DELTAS} ` +
       `deltas at ${DELTA_MS} ms each (~${(DELTAS * DELTA_MS) / 1000} s), subscribed over WebSocket on both apis ` +
-      `(a connection per ${SESSIONS_PER_SOCKET} sessions on each api); prompts over HTTP, alternating apis.`,
+      `(a connection per ${SESSIONS_PER_SOCKET} sessions on each api); prompts over HTTP, alternating apis; ` +
+      (result.warmupSessions > 0
+        ? `each deployment first played ${result.warmupSessions} sessions the same way, unmeasured (warm processes).`
+        : 'no warm-up (cold processes).'),
   );
   console.log(
     `delta ev/s: text_delta events received per second of wall time, both subscribers counted (ideal ` +
@@ -497,6 +528,14 @@ function printBaselineReport(result: ClusterBenchResult): void {
     if (l.sessions !== TARGET_SESSIONS)
       console.log(`At ${l.sessions.toLocaleString('en-US')} sessions: ${redisPerEvent(l)}.`);
   }
+  for (const c of result.levels) {
+    const b = result.baseline.find((x) => x.sessions === c.sessions);
+    if (!b) continue;
+    console.log(
+      `CPU per delivered event by part at ${c.sessions.toLocaleString('en-US')} sessions (µs): ` +
+        `${describeCpuByPart(cpuPerEventByPart(c.cpuPct, c.cpuMsPerEvent), cpuPerEventByPart(b.cpuPct, b.cpuMsPerEvent))}.`,
+    );
+  }
 }
 
 /**
@@ -540,7 +579,7 @@ async function measureScale(
   notBus: { channels: string[]; queueEvents: string } | null = null,
 ): Promise<ClusterLevel> {
   const apiUrls = Array.from({ length: APIS }, (_, i) => cluster.api(i + 1));
-  const key = await newTenant(apiUrls[0]!, cluster.adminKey, `bench-${sessions}`);
+  const key = await newTenant(apiUrls[0]!, cluster.adminKey, `bench-${sessions}-${++tenantsMade}`);
   const ids = await inBatches(sessions, (i) =>
     request<{ id: string }>(apiUrls[i % APIS]!, key, 'POST', '/v1/sessions', {
       model: 'mock:script',
@@ -634,7 +673,7 @@ async function measureScale(
       cpuPct,
       machineCpuPct,
       cpuMsPerEvent:
-        (sum(Object.entries(cpuPct).map(([name, pct]) => (DEPLOYMENT_CPU.test(name) ? pct : 0))) / 100) *
+        (sum(Object.entries(cpuPct).map(([name, pct]) => (inDeployment(name) ? pct : 0))) / 100) *
         (cpuMs / Math.max(1, sum(all.map((t) => t.deltaEvents)))),
       loopDelay,
     };
@@ -1128,7 +1167,8 @@ async function commandStats(stats: Redis): Promise<{ total: number; calls: Map<s
 
 const RELAY_DIR = resolve(__dirname, 'relay');
 /** The processes whose CPU is the deployment's (not the bench's, not the rest of the machine). */
-const DEPLOYMENT_CPU = /^(api-|worker-|redis$|postgres$)/;
+/** Whether a process's CPU counts as the deployment's (its apis, workers, Redis, Postgres). */
+const inDeployment = (name: string) => DEPLOYMENT_PARTS.some((p) => p.process.test(name));
 
 /** bench/relay's processes in Canopy's layout: APIS relay apis and WORKERS relay workers on one Redis. */
 class RelayDeployment {
@@ -1290,6 +1330,9 @@ class LoopDelayProbe {
 }
 
 // HTTP
+
+/** Tenants made so far: each scale measured (a warm-up, a scale given twice) gets one of its own. */
+let tenantsMade = 0;
 
 async function newTenant(apiUrl: string, adminKey: string, name: string): Promise<string> {
   const tenant = await request<{ apiKey: string }>(apiUrl, adminKey, 'POST', '/v1/admin/tenants', { name });

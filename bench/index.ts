@@ -10,7 +10,7 @@
 //           over WebSocket on both apis, delivery rate and latency, Redis commands per delta, lost or reordered
 //           events, against the raw Redis PUBLISH rate and a baseline relay (--cluster-sessions=50,200 or
 //           CANOPY_BENCH_CLUSTER_SESSIONS picks the scales; --cluster-profile adds each process's CPU and
-//           allocation profile)
+//           allocation profile; --cluster-warmup=N the unmeasured pass first, 200 sessions, 0 for none)
 //   publish the worker's publish path alone (coalescer, publisher, Redis event bus) against one PUBLISH per delta,
 //           at 300 and 1,000 streaming sessions: CPU per publish and its ratio, GC pauses, latency
 //   search  full-text search over 100,000 sessions / 1,000,000 messages of one tenant among several (p50 / p99 at
@@ -22,7 +22,13 @@
 
 import { cpus, totalmem } from 'node:os';
 
-import { clusterProfile, clusterScales, printClusterReport, runClusterBench } from './cluster.bench';
+import {
+  clusterProfile,
+  clusterScales,
+  clusterWarmup,
+  printClusterReport,
+  runClusterBench,
+} from './cluster.bench';
 import { runCoreBench } from './core.bench';
 import { printEngineReport, runEngineBench } from './engine.bench';
 import { httpBenchOptions, printHttpReport, runHttpBench } from './http.bench';
@@ -74,6 +80,7 @@ const SECTIONS: Section[] = [
         await runClusterBench(
           clusterScales(process.argv.slice(2), process.env),
           clusterProfile(process.argv.slice(2), process.env),
+          clusterWarmup(process.argv.slice(2), process.env),
         ),
       ),
   },
