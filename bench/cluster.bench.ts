@@ -1,6 +1,6 @@
 // Benchmark of the distributed runtime as deployed: 2 api + 2 worker processes (the built deployables, started with
 // node by @canopy/testing's Cluster) over a fresh database on the machine's Postgres and a key prefix of their own on
-// its Redis. At each scale (100 and 1,000 sessions by default), every session streams one mock:script reply of 200
+// its Redis. At each scale (100, 300 and 1,000 sessions by default), every session streams one mock:script reply of 200
 // deltas at 50 ms per delta, and is subscribed over WebSocket on BOTH apis (a connection per 100 sessions on each api,
 // the default WS_MAX_SUBSCRIPTIONS). Per scale: delta events delivered per second (and the original deltas they carry:
 // the engine merges deltas for EVENT_COALESCE_MS before publishing), latency from the worker's publish (the event's
@@ -196,7 +196,7 @@ export function clusterWarmup(argv: readonly string[], env: NodeJS.ProcessEnv): 
   return sessions;
 }
 
-/** The scales to run: `--cluster-sessions=50,200` or CANOPY_BENCH_CLUSTER_SESSIONS, else 100 and 1,000. */
+/** The scales to run: `--cluster-sessions=50,200` or CANOPY_BENCH_CLUSTER_SESSIONS, else 100, 300 and 1,000. */
 export function clusterScales(argv: readonly string[], env: NodeJS.ProcessEnv): number[] {
   const arg = argv.find((a) => a.startsWith('--cluster-sessions='))?.slice('--cluster-sessions='.length);
   const text = arg ?? env.CANOPY_BENCH_CLUSTER_SESSIONS;
@@ -528,12 +528,13 @@ function printBaselineReport(result: ClusterBenchResult): void {
     if (l.sessions !== TARGET_SESSIONS)
       console.log(`At ${l.sessions.toLocaleString('en-US')} sessions: ${redisPerEvent(l)}.`);
   }
+  const parts = (l: ClusterLevel) => cpuPerEventByPart(l.cpuPct, l.cpuMsPerEvent);
   for (const c of result.levels) {
     const b = result.baseline.find((x) => x.sessions === c.sessions);
     if (!b) continue;
     console.log(
       `CPU per delivered event by part at ${c.sessions.toLocaleString('en-US')} sessions (µs): ` +
-        `${describeCpuByPart(cpuPerEventByPart(c.cpuPct, c.cpuMsPerEvent), cpuPerEventByPart(b.cpuPct, b.cpuMsPerEvent))}.`,
+        `${describeCpuByPart(parts(c), parts(b))}.`,
     );
   }
 }
@@ -1166,8 +1167,7 @@ async function commandStats(stats: Redis): Promise<{ total: number; calls: Map<s
 // The baseline relay
 
 const RELAY_DIR = resolve(__dirname, 'relay');
-/** The processes whose CPU is the deployment's (not the bench's, not the rest of the machine). */
-/** Whether a process's CPU counts as the deployment's (its apis, workers, Redis, Postgres). */
+/** Whether a process's CPU is the deployment's (its apis, workers, Redis, Postgres; not the bench's, not the rest). */
 const inDeployment = (name: string) => DEPLOYMENT_PARTS.some((p) => p.process.test(name));
 
 /** bench/relay's processes in Canopy's layout: APIS relay apis and WORKERS relay workers on one Redis. */

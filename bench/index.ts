@@ -6,7 +6,7 @@
 //   http    the api process as deployed (embedded PGlite, and the machine's Postgres), driven over HTTP by a
 //           load generator process: runs/s, latency, CPU, memory and database work per run at 1/10/100
 //           sessions, as a share of the in-process engine (--http-modes, --http-levels, --http-runtimes)
-//   cluster 2 api + 2 worker processes on the machine's Postgres and Redis: 100 and 1,000 sessions streaming
+//   cluster 2 api + 2 worker processes on the machine's Postgres and Redis: 100, 300 and 1,000 sessions streaming
 //           over WebSocket on both apis, delivery rate and latency, Redis commands per delta, lost or reordered
 //           events, against the raw Redis PUBLISH rate and a baseline relay (--cluster-sessions=50,200 or
 //           CANOPY_BENCH_CLUSTER_SESSIONS picks the scales; --cluster-profile adds each process's CPU and
