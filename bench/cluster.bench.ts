@@ -49,6 +49,7 @@ import {
 } from './cpu-profile';
 import { cpuPerEventByPart, DEPLOYMENT_PARTS, describeCpuByPart } from './cpu-parts';
 import { serviceProcess } from '../scripts/lib/service-process.mjs';
+import { benchOption } from './options';
 import { formatTime, printTable } from './report';
 
 const DEFAULT_SCALES = [100, 300, 1_000] as const;
@@ -185,9 +186,7 @@ export function clusterProfile(argv: readonly string[], env: NodeJS.ProcessEnv):
  * plans made), as the HTTP bench's are.
  */
 export function clusterWarmup(argv: readonly string[], env: NodeJS.ProcessEnv): number {
-  const text =
-    argv.find((a) => a.startsWith('--cluster-warmup='))?.slice('--cluster-warmup='.length) ??
-    env.CANOPY_BENCH_CLUSTER_WARMUP;
+  const text = benchOption(argv, env, 'cluster', 'warmup');
   if (text === undefined || text.trim() === '') return DEFAULT_WARMUP_SESSIONS;
   const sessions = Number(text.trim());
   if (!Number.isInteger(sessions) || sessions < 0 || sessions > 5_000) {
@@ -198,8 +197,7 @@ export function clusterWarmup(argv: readonly string[], env: NodeJS.ProcessEnv): 
 
 /** The scales to run: `--cluster-sessions=50,200` or CANOPY_BENCH_CLUSTER_SESSIONS, else 100, 300 and 1,000. */
 export function clusterScales(argv: readonly string[], env: NodeJS.ProcessEnv): number[] {
-  const arg = argv.find((a) => a.startsWith('--cluster-sessions='))?.slice('--cluster-sessions='.length);
-  const text = arg ?? env.CANOPY_BENCH_CLUSTER_SESSIONS;
+  const text = benchOption(argv, env, 'cluster', 'sessions');
   if (text === undefined || text.trim() === '') return [...DEFAULT_SCALES];
   const scales = text.split(',').map((s) => Number(s.trim()));
   if (scales.some((n) => !Number.isInteger(n) || n < 1 || n > 5_000)) {

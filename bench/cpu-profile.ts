@@ -99,7 +99,7 @@ export function summariseProfile(
   ...[skipMs = 0, top = 20, layers = []]: SummaryOptions
 ): ProfileSummary {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const layerOf = layerFinder(profile.nodes, layers);
+  const layerOf = layerFinder(byId, layers);
   const layerHits = new Map<string, { all: number; writes: number }>();
   const hits = new Map<number, number>();
   let elapsedUs = 0;
@@ -150,10 +150,9 @@ export function summariseProfile(
 const OTHER_LAYER = 'other (GC, runtime)';
 
 /** The layer of each profile node (by its id): the first layer with a frame on the node's stack, memoised. */
-function layerFinder(nodes: ProfileNode[], layers: Layer[]): (id: number) => string {
+function layerFinder(byId: ReadonlyMap<number, ProfileNode>, layers: Layer[]): (id: number) => string {
   const parent = new Map<number, number>();
-  for (const n of nodes) for (const child of n.children ?? []) parent.set(child, n.id);
-  const byId = new Map(nodes.map((n) => [n.id, n]));
+  for (const n of byId.values()) for (const child of n.children ?? []) parent.set(child, n.id);
   const found = new Map<number, string>();
   return (id) => {
     const known = found.get(id);

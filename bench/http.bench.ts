@@ -35,6 +35,7 @@ import {
 import { serviceProcess } from '../scripts/lib/service-process.mjs';
 import { summariseCpuProfile, type Layer, type ProfileSummary } from './cpu-profile';
 import { measureEngineAt } from './engine.bench';
+import { benchOption } from './options';
 import { formatTime, printTable } from './report';
 
 /** The issue's target: rows fetched (pg_stat_database.tup_fetched) per run. */
@@ -168,10 +169,7 @@ export interface HttpBenchResult {
 }
 
 export function httpBenchOptions(argv: readonly string[], env: NodeJS.ProcessEnv): HttpBenchOptions {
-  const opt = (name: string): string | undefined => {
-    const arg = argv.find((a) => a.startsWith(`--http-${name}=`));
-    return arg?.slice(`--http-${name}=`.length) ?? env[`CANOPY_BENCH_HTTP_${name.toUpperCase()}`];
-  };
+  const opt = (name: string) => benchOption(argv, env, 'http', name);
   const list = <T extends string>(name: string, allowed: readonly T[], all: readonly T[]): T[] => {
     const text = opt(name);
     if (!text) return [...all];
