@@ -470,5 +470,16 @@ describe.each(runtimes)('on %s', (_, start) => {
     expect(restOf.body).toMatchObject({ deleted: 1, more: false });
     expect((await own.get('/v1/sessions/count')).body.count).toBe(1);
     expect((await own.post('/v1/sessions/delete', { ids: [busy], filter: {} })).status).toBe(400);
+    // A filter that narrows nothing would delete every session: it needs all: true, which says so.
+    for (const body of [{ filter: {} }, { filter: { metadata: {} } }, {}, { ids: [busy], all: true }]) {
+      const refused = await own.post('/v1/sessions/delete', body);
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.code).toBe('bad_request');
+    }
+    expect((await own.post('/v1/sessions/cancel', { filter: {} })).status).toBe(400);
+    expect((await own.get('/v1/sessions/count')).body.count).toBe(1);
+    const everything = await own.post('/v1/sessions/delete', { filter: {}, all: true });
+    expect(everything.body).toEqual({ deleted: 1, ids: [busy], more: false });
+    expect((await own.get('/v1/sessions/count')).body.count).toBe(0);
   });
 });

@@ -169,8 +169,12 @@ describe('GET /v1/usage', () => {
 
     const all = (await admin.get('/v1/usage?groupBy=user')).body.data;
     expect(all.filter((r: { tenantId: string }) => r.tenantId === tenant.tenantId)).toHaveLength(2);
+    // Filtered to one tenant, or asked by the tenant itself: every row still names its tenant.
     const one = (await admin.get(`/v1/usage?tenantId=${tenant.tenantId}`)).body.data;
-    expect(one).toEqual([expect.objectContaining({ runs: 3 })]);
+    expect(one).toEqual([expect.objectContaining({ runs: 3, tenantId: tenant.tenantId })]);
+    expect((await tenant.api.get('/v1/usage')).body.data).toEqual([
+      expect.objectContaining({ runs: 3, tenantId: tenant.tenantId }),
+    ]);
     const other = await newTenant(t, 'usage other');
     expect((await other.api.get('/v1/usage')).body.data).toEqual([]);
     expectError(await other.api.get(`/v1/usage?tenantId=${tenant.tenantId}`), 400, 'bad_request');

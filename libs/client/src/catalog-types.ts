@@ -69,7 +69,14 @@ export interface ImportManyResult {
 }
 
 /** Which sessions a bulk call acts on: these ids, or those matching a filter (and words `q`). */
-export type BulkTarget = { ids: string[] } | { filter: SessionFilter & { q?: string }; limit?: number };
+/**
+ * Sessions a bulk call acts on: ids, or a filter. A filter that narrows nothing (`{}`) is refused unless `all: true`
+ * says every session is meant.
+ */
+export type BulkTarget =
+  | { ids: string[] }
+  | { filter: SessionFilter & { q?: string }; limit?: number; all?: true }
+  | { all: true; limit?: number };
 
 export interface BulkDeleteResult {
   deleted: number;

@@ -145,8 +145,12 @@ export class Catalog {
 function bulkBody(target: BulkTarget): unknown {
   if ('ids' in target) return { ids: target.ids };
   const iso = (d: string | Date | undefined) => (d instanceof Date ? d.toISOString() : d);
+  const all = target.all ? { all: true } : {};
+  if (!('filter' in target))
+    return { ...all, ...(target.limit !== undefined ? { limit: target.limit } : {}) };
   const f = target.filter;
   return {
+    ...all,
     filter: {
       ...f,
       ...(f.createdAfter ? { createdAfter: iso(f.createdAfter) } : {}),

@@ -128,8 +128,8 @@ export interface UsageReport {
   groupBy: 'day' | 'user' | 'model' | 'session';
   data: Array<{
     key: string | null;
-    /** In the admin's view of every tenant. */
-    tenantId?: string;
+    /** The tenant the row counts (every row names it, whoever asks). */
+    tenantId: string;
     runs: number;
     inputTokens: number;
     outputTokens: number;

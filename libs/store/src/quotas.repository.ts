@@ -28,7 +28,7 @@ export interface QuotaStatus extends Quota {
 
 export interface UsageRow {
   key: string | null;
-  tenantId?: string;
+  tenantId: string;
   runs: number;
   inputTokens: number;
   outputTokens: number;
@@ -193,7 +193,7 @@ export class QuotasRepository {
 
   /**
    * Usage over the UTC days from `from` to `to` (both included) grouped by day, user, model (the session's) or
-   * session: one tenant's, or (the admin, tenantId null) every tenant's, each row then naming its tenant.
+   * session: one tenant's, or (the admin, tenantId null) every tenant's; each row names its tenant.
    */
   async usage(
     tenantId: string | null,
@@ -222,7 +222,7 @@ export class QuotasRepository {
         ));
     return rows.map((r) => ({
       key: r.key,
-      ...(tenantId ? {} : { tenantId: r.tenant_id }),
+      tenantId: r.tenant_id,
       runs: r.runs,
       inputTokens: Number(r.input_tokens),
       outputTokens: Number(r.output_tokens),

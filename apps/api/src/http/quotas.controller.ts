@@ -64,7 +64,7 @@ export class QuotasController {
   @Access('operator')
   @ApiOperation({
     summary:
-      'Usage of the runs started in [from, to) (default the last 30 days, at most 400), grouped by day (UTC), user, model or session: {from, to, groupBy, data: [{key, runs, inputTokens, outputTokens, totalTokens, totalCost}]}; the admin sees every tenant (each row with its tenantId) or one (tenantId)',
+      'Usage of the runs started in [from, to) (default the last 30 days, at most 400), grouped by day (UTC), user, model or session: {from, to, groupBy, data: [{key, tenantId, runs, inputTokens, outputTokens, totalTokens, totalCost}]}; the admin sees every tenant or one (tenantId), a tenant key its own; every row names its tenant',
   })
   async usage(@CurrentPrincipal() principal: Principal, @Query() query: UsageQueryDto) {
     const to = query.to ? new Date(query.to) : new Date();

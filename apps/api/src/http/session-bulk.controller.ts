@@ -23,7 +23,7 @@ export class SessionBulkController {
   @HttpCode(200)
   @ApiOperation({
     summary:
-      'Delete sessions by ids or by filter (at most 500 a call; a busy one has its run stopped first): {deleted, ids, more}',
+      'Delete sessions by ids or by filter (at most 500 a call; a busy one has its run stopped first): {deleted, ids, more}. A filter that narrows nothing needs all: true (every session)',
   })
   delete(@CurrentScope() scope: Scope, @Body() body: BulkTargetDto) {
     return this.catalog.deleteMany(scope, target(body));
@@ -33,7 +33,7 @@ export class SessionBulkController {
   @HttpCode(200)
   @ApiOperation({
     summary:
-      'Cancel the runs in flight of sessions by ids or by filter (at most 500 a call): {cancelled, runIds, more}',
+      'Cancel the runs in flight of sessions by ids or by filter (at most 500 a call): {cancelled, runIds, more}. A filter that narrows nothing needs all: true (every session)',
   })
   async cancel(@CurrentScope() scope: Scope, @Body() body: BulkTargetDto) {
     const done = await this.catalog.cancelMany(scope, target(body));

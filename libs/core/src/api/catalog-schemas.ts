@@ -70,16 +70,30 @@ export const sessionFilterSchema = z
 /** Sessions one bulk call acts on at most. */
 export const BULK_MAX = 500;
 
+/** Whether a filter narrows anything (an absent filter, `{}` or `{metadata: {}}` matches every session). */
+function narrows(filter: Record<string, unknown> | undefined): boolean {
+  return Object.values(filter ?? {}).some(
+    (v) => v !== undefined && !(typeof v === 'object' && v !== null && Object.keys(v).length === 0),
+  );
+}
+
 export const bulkTargetSchema = z
   .object({
     ids: z.array(sessionIdSchema).min(1).max(BULK_MAX).optional(),
     filter: sessionFilterSchema.optional(),
+    /** Every session in reach (the tenant's, a user token's own): required when the filter narrows nothing. */
+    all: z.literal(true).optional(),
     /** With a filter: act on at most this many (default and cap 500); `more` says whether others matched. */
     limit: z.number().int().min(1).max(BULK_MAX).optional(),
   })
   .strict()
-  .refine((b) => (b.ids === undefined) !== (b.filter === undefined), {
-    message: 'give either ids or filter',
+  .refine((b) => b.ids === undefined || (b.filter === undefined && b.all === undefined), {
+    message: 'give either ids or a filter (or all: true)',
+    path: ['ids'],
+  })
+  .refine((b) => b.ids !== undefined || b.all === true || narrows(b.filter), {
+    message: 'a filter that narrows nothing matches every session: send all: true to mean every session',
+    path: ['all'],
   });
 
 export const forkSchema = z
