@@ -3,8 +3,6 @@
 // does not: the run fails with target_refused and the provider is never called. Restarted with ALLOW_PRIVATE_TARGETS
 // naming the address, the worker calls it.
 
-/* eslint-disable @typescript-eslint/no-unsafe-call -- JSON bodies read loosely */
-
 import { Cluster, FakeLlmServer } from '@canopy/testing';
 import { Api, newTenant } from './support/api-client';
 import { TEST_ENCRYPTION_KEY } from './support/test-app';
@@ -19,7 +17,7 @@ beforeAll(async () => {
     apis: 1,
     workers: 1,
     env: { CANOPY_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY },
-    processEnv: (name) =>
+    processEnv: (name): Record<string, string> =>
       name.startsWith('api-') || workerAllows ? { ALLOW_PRIVATE_TARGETS: '127.0.0.1' } : {},
   }).start();
 }, 90_000);
