@@ -17,7 +17,8 @@ const SECRET = 'sk-tenant-own-key-0123456789';
 
 beforeAll(async () => {
   fake = await FakeLlmServer.start();
-  t = await startTestApp();
+  // The fake listens on loopback, where tenant URLs may lead only when the operator allows it.
+  t = await startTestApp({ env: { ALLOW_PRIVATE_TARGETS: '127.0.0.1' } });
 });
 
 afterAll(async () => {

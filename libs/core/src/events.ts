@@ -85,8 +85,8 @@ export interface SessionEventMap {
   retry: { runId: string; attempt: number; delayMs: number; error: string };
   cancelled: { runId: string; partial: Message[]; usage: Usage };
   /**
-   * `code`: a model error code (rate_limited, provider_error, ...), hook_halted (a pre-hook halted the run),
-   * hook_failed (a sequential pre-hook threw), injection_overflow (hook injections over their budget),
+   * `code`: a model error code (rate_limited, provider_error, target_refused, ...), hook_halted (a pre-hook halted
+   * the run), hook_failed (a sequential pre-hook threw), injection_overflow (hook injections over their budget),
    * interrupted, internal.
    */
   error: { runId: string | null; code: string; message: string };

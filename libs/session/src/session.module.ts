@@ -157,7 +157,11 @@ export class SessionModule {
           useFactory: (c: CanopyConfig, repo: WebhooksRepository, queue: TurnQueue) =>
             new WebhookDispatcher(
               repo,
-              { ...c.webhooks, autoStart: queue.runsInline || role === 'worker' },
+              {
+                ...c.webhooks,
+                targets: c.targets.webhooks,
+                autoStart: queue.runsInline || role === 'worker',
+              },
               engineLogger(),
             ),
         },

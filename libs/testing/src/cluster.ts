@@ -31,6 +31,8 @@ export interface ClusterOptions {
   workers?: number;
   /** Environment of every process, over the defaults (a deployment's settings: limits, pools, log level ...). */
   env?: Record<string, string>;
+  /** Environment of one process (`api-1`, `worker-2`, ...) over `env`, asked at each of its starts. */
+  processEnv?: (name: string) => Record<string, string>;
   redisUrl?: string;
   /** Starts the Redis key prefix (a random suffix follows); default `ctest`. */
   prefixBase?: string;
@@ -200,6 +202,7 @@ export class Cluster {
         RUN_LOCK_DURATION_MS: '2000',
         SHUTDOWN_GRACE_MS: '2000',
         ...this.options.env,
+        ...this.options.processEnv?.(name),
         ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],

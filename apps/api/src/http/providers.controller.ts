@@ -1,10 +1,12 @@
 // A tenant's own provider keys (bring your own key; a tenant API key): PUT stores one (AES-256-GCM at rest), GET
 // shows what is configured (base URL, models, the key's last four characters: never the key), DELETE removes it.
 // The tenant's runs on that provider then use its key before the deployment's; GET /v1/models lists its models.
+// A base URL that is or resolves to a loopback, private, link-local or reserved address is refused (400 on
+// `baseUrl`) unless the operator allows it (ALLOW_PRIVATE_TARGETS); every call to it is checked again.
 
-import { Body, Controller, Delete, Get, HttpCode, Param, Put } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CanopyException } from '@canopy/common';
+import { assertTargetAllowed, CANOPY_CONFIG, CanopyException, type CanopyConfig } from '@canopy/common';
 import { PROVIDERS, type ProviderName, type Scope } from '@canopy/core';
 import { Access, CurrentScope } from '@canopy/auth';
 import { ProviderKeysRepository } from '@canopy/store';
@@ -15,7 +17,10 @@ import { PutProviderDto } from './dto';
 @Access('tenant')
 @Controller('v1/providers')
 export class ProvidersController {
-  constructor(private readonly keys: ProviderKeysRepository) {}
+  constructor(
+    @Inject(CANOPY_CONFIG) private readonly config: CanopyConfig,
+    private readonly keys: ProviderKeysRepository,
+  ) {}
 
   @Get()
   @ApiOperation({ summary: 'The providers the tenant brought its own key for (never the keys)' })
@@ -26,7 +31,7 @@ export class ProvidersController {
   @Put(':provider')
   @ApiOperation({
     summary:
-      'Store the tenant’s own key for a provider (anthropic, openai, openai-compatible): {apiKey, baseUrl? (required for openai-compatible), models?}. Encrypted at rest, never returned; the tenant’s runs use it before the deployment’s. 503 when the deployment has no CANOPY_ENCRYPTION_KEY',
+      'Store the tenant’s own key for a provider (anthropic, openai, openai-compatible): {apiKey, baseUrl? (required for openai-compatible), models?}. Encrypted at rest, never returned; the tenant’s runs use it before the deployment’s. 400 on a baseUrl that is or resolves to a loopback, private, link-local or reserved address the operator does not allow (ALLOW_PRIVATE_TARGETS); 503 when the deployment has no CANOPY_ENCRYPTION_KEY',
   })
   async put(@CurrentScope() scope: Scope, @Param('provider') provider: string, @Body() body: PutProviderDto) {
     const name = providerOf(provider);
@@ -34,6 +39,8 @@ export class ProvidersController {
       throw CanopyException.badRequest('an openai-compatible provider needs its baseUrl', {
         field: 'baseUrl',
       });
+    if (body.baseUrl)
+      await assertTargetAllowed(body.baseUrl, this.config.targets.tenantUrls, 'baseUrl', 'provider baseUrl');
     return this.keys.put(scope, name, {
       apiKey: body.apiKey,
       baseUrl: body.baseUrl ?? null,

@@ -1,9 +1,11 @@
 // The commands on a session as the API answers them, over HTTP (CommandsController) and WebSocket (LiveGateway)
 // alike: prompt, branch and resume answer 202 {runId} at once (`staged` when a prompt was steered onto the busy
 // run, `queued` when it waits in the session's queue), or with `wait: true` 200 and the run's TurnResult (or the snake_case JsonResult for `format: "json"`) once
-// it completes, pauses, fails or is cancelled; navigate and cancel answer 200 with what they did.
+// it completes, pauses, fails or is cancelled; navigate and cancel answer 200 with what they did. Attachment URLs
+// in the content are checked by the SSRF guard first (400 on the block's `url`; downloads check again).
 
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { assertTargetAllowed, CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
 import type { MessageContent, NodeId, Scope } from '@canopy/core';
 import { SessionService, type CommandResult, type PromptInput, type ResumeInput } from '@canopy/session';
 
@@ -31,13 +33,18 @@ export interface CommandAnswer {
 
 @Injectable()
 export class SessionCommands {
-  constructor(private readonly sessions: SessionService) {}
+  constructor(
+    @Inject(CANOPY_CONFIG) private readonly config: CanopyConfig,
+    private readonly sessions: SessionService,
+  ) {}
 
   async prompt(scope: Scope, id: string, input: PromptInput & WaitOptions): Promise<CommandAnswer> {
+    await this.checkAttachmentUrls(input.content, 'content');
     return this.answer(scope, id, input, await this.sessions.prompt(scope, id, input));
   }
 
   async branch(scope: Scope, id: string, input: BranchCommand): Promise<CommandAnswer> {
+    await this.checkAttachmentUrls(input.content, 'content');
     const result = await this.sessions.branch(scope, id, {
       nodeId: input.nodeId,
       ...(input.content !== undefined ? { content: input.content } : {}),
@@ -47,6 +54,8 @@ export class SessionCommands {
   }
 
   async resume(scope: Scope, id: string, input: ResumeCommand): Promise<CommandAnswer> {
+    if (input.decision.type === 'result')
+      await this.checkAttachmentUrls(input.decision.content, 'decision.content');
     const result = await this.sessions.resume(scope, id, {
       ...(input.toolUseId !== undefined ? { toolUseId: input.toolUseId } : {}),
       decision: input.decision,
@@ -65,6 +74,20 @@ export class SessionCommands {
 
   cancelQueued(scope: Scope, id: string, queueId: string): Promise<void> {
     return this.sessions.cancelQueued(scope, id, queueId);
+  }
+
+  /** 400 on the first attachment URL (`<field>.<index>.url`) that leads where tenant URLs may not. */
+  private async checkAttachmentUrls(content: MessageContent | undefined, field: string): Promise<void> {
+    if (content === undefined || typeof content === 'string') return;
+    for (const [index, block] of content.entries()) {
+      if (block.type !== 'attachment' || block.url === undefined) continue;
+      await assertTargetAllowed(
+        block.url,
+        this.config.targets.tenantUrls,
+        `${field}.${index}.url`,
+        'attachment URL',
+      );
+    }
   }
 
   private async answer(

@@ -1,14 +1,14 @@
 // A tenant's webhook endpoints (a tenant API key): create (the signing secret is shown once), list, read, update,
-// delete, and each endpoint's deliveries with their attempts, one of which may be sent again. URLs that resolve to
-// loopback, private, link-local or metadata addresses are refused unless WEBHOOK_ALLOW_PRIVATE.
+// delete, and each endpoint's deliveries with their attempts, one of which may be sent again. URLs that are or
+// resolve to loopback, private, link-local or reserved addresses are refused (400 on `url`) unless the operator
+// allows them (ALLOW_PRIVATE_TARGETS, WEBHOOK_ALLOW_PRIVATE); every send checks again.
 
 import { randomBytes } from 'node:crypto';
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CANOPY_CONFIG, CanopyException, type CanopyConfig } from '@canopy/common';
+import { assertTargetAllowed, CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
 import type { Scope } from '@canopy/core';
 import { Access, CurrentScope } from '@canopy/auth';
-import { refusalOf } from '@canopy/session';
 import { WebhooksRepository } from '@canopy/store';
 import { CreateWebhookDto, ListDeliveriesQueryDto, UpdateWebhookDto } from './dto';
 
@@ -107,15 +107,7 @@ export class WebhooksController {
     return this.webhooks.retry(scope, webhookId, deliveryId);
   }
 
-  private async checkUrl(url: string): Promise<void> {
-    const refusal = await refusalOf(url, this.config.webhooks.allowPrivate);
-    if (refusal) {
-      throw CanopyException.badRequest(
-        `webhook URL refused: ${refusal} (set WEBHOOK_ALLOW_PRIVATE=true to allow)`,
-        {
-          field: 'url',
-        },
-      );
-    }
+  private checkUrl(url: string): Promise<void> {
+    return assertTargetAllowed(url, this.config.targets.webhooks, 'url', 'webhook URL');
   }
 }

@@ -1,6 +1,8 @@
 // Real model providers through the AI SDK: anthropic: (Messages API), openai: (Responses API) and
 // openai-compatible: (Chat Completions at a configured base URL). One attempt per call (maxRetries 0, the caller
 // retries); tools are declared without `execute`, so tool calls come back to the caller as tool_use blocks.
+// URLs a tenant gave pass the SSRF guard on every connection: its own provider key's base URL, and the attachment
+// URLs Canopy downloads. The deployment's own provider URLs (ANTHROPIC_BASE_URL, ...) are the operator's.
 
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
@@ -14,7 +16,8 @@ import {
   type LanguageModelUsage,
   type ToolSet,
 } from 'ai';
-import type { CanopyConfig } from '@canopy/common';
+import { guardedFetch, TargetPolicy, type CanopyConfig } from '@canopy/common';
+import { guardedDownload } from './guarded-download';
 import { toCanopyUsage, toFinishReason, toModelPrompt, type ThinkingReplay } from './message-mapping';
 import {
   ModelError,
@@ -45,8 +48,17 @@ type ProvidersConfig = CanopyConfig['providers'];
 
 export class AiSdkGateway implements ModelGateway {
   private readonly factories = new Map<AiSdkProvider, (modelId: string) => LanguageModel>();
+  /** fetches for URLs a tenant gave: every connection checked against the tenant URL policy. */
+  private readonly providerFetch: typeof globalThis.fetch;
+  private readonly attachmentFetch: typeof globalThis.fetch;
 
-  constructor(private readonly providers: ProvidersConfig) {}
+  constructor(
+    private readonly providers: ProvidersConfig,
+    tenantTargets: TargetPolicy = TargetPolicy.publicOnly,
+  ) {
+    this.providerFetch = guardedFetch(tenantTargets, 'model provider URL');
+    this.attachmentFetch = guardedFetch(tenantTargets, 'attachment URL');
+  }
 
   check(model: string, context?: ModelCheckContext): string | null {
     const id = this.resolve(model, context?.tenantProviders);
@@ -74,6 +86,7 @@ export class AiSdkGateway implements ModelGateway {
         tools: toToolSet(request.tools),
         maxRetries: 0,
         abortSignal: request.signal,
+        experimental_download: guardedDownload(this.attachmentFetch, request.signal),
         temperature: numberOpt(opts.temperature),
         maxOutputTokens: numberOpt(opts.maxTokens),
         topP: numberOpt(opts.topP),
@@ -144,28 +157,35 @@ export class AiSdkGateway implements ModelGateway {
     return factory(name);
   }
 
-  /** A provider's factory: the deployment's key, or a tenant's own (own.baseUrl over the deployment's). */
+  /**
+   * A provider's factory: the deployment's key, or a tenant's own (own.baseUrl over the deployment's, and then
+   * called through the guarded fetch).
+   */
   private createFactory(
     provider: AiSdkProvider,
     own?: { apiKey: string; baseUrl: string | null },
   ): (modelId: string) => LanguageModel {
     const p = this.providers;
+    const fetch = own?.baseUrl ? { fetch: this.providerFetch } : {};
     switch (provider) {
       case 'anthropic':
         return createAnthropic({
           apiKey: own?.apiKey ?? p.anthropic.apiKey ?? undefined,
           baseURL: own?.baseUrl ?? p.anthropic.baseUrl ?? DEFAULT_BASE_URLS.anthropic,
+          ...fetch,
         });
       case 'openai':
         return createOpenAI({
           apiKey: own?.apiKey ?? p.openai.apiKey ?? undefined,
           baseURL: own?.baseUrl ?? p.openai.baseUrl ?? DEFAULT_BASE_URLS.openai,
+          ...fetch,
         });
       case 'openai-compatible':
         return createOpenAICompatible({
           name: 'openai-compatible',
           baseURL: own?.baseUrl ?? p.openaiCompatible.baseUrl ?? '',
           apiKey: own?.apiKey ?? p.openaiCompatible.apiKey ?? undefined,
+          ...fetch,
           // Ask for usage in the stream (stream_options.include_usage), which OpenAI-style servers omit otherwise.
           includeUsage: true,
         });

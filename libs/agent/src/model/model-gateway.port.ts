@@ -53,8 +53,15 @@ export type ModelStreamPart =
   /** Always last on success: the complete assistant message and the call's usage. */
   | { type: 'finish'; message: Message; usage: Usage; finishReason: FinishReason };
 
+/** `target_refused`: the SSRF guard refused a URL a tenant gave (its provider base URL, an attachment URL). */
 export type ModelErrorCode =
-  'rate_limited' | 'provider_error' | 'model_not_found' | 'bad_model_request' | 'not_configured' | 'aborted';
+  | 'rate_limited'
+  | 'provider_error'
+  | 'model_not_found'
+  | 'bad_model_request'
+  | 'not_configured'
+  | 'target_refused'
+  | 'aborted';
 
 export class ModelError extends Error {
   constructor(

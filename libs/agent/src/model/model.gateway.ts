@@ -14,14 +14,17 @@ import {
 } from './model-gateway.port';
 import { isModelProblem, parseModelId } from './model-id';
 
+type GatewayConfig = Pick<CanopyConfig, 'providers'> & Partial<Pick<CanopyConfig, 'targets'>>;
+
 export class ModelRouter implements ModelGateway {
   constructor(
     private readonly mock: ModelGateway,
     private readonly aiSdk: ModelGateway,
   ) {}
 
-  static fromConfig(config: Pick<CanopyConfig, 'providers'>): ModelRouter {
-    return new ModelRouter(new MockGateway(), new AiSdkGateway(config.providers));
+  /** `targets`: where URLs given by tenants may lead (public addresses only when absent). */
+  static fromConfig(config: GatewayConfig): ModelRouter {
+    return new ModelRouter(new MockGateway(), new AiSdkGateway(config.providers, config.targets?.tenantUrls));
   }
 
   check(model: string, context?: ModelCheckContext): string | null {
@@ -44,6 +47,6 @@ export class ModelRouter implements ModelGateway {
 }
 
 /** The gateway for a configuration, without Nest (the worker, scripts and tests build it directly). */
-export function createModelGateway(config: Pick<CanopyConfig, 'providers'>): ModelGateway {
+export function createModelGateway(config: GatewayConfig): ModelGateway {
   return ModelRouter.fromConfig(config);
 }

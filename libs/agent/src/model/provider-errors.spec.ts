@@ -1,4 +1,5 @@
 import { APICallError, InvalidPromptError, RetryError } from 'ai';
+import { TargetRefusedError } from '@canopy/common';
 import { retryAfterMs, toModelError } from './provider-errors';
 
 function apiError(statusCode: number | undefined, headers?: Record<string, string>, isRetryable = false) {
@@ -44,6 +45,25 @@ describe('toModelError', () => {
       cause: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }),
     });
     expect(toModelError(cut, false)).toMatchObject({ code: 'provider_error', retryable: true });
+  });
+
+  it('makes a connection the SSRF guard refused target_refused, never retryable, with the refusal as message', () => {
+    const refused = new TargetRefusedError('127.0.0.1 is a loopback address', 'model provider URL');
+    // As the AI SDK wraps a failed fetch: "Cannot connect to API", retryable, the refusal as its cause.
+    const wrapped = new APICallError({
+      message: 'Cannot connect to API: model provider URL refused: 127.0.0.1 is a loopback address',
+      url: 'http://127.0.0.1:1/v1/chat/completions',
+      requestBodyValues: {},
+      cause: refused,
+      isRetryable: true,
+    });
+    for (const error of [refused, wrapped]) {
+      expect(toModelError(error, false)).toMatchObject({
+        code: 'target_refused',
+        retryable: false,
+        message: 'model provider URL refused: 127.0.0.1 is a loopback address',
+      });
+    }
   });
 
   it('is never retryable once parts were streamed', () => {

@@ -1,5 +1,6 @@
 // What a failed provider call means to Canopy: AI SDK and network errors become ModelErrors with a code and
-// the retryable rule (429, 5xx and connection failures are retryable; other 4xx and bad prompts are not).
+// the retryable rule (429, 5xx and connection failures are retryable; other 4xx and bad prompts are not). A
+// connection the SSRF guard refused is `target_refused`, never retried.
 
 import {
   APICallError,
@@ -14,6 +15,7 @@ import {
   RetryError,
   UnsupportedFunctionalityError,
 } from 'ai';
+import { targetRefusalIn } from '@canopy/common';
 import { ModelError } from './model-gateway.port';
 
 /** Maps any error of a provider call; `streamed` tells whether parts had been yielded before it. */
@@ -22,6 +24,9 @@ export function toModelError(error: unknown, streamed: boolean, signal?: AbortSi
   if (signal?.aborted || isAbortError(error)) return abortedError(streamed, error);
   const cause = error;
   if (RetryError.isInstance(error)) error = error.lastError;
+  const refused = targetRefusalIn(error);
+  if (refused)
+    return new ModelError('target_refused', refused.message, { retryable: false, streamed }, { cause });
   const fail = (
     code: ModelError['code'],
     message: string,

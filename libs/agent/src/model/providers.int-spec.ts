@@ -2,6 +2,9 @@
 // Completions) talks to a local server speaking its streaming wire format, so request mapping, SSE parsing,
 // stream part mapping and error classification run exactly as against the real provider.
 
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { TargetPolicy } from '@canopy/common';
 import { assistantMessage, toolResultMessage, userMessage, type Message } from '@canopy/core';
 import { FakeLlmServer, type FakeApi } from '@canopy/testing';
 import { ModelError, type ModelGateway, type ModelRequest, type ModelStreamPart } from './model-gateway.port';
@@ -334,4 +337,95 @@ describe.each(PROVIDERS)('$model', ({ model, api }) => {
     expect(parts).toEqual([]);
     expect(error).toMatchObject({ code: 'provider_error', retryable: true, details: { streamed: false } });
   });
+});
+
+describe('URLs a tenant gave, through the SSRF guard', () => {
+  let files: Server;
+  let fileUrl: string;
+  let hits = 0;
+  const IMAGE = Buffer.from('not really a png');
+
+  beforeAll(async () => {
+    files = createServer((_req, res) => {
+      hits++;
+      res.writeHead(200, { 'content-type': 'image/png' }).end(IMAGE);
+    });
+    await new Promise<void>((resolve) => files.listen(0, '127.0.0.1', resolve));
+    fileUrl = `http://127.0.0.1:${(files.address() as AddressInfo).port}/cat.png`;
+  });
+
+  afterAll(async () => {
+    await new Promise<void>((resolve) => files.close(() => resolve()));
+  });
+
+  beforeEach(() => {
+    hits = 0;
+  });
+
+  const REFUSED = 'refused: 127.0.0.1 is a loopback, private, link-local or reserved address';
+  const withAttachment = () =>
+    request('openai-compatible:llama3:8b', {
+      tools: [],
+      messages: [
+        userMessage([
+          { type: 'text', text: 'What is this?' },
+          { type: 'attachment', mediaType: 'image/png', url: fileUrl },
+        ]),
+      ],
+    });
+  const gatewayFor = (targets?: TargetPolicy) => {
+    const configured = { apiKey: 'test-key', baseUrl: fake.baseUrl };
+    return createModelGateway({
+      providers: { anthropic: configured, openai: configured, openaiCompatible: configured },
+      ...(targets ? { targets: { tenantUrls: targets, webhooks: targets } } : {}),
+    });
+  };
+
+  it('refuses to download an attachment URL on a private address (target_refused, nothing fetched or sent)', async () => {
+    const { parts, error } = await run(withAttachment(), gatewayFor());
+    expect(parts).toEqual([]);
+    expect(error).toMatchObject({
+      code: 'target_refused',
+      retryable: false,
+      message: `attachment URL ${REFUSED}`,
+    });
+    expect(hits).toBe(0);
+    expect(fake.requests).toEqual([]);
+  });
+
+  it('downloads it where the operator allows, and sends it inline', async () => {
+    fake.enqueue({ text: ['A cat.'] });
+    const { error } = await run(withAttachment(), gatewayFor(TargetPolicy.allowing(['127.0.0.1'])));
+    expect(error).toBeUndefined();
+    expect(hits).toBe(1);
+    expect(JSON.stringify(fake.lastRequest().body)).toContain(IMAGE.toString('base64'));
+  });
+
+  it.each(PROVIDERS)(
+    '$model: a tenant’s own base URL on a private address is refused at connect',
+    async ({ model }) => {
+      const own = { apiKey: 'tenant-key', baseUrl: fake.baseUrl };
+      const { parts, error } = await run(request(model, { credentials: own }), gatewayFor());
+      expect(parts).toEqual([]);
+      expect(error).toMatchObject({
+        code: 'target_refused',
+        retryable: false,
+        message: `model provider URL ${REFUSED}`,
+      });
+      expect(fake.requests).toEqual([]);
+      // The deployment's own base URL (the same server) is the operator's: not guarded.
+      fake.enqueue({ text: ['operator'] });
+      expect((await run(request(model), gatewayFor())).error).toBeUndefined();
+      // Allowed by the operator: the tenant's key goes through.
+      fake.enqueue({ text: ['tenant'] });
+      const allowed = await run(
+        request(model, { credentials: own }),
+        gatewayFor(TargetPolicy.allowing(['127.0.0.1'])),
+      );
+      expect(allowed.error).toBeUndefined();
+      expect(
+        fake.lastRequest().headers[model.startsWith('anthropic') ? 'x-api-key' : 'authorization'],
+      ).toContain('tenant-key');
+    },
+  );
 });

@@ -1,3 +1,4 @@
+import { TargetPolicy } from '../net/target-policy';
 import { ConfigError, defaultPoolMax, loadConfig } from './config.schema';
 
 describe('loadConfig', () => {
@@ -136,5 +137,35 @@ describe('loadConfig', () => {
     expect(set.demoTools).toBe(false);
     expect(loadConfig({ REDIS_URL: 'redis://cache', CANOPY_DEMO_TOOLS: 'true' }).demoTools).toBe(true);
     expect(loadConfig({ CANOPY_DEMO_TOOLS: 'off' }).demoTools).toBe(false);
+  });
+
+  it('builds where tenant URLs may lead from ALLOW_PRIVATE_TARGETS; WEBHOOK_ALLOW_PRIVATE means * for webhooks', () => {
+    const defaults = loadConfig({});
+    expect(defaults.targets.tenantUrls).toBe(TargetPolicy.publicOnly);
+    expect(defaults.targets.webhooks).toBe(TargetPolicy.publicOnly);
+    const listed = loadConfig({ ALLOW_PRIVATE_TARGETS: 'llm.internal, 10.0.0.0/8,127.0.0.1' });
+    expect(listed.targets.tenantUrls.allowsHost('llm.internal')).toBe(true);
+    expect(listed.targets.tenantUrls.allowsAddress('10.2.3.4')).toBe(true);
+    expect(listed.targets.tenantUrls.allowsAddress('192.168.0.1')).toBe(false);
+    expect(listed.targets.webhooks).toBe(listed.targets.tenantUrls);
+    const webhooks = loadConfig({ ALLOW_PRIVATE_TARGETS: '10.0.0.0/8', WEBHOOK_ALLOW_PRIVATE: 'true' });
+    expect(webhooks.targets.webhooks.allowsAll).toBe(true);
+    expect(webhooks.targets.tenantUrls.allowsAll).toBe(false);
+    expect(loadConfig({ ALLOW_PRIVATE_TARGETS: '*' }).targets.tenantUrls.allowsAll).toBe(true);
+  });
+
+  it('refuses an ALLOW_PRIVATE_TARGETS entry that is no host, address, CIDR range or *, naming the variable', () => {
+    for (const value of ['http://llm.internal', '10.0.0.0/33', 'a b', '0x7f000001']) {
+      const error = (() => {
+        try {
+          loadConfig({ ALLOW_PRIVATE_TARGETS: `localhost,${value}` });
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).problems).toEqual([expect.stringMatching(/^ALLOW_PRIVATE_TARGETS: /)]);
+      expect((error as ConfigError).problems[0]).toContain(`"${value}"`);
+    }
   });
 });

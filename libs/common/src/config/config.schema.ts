@@ -3,6 +3,7 @@
 
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
+import { parseAllowList, TargetPolicy } from '../net/target-policy';
 
 const bool = z.stringbool({ truthy: ['true', '1', 'yes', 'on'], falsy: ['false', '0', 'no', 'off'] });
 const port = z.coerce.number().int().min(0).max(65535);
@@ -24,6 +25,14 @@ const modelList = z
       )
       .max(100),
   );
+
+/** ALLOW_PRIVATE_TARGETS: comma-separated hosts, addresses, CIDR ranges or `*`, each checked. */
+const allowList = z.string().transform((v, ctx) => {
+  const parsed = parseAllowList(v);
+  if ('entries' in parsed) return parsed.entries;
+  for (const message of parsed.problems) ctx.addIssue({ code: 'custom', message });
+  return z.NEVER;
+});
 
 /** EVENT_REPLAY_MEMORY_EVENTS unless EVENT_REPLAY_LIMIT is more: ~10-20 MiB of events (0.5-1 KiB each in the bench). */
 const DEFAULT_REPLAY_MEMORY_EVENTS = 20_000;
@@ -165,7 +174,13 @@ export const envSchema = z.object({
   /** Session subscriptions one WebSocket connection may hold. */
   WS_MAX_SUBSCRIPTIONS: z.coerce.number().int().min(1).max(10_000).default(100),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
-  /** Let webhook URLs resolve to loopback, private, link-local or metadata addresses (local receivers, tests). */
+  /**
+   * The loopback, private, link-local or reserved targets that URLs given by tenants (webhook URLs, their own
+   * provider base URLs, attachment URLs) may reach, comma-separated: host names (whatever they resolve to),
+   * addresses, CIDR ranges (`10.0.0.0/8`, `fd00::/8`), or `*` for all. Unset: public addresses only.
+   */
+  ALLOW_PRIVATE_TARGETS: allowList.optional(),
+  /** Let webhook URLs reach every address, as ALLOW_PRIVATE_TARGETS=* does for them alone (local receivers, tests). */
   WEBHOOK_ALLOW_PRIVATE: bool.default(false),
   /** One delivery attempt's timeout (connect to response). */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
@@ -265,8 +280,12 @@ export interface CanopyConfig {
     readonly retentionSweepMs: number;
     readonly retentionSweepBatch: number;
   };
+  /**
+   * Where URLs given by tenants may lead (built once from ALLOW_PRIVATE_TARGETS): `tenantUrls` for provider base
+   * URLs and attachment URLs, `webhooks` for webhook URLs (everything when WEBHOOK_ALLOW_PRIVATE).
+   */
+  readonly targets: { readonly tenantUrls: TargetPolicy; readonly webhooks: TargetPolicy };
   readonly webhooks: {
-    readonly allowPrivate: boolean;
     readonly timeoutMs: number;
     readonly retryBaseMs: number;
     readonly retryWindowMs: number;
@@ -307,6 +326,7 @@ export function loadConfig(
     throw new ConfigError(parsed.error.issues.map((i) => `${String(i.path[0] ?? '(root)')}: ${i.message}`));
   }
   const e = parsed.data;
+  const tenantUrls = TargetPolicy.allowing(e.ALLOW_PRIVATE_TARGETS ?? []);
   // Seed nodes alone would leave the service on the embedded runtime without a word: REDIS_URL selects Redis.
   if (e.EVENT_REPLAY_MEMORY_EVENTS !== undefined && e.EVENT_REPLAY_MEMORY_EVENTS < e.EVENT_REPLAY_LIMIT) {
     throw new ConfigError([
@@ -383,8 +403,11 @@ export function loadConfig(
       retentionSweepMs: e.RETENTION_SWEEP_INTERVAL_MS,
       retentionSweepBatch: e.RETENTION_SWEEP_BATCH,
     },
+    targets: {
+      tenantUrls,
+      webhooks: e.WEBHOOK_ALLOW_PRIVATE ? TargetPolicy.anywhere : tenantUrls,
+    },
     webhooks: {
-      allowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
       retryWindowMs: e.WEBHOOK_RETRY_WINDOW_MS,

@@ -1,5 +1,4 @@
-// Webhooks: the SSRF guard, the signed sender and the dispatcher that drains the outbox.
+// Webhooks: the signed sender (through the SSRF guard of @canopy/common) and the dispatcher that drains the outbox.
 
-export * from './ssrf-guard';
 export * from './webhook-dispatcher';
 export * from './webhook-sender';

@@ -5,6 +5,7 @@
 // after it. A sender that dies mid-delivery leaves its lease to expire, and another sends the row again: at least
 // once, deduplicated by receivers through webhook-id. An endpoint failing for the whole window is disabled.
 
+import type { TargetPolicy } from '@canopy/common';
 import type { ClaimedDelivery, WebhooksRepository } from '@canopy/store';
 import type { EngineLogger } from '../session-deps';
 import { WebhookSender } from './webhook-sender';
@@ -14,7 +15,8 @@ export interface WebhookDispatcherOptions {
   timeoutMs: number;
   retryBaseMs: number;
   retryWindowMs: number;
-  allowPrivate: boolean;
+  /** Where webhook URLs may lead (the SSRF guard's policy). */
+  targets: TargetPolicy;
   /** Deliveries leased per tick. */
   batch?: number;
   /** Start sending at application bootstrap (where runs execute). */
@@ -44,7 +46,7 @@ export class WebhookDispatcher {
     private readonly options: WebhookDispatcherOptions,
     private readonly logger: EngineLogger,
   ) {
-    this.sender = new WebhookSender({ timeoutMs: options.timeoutMs, allowPrivate: options.allowPrivate });
+    this.sender = new WebhookSender({ timeoutMs: options.timeoutMs, targets: options.targets });
   }
 
   /** The lease of one attempt: its timeout and then some (an expired lease lets another sender retry it). */

@@ -1,13 +1,20 @@
 // One delivery attempt over HTTP, as the Standard Webhooks convention says: a JSON body, `webhook-id` (the
 // delivery's id: receivers dedupe retries by it), `webhook-timestamp` and `webhook-signature` (v1, HMAC-SHA256
 // under the endpoint's secret, signed by the `standardwebhooks` library). Redirects are not followed (a 3xx is a
-// failed attempt), the target is checked by the SSRF guard at connection time, and the attempt is bounded by a
-// timeout from connection to the end of the response.
+// failed attempt), the target is checked by the SSRF guard at connection time (an address literal before
+// connecting, a name by the socket's own lookup), and the attempt is bounded by a timeout from connection to the
+// end of the response.
 
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { Webhook } from 'standardwebhooks';
-import { guardedLookup } from './ssrf-guard';
+import {
+  guardedLookup,
+  literalRefusal,
+  TargetRefusedError,
+  targetRefusalIn,
+  type TargetPolicy,
+} from '@canopy/common';
 
 export interface SendResult {
   ok: boolean;
@@ -20,7 +27,7 @@ export interface SendResult {
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
 export class WebhookSender {
-  constructor(private readonly options: { timeoutMs: number; allowPrivate: boolean }) {}
+  constructor(private readonly options: { timeoutMs: number; targets: TargetPolicy }) {}
 
   /** Signs and sends one message; never throws (the result says what happened). */
   async send(input: { url: string; secret: string; messageId: string; body: string }): Promise<SendResult> {
@@ -48,11 +55,16 @@ export class WebhookSender {
             : `HTTP ${statusCode}`,
       };
     } catch (err) {
+      const refused = targetRefusalIn(err);
       return {
         ok: false,
         statusCode: null,
         latencyMs: Math.round(performance.now() - started),
-        error: err instanceof Error ? err.message : String(err),
+        error: refused
+          ? `webhook URL refused: ${refused.reason}`
+          : err instanceof Error
+            ? err.message
+            : String(err),
       };
     }
   }
@@ -60,13 +72,16 @@ export class WebhookSender {
   private post(url: string, headers: Record<string, string>, body: string): Promise<number> {
     const target = new URL(url);
     const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
+    // Node resolves no address literal through `lookup`: those are checked here.
+    const refusal = literalRefusal(target.hostname, this.options.targets);
+    if (refusal) return Promise.reject(new TargetRefusedError(refusal));
     return new Promise<number>((resolve, reject) => {
       const req = request(
         target,
         {
           method: 'POST',
           headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-          lookup: guardedLookup(this.options.allowPrivate),
+          lookup: guardedLookup(this.options.targets),
           agent: false,
         },
         (res: IncomingMessage) => {

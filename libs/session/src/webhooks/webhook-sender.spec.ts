@@ -1,44 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { isPublicAddress, refusalOf } from './ssrf-guard';
+import { TargetPolicy } from '@canopy/common';
 import { backoffMs } from './webhook-dispatcher';
 import { WebhookSender } from './webhook-sender';
-
-describe('isPublicAddress', () => {
-  it.each([
-    '127.0.0.1',
-    '10.0.0.1',
-    '172.16.5.4',
-    '192.168.1.1',
-    '169.254.169.254',
-    '100.100.100.200',
-    '0.0.0.0',
-    '224.0.0.1',
-    '255.255.255.255',
-    '::1',
-    '::',
-    'fe80::1',
-    'fd00:ec2::254',
-    '::ffff:127.0.0.1',
-    '::ffff:10.0.0.1',
-    'not an address',
-  ])('refuses %s', (address) => expect(isPublicAddress(address)).toBe(false));
-
-  it.each(['93.184.215.14', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8'])('accepts %s', (address) =>
-    expect(isPublicAddress(address)).toBe(true),
-  );
-});
-
-describe('refusalOf', () => {
-  it('refuses literals and names that resolve to loopback; allows anything when allowed', async () => {
-    expect(await refusalOf('http://127.0.0.1/x', false)).toContain('127.0.0.1');
-    expect(await refusalOf('http://[::1]/x', false)).toContain('::1');
-    expect(await refusalOf('http://localhost:8080/x', false)).toContain('resolves to');
-    expect(await refusalOf('https://8.8.8.8/x', false)).toBeNull();
-    expect(await refusalOf('http://127.0.0.1/x', true)).toBeNull();
-  });
-});
 
 describe('backoffMs', () => {
   it('doubles from the base, within ±20 % jitter, capped at an hour', () => {
@@ -53,6 +18,7 @@ describe('backoffMs', () => {
 describe('WebhookSender against a real local server', () => {
   let server: Server;
   let url: string;
+  let port: number;
   const seen: Array<{ headers: Record<string, string>; body: string }> = [];
 
   beforeAll(async () => {
@@ -65,7 +31,8 @@ describe('WebhookSender against a real local server', () => {
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    url = `http://localhost:${(server.address() as AddressInfo).port}/hook`;
+    port = (server.address() as AddressInfo).port;
+    url = `http://localhost:${port}/hook`;
   });
 
   afterAll(async () => {
@@ -75,19 +42,59 @@ describe('WebhookSender against a real local server', () => {
   const secret = `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`;
 
   it('refuses at connection time a host that resolves to loopback (the request never arrives)', async () => {
-    const result = await new WebhookSender({ timeoutMs: 2_000, allowPrivate: false }).send({
+    const result = await new WebhookSender({ timeoutMs: 2_000, targets: TargetPolicy.publicOnly }).send({
       url,
       secret,
       messageId: 'msg_1',
       body: '{"type":"x"}',
     });
     expect(result).toMatchObject({ ok: false, statusCode: null });
-    expect(result.error).toContain('resolves to');
+    expect(result.error).toBe(
+      'webhook URL refused: localhost resolves to a loopback, private, link-local or reserved address',
+    );
     expect(seen).toHaveLength(0);
   });
 
+  it.each([`127.0.0.1`, `[::ffff:7f00:1]`, `[::1]`])(
+    'refuses an address literal (%s) before connecting, where no lookup runs',
+    async (host) => {
+      const sender = new WebhookSender({ timeoutMs: 2_000, targets: TargetPolicy.publicOnly });
+      const result = await sender.send({
+        url: `http://${host}:${port}/hook`,
+        secret,
+        messageId: 'm',
+        body: '{}',
+      });
+      expect(result).toMatchObject({ ok: false, statusCode: null });
+      expect(result.error).toMatch(
+        /^webhook URL refused: .+ is a loopback, private, link-local or reserved address$/,
+      );
+      expect(seen).toHaveLength(0);
+    },
+  );
+
+  it('lets the operator allow an address (ALLOW_PRIVATE_TARGETS) without allowing its neighbours', async () => {
+    const targets = TargetPolicy.allowing(['127.0.0.1']);
+    const allowed = await new WebhookSender({ timeoutMs: 2_000, targets }).send({
+      url: `http://127.0.0.1:${port}/hook`,
+      secret,
+      messageId: 'msg_allowed',
+      body: '{"type":"x"}',
+    });
+    expect(allowed).toMatchObject({ ok: true, statusCode: 204 });
+    const neighbour = await new WebhookSender({ timeoutMs: 2_000, targets }).send({
+      url: `http://127.0.0.2:${port}/hook`,
+      secret,
+      messageId: 'msg_neighbour',
+      body: '{"type":"x"}',
+    });
+    expect(neighbour.error).toContain('refused');
+    expect(seen.map((s) => s.headers['webhook-id'])).toEqual(['msg_allowed']);
+    seen.length = 0;
+  });
+
   it('sends a body a Standard Webhooks receiver verifies, when allowed', async () => {
-    const result = await new WebhookSender({ timeoutMs: 2_000, allowPrivate: true }).send({
+    const result = await new WebhookSender({ timeoutMs: 2_000, targets: TargetPolicy.anywhere }).send({
       url,
       secret,
       messageId: 'msg_2',
