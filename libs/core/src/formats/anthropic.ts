@@ -1,5 +1,5 @@
 // The `anthropic` format: the active path as an Anthropic Messages API request (`{model, max_tokens, system?,
-// messages}`, the model being the provider's name of the session's; max_tokens the session's `opts.maxTokens`).
+// messages}`: the session's model without its provider prefix, max_tokens the session's `opts.maxTokens`).
 // Blocks map one to one: text, thinking (signed; the API takes back no other), tool_use, tool_result, and
 // attachments as image / document sources (one the API has no source for is named in text). The path is shaped
 // as the API takes it (provider-path.ts): roles alternate, consecutive messages of a role merged into one, a
