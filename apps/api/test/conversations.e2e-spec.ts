@@ -1,15 +1,16 @@
 // Finding, forking, exporting and importing conversations over HTTP, on both runtimes (a Postgres database of its
 // own, and the embedded PGlite): full-text search with filters and a user token's limits, count, fork while the
-// source is busy, export in every format and import of each (a ChatGPT export with its branches), bulk NDJSON
-// export resumed by cursor and imported line by line with refusals named by line and field, bulk delete and bulk
-// cancel.
+// source is busy, export in every format and import of each (a ChatGPT export with its branches), exports the
+// OpenAI and Anthropic APIs take (turns of one role merged, unpaired tool blocks left out) and imports refused
+// naming the message (orphan tool results, arguments that are no JSON), bulk NDJSON export resumed by cursor and
+// imported line by line with refusals named by line and field, bulk delete and bulk cancel.
 
 /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-call -- JSON bodies of any shape, read loosely by tests */
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually } from '@canopy/testing';
+import { anthropicMessagesRequestSchema, eventually, openAiChatRequestSchema } from '@canopy/testing';
 import { Api, newTenant } from './support/api-client';
 import { startTestApp, type TestApp } from './support/test-app';
 
@@ -294,9 +295,10 @@ describe.each(runtimes)('on %s', (_, start) => {
     });
     expect(fromAnthropic.status).toBe(201);
     expect(fromAnthropic.body.metadata).toEqual({ src: 'a' });
-    expect((await api.get(`/v1/sessions/${fromAnthropic.body.id}/export?format=anthropic`)).body).toEqual(
-      anthropic,
-    );
+    expect((await api.get(`/v1/sessions/${fromAnthropic.body.id}/export?format=anthropic`)).body).toEqual({
+      ...anthropic,
+      max_tokens: 4096,
+    });
     const turns = (await api.get(`/v1/sessions/${fromAnthropic.body.id}/turns`)).body.data;
     expect(turns).toHaveLength(1);
     expect(turns[0].toolResults.toolu_1.content).toBe('sunny');
@@ -397,6 +399,202 @@ describe.each(runtimes)('on %s', (_, start) => {
       });
     }
     expect(await count()).toBe(before);
+  });
+
+  it('exports requests the providers take: turns of one role merged, a ChatGPT code -> tool -> answer chain one answer', async () => {
+    const valid = async (id: string) => {
+      const openai = (await api.get(`/v1/sessions/${id}/export?format=openai`)).body;
+      const anthropic = (await api.get(`/v1/sessions/${id}/export?format=anthropic`)).body;
+      expect(openAiChatRequestSchema.safeParse(openai).error?.issues).toBeUndefined();
+      expect(anthropicMessagesRequestSchema.safeParse(anthropic).error?.issues).toBeUndefined();
+      return { openai, anthropic };
+    };
+    const text = (t: string) => ({ type: 'text', text: t });
+
+    const pair = await api.post('/v1/sessions/import', {
+      format: 'openai',
+      data: [
+        { role: 'user', content: 'a' },
+        { role: 'user', content: 'b' },
+        { role: 'assistant', content: 'c' },
+      ],
+    });
+    expect(pair.status).toBe(201);
+    const exported = await valid(pair.body.id);
+    expect(exported.anthropic.messages).toEqual([
+      { role: 'user', content: [text('a'), text('b')] },
+      { role: 'assistant', content: [text('c')] },
+    ]);
+    expect(exported.openai.messages.map((m: any) => m.role)).toEqual(['user', 'user', 'assistant']);
+
+    const message = (role: string, time: number, content: unknown, extra: object = {}) => ({
+      author: { role },
+      create_time: time,
+      content,
+      ...extra,
+    });
+    const chain = await api.post('/v1/sessions/import', {
+      format: 'chatgpt',
+      data: {
+        mapping: {
+          root: { parent: null, children: ['u'], message: null },
+          u: {
+            parent: 'root',
+            children: ['code'],
+            message: message('user', 1, { content_type: 'text', parts: ['Sum 1..10'] }),
+          },
+          code: {
+            parent: 'u',
+            children: ['tool'],
+            message: message(
+              'assistant',
+              2,
+              { content_type: 'code', language: 'python', text: 'sum(range(11))' },
+              { recipient: 'python' },
+            ),
+          },
+          tool: {
+            parent: 'code',
+            children: ['answer'],
+            message: message('tool', 3, { content_type: 'execution_output', text: '55' }),
+          },
+          answer: {
+            parent: 'tool',
+            children: [],
+            message: message('assistant', 4, { content_type: 'text', parts: ['It is 55.'] }),
+          },
+        },
+        current_node: 'answer',
+      },
+    });
+    expect(chain.status).toBe(201);
+    expect((await valid(chain.body.id)).anthropic.messages).toEqual([
+      { role: 'user', content: [text('Sum 1..10')] },
+      { role: 'assistant', content: [text('```python\nsum(range(11))\n```'), text('It is 55.')] },
+    ]);
+
+    // A tree holding what imports refuse (kept by an older Canopy): its exports leave out what cannot be sent.
+    const legacy = await api.post('/v1/sessions/import', {
+      format: 'canopy',
+      data: {
+        format: 'canopy',
+        version: 1,
+        session: {},
+        tree: {
+          nodes: [
+            {
+              id: 1,
+              parentId: null,
+              message: {
+                role: 'user',
+                content: [
+                  { type: 'tool_result', toolUseId: 'nobody', content: 'x', isError: false },
+                  text('go'),
+                ],
+                timestamp: 0,
+              },
+            },
+            {
+              id: 2,
+              parentId: 1,
+              message: {
+                role: 'assistant',
+                content: [{ type: 'tool_use', id: 'call 1', name: 'f', input: '{not json' }],
+                timestamp: 0,
+              },
+            },
+            {
+              id: 3,
+              parentId: 2,
+              message: {
+                role: 'user',
+                content: [{ type: 'tool_result', toolUseId: 'call 1', content: 'ok', isError: false }],
+                timestamp: 0,
+              },
+            },
+            { id: 4, parentId: 3, message: { role: 'assistant', content: [text('done')], timestamp: 0 } },
+          ],
+          path: [1, 2, 3, 4],
+          cursors: { '1': 2, '2': 3, '3': 4 },
+        },
+      },
+    });
+    expect(legacy.status).toBe(201);
+    expect((await valid(legacy.body.id)).anthropic.messages).toEqual([
+      { role: 'user', content: [text('go')] },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool_use', id: 'call_1', name: 'f', input: { value: '{not json' } }],
+      },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: 'ok' }] },
+      { role: 'assistant', content: [text('done')] },
+    ]);
+  });
+
+  it('refuses orphan tool results and arguments that are no JSON with 400 naming the message, one or in bulk', async () => {
+    const count = async () => (await api.get('/v1/sessions/count')).body.count;
+    const before = await count();
+    const cases: Array<[unknown, string]> = [
+      [{ format: 'openai', data: [{ role: 'tool', tool_call_id: 'nobody' }] }, 'data[0].tool_call_id'],
+      [
+        {
+          format: 'anthropic',
+          data: {
+            messages: [
+              { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'nobody', content: 'x' }] },
+            ],
+          },
+        },
+        'data.messages[0].content[0].tool_use_id',
+      ],
+      [
+        {
+          format: 'openai',
+          data: [
+            { role: 'user', content: 'hi' },
+            {
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ id: 'a', type: 'function', function: { name: 'f', arguments: '{not json' } }],
+            },
+            { role: 'tool', tool_call_id: 'a', content: 'ok' },
+          ],
+        },
+        'data[1].tool_calls[0].function.arguments',
+      ],
+    ];
+    for (const [body, field] of cases) {
+      const res = await api.post('/v1/sessions/import', body);
+      expect({
+        field,
+        status: res.status,
+        code: res.body.error?.code,
+        got: res.body.error?.details?.field,
+      }).toEqual({
+        field,
+        status: 400,
+        code: 'bad_request',
+        got: field,
+      });
+    }
+    const bulk = await api.request(
+      'POST',
+      '/v1/import?format=openai',
+      [
+        JSON.stringify([{ role: 'user', content: 'fine' }]),
+        JSON.stringify([{ role: 'tool', tool_call_id: 'nobody', content: 'x' }]),
+      ].join('\n'),
+      NDJSON,
+    );
+    expect(lines(bulk.body as string)).toEqual([
+      { line: 1, ok: true, id: expect.any(String), nodes: 1 },
+      {
+        line: 2,
+        ok: false,
+        error: { code: 'bad_request', message: expect.any(String), field: 'data[0].tool_call_id' },
+      },
+    ]);
+    expect(await count()).toBe(before + 1);
   });
 
   it('streams every session as NDJSON, resumable by cursor, and imports NDJSON line by line', async () => {

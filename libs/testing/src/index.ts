@@ -6,6 +6,7 @@ export * from './eventually';
 export * from './fake-llm-server';
 export * from './cluster';
 export * from './conversation-arbitraries';
+export * from './provider-request-schemas';
 export * from './private-redis';
 export * from './private-postgres';
 export * from './process-inspector';

@@ -11,9 +11,10 @@ import { FormatError, fieldPath, isRecord, type Conversation } from './conversat
 interface Entry {
   key: string;
   parent: string | null;
-  children: string[];
   message: Message | null;
   created: number;
+  /** Its children, by their parent pointers (a node's `children` list is not trusted over them). */
+  kids: Entry[] | null;
 }
 
 export function fromChatGpt(data: unknown, now: number, base = 'data'): Conversation {
@@ -22,45 +23,54 @@ export function fromChatGpt(data: unknown, now: number, base = 'data'): Conversa
   const mapAt = fieldPath(base, 'mapping');
   if (!isRecord(mapping))
     throw new FormatError(mapAt, 'expected the conversation mapping (an object of nodes)');
+  // Every step below is one pass over the nodes (children sorted per parent): a chain of any length, or a node
+  // with any number of children, costs in proportion to its size and never recurses.
   const entries = new Map<string, Entry>();
-  for (const [key, raw] of Object.entries(mapping)) {
-    const at = fieldPath(mapAt, key);
-    if (!isRecord(raw)) throw new FormatError(at, 'expected a node');
+  for (const key of Object.keys(mapping)) {
+    const raw = mapping[key];
+    if (!isRecord(raw)) throw new FormatError(fieldPath(mapAt, key), 'expected a node');
     const parent = raw.parent === null || raw.parent === undefined ? null : raw.parent;
     if (parent !== null && typeof parent !== 'string')
-      throw new FormatError(fieldPath(at, 'parent'), 'expected a node id or null');
+      throw new FormatError(fieldPath(fieldPath(mapAt, key), 'parent'), 'expected a node id or null');
     const children = raw.children === undefined ? [] : raw.children;
     if (!Array.isArray(children) || !children.every((c) => typeof c === 'string'))
-      throw new FormatError(fieldPath(at, 'children'), 'expected an array of node ids');
+      throw new FormatError(fieldPath(fieldPath(mapAt, key), 'children'), 'expected an array of node ids');
     const message =
       raw.message === null || raw.message === undefined
         ? null
-        : toMessage(raw.message, fieldPath(at, 'message'), now);
+        : toMessage(raw.message, () => fieldPath(fieldPath(mapAt, key), 'message'), now);
     const created =
       isRecord(raw.message) && typeof raw.message.create_time === 'number'
         ? raw.message.create_time * 1000
         : now;
-    entries.set(key, { key, parent, children: children, message, created });
+    entries.set(key, { key, parent, message, created, kids: null });
   }
+  const roots: Entry[] = [];
   for (const e of entries.values()) {
-    if (e.parent !== null && !entries.has(e.parent))
+    if (e.parent === null) {
+      roots.push(e);
+      continue;
+    }
+    const parent = entries.get(e.parent);
+    if (!parent)
       throw new FormatError(
         fieldPath(fieldPath(mapAt, e.key), 'parent'),
         `unknown node ${JSON.stringify(e.parent)}`,
       );
+    (parent.kids ??= []).push(e);
   }
 
   // Walk from the roots, parents before children, children in creation order; every kept node gets the next id.
+  // Each node has one parent, so the walk reaches each at most once; nodes it never reaches sit on a cycle.
   const ids = new Map<string, NodeId>();
   const nodes: TreeNode[] = [];
-  const roots = [...entries.values()].filter((e) => e.parent === null).sort(byCreation);
-  const stack: Array<{ e: Entry; parent: NodeId | null }> = roots.reverse().map((e) => ({ e, parent: null }));
-  const seen = new Set<string>();
+  const stack: Array<{ e: Entry; parent: NodeId | null }> = [];
+  roots.sort(byCreation);
+  for (let i = roots.length - 1; i >= 0; i--) stack.push({ e: roots[i]!, parent: null });
+  let reached = 0;
   while (stack.length) {
     const { e, parent } = stack.pop()!;
-    if (seen.has(e.key))
-      throw new FormatError(fieldPath(mapAt, e.key), 'the mapping is not a tree (a node is reached twice)');
-    seen.add(e.key);
+    reached++;
     let here = parent;
     if (e.message) {
       here = nodes.length + 1;
@@ -69,20 +79,22 @@ export function fromChatGpt(data: unknown, now: number, base = 'data'): Conversa
     } else if (parent !== null) {
       ids.set(e.key, parent);
     }
-    const kids = [...entries.values()].filter((c) => c.parent === e.key).sort(byCreation);
+    const kids = e.kids;
+    if (!kids) continue;
+    kids.sort(byCreation);
     for (let i = kids.length - 1; i >= 0; i--) stack.push({ e: kids[i]!, parent: here });
   }
-  if (seen.size !== entries.size)
+  if (reached !== entries.size)
     throw new FormatError(mapAt, 'the mapping has a cycle (nodes not reachable from a root)');
 
   // The active path: the kept ancestors of current_node (or of the newest node), root first.
-  const byId = new Map(nodes.map((n) => [n.id, n]));
   const current = typeof data.current_node === 'string' ? data.current_node : null;
   if (current !== null && !entries.has(current))
     throw new FormatError(fieldPath(base, 'current_node'), `unknown node ${JSON.stringify(current)}`);
-  const tip = current !== null ? ids.get(current) : nodes.length ? nodes[nodes.length - 1]!.id : undefined;
+  const tip = current !== null ? ids.get(current) : nodes.length ? nodes.length : undefined;
   const path: NodeId[] = [];
-  for (let id = tip ?? null; id !== null; id = byId.get(id)!.parentId) path.unshift(id);
+  for (let id = tip ?? null; id !== null; id = nodes[id - 1]!.parentId) path.push(id);
+  path.reverse();
   const cursors: Record<string, NodeId> = {};
   for (let i = 1; i < path.length; i++) cursors[String(path[i - 1])] = path[i]!;
 
@@ -117,20 +129,20 @@ function byCreation(a: Entry, b: Entry): number {
 }
 
 /** A user or assistant message with text; null for what Canopy does not keep. */
-function toMessage(raw: unknown, at: string, now: number): Message | null {
-  if (!isRecord(raw)) throw new FormatError(at, 'expected a message or null');
+function toMessage(raw: unknown, where: () => string, now: number): Message | null {
+  if (!isRecord(raw)) throw new FormatError(where(), 'expected a message or null');
   const author = isRecord(raw.author) ? raw.author.role : undefined;
   if (author !== 'user' && author !== 'assistant') return null;
   const meta = isRecord(raw.metadata) ? raw.metadata : {};
   if (meta.is_visually_hidden_from_conversation === true) return null;
   const content = raw.content;
-  if (!isRecord(content)) throw new FormatError(fieldPath(at, 'content'), 'expected a content object');
+  if (!isRecord(content)) throw new FormatError(fieldPath(where(), 'content'), 'expected a content object');
   const blocks: Block[] = [];
   const type = content.content_type;
   if (type === 'text' || type === 'multimodal_text') {
     const parts = content.parts;
     if (!Array.isArray(parts))
-      throw new FormatError(fieldPath(fieldPath(at, 'content'), 'parts'), 'expected an array');
+      throw new FormatError(fieldPath(fieldPath(where(), 'content'), 'parts'), 'expected an array');
     const text = parts.filter((p): p is string => typeof p === 'string').join('\n\n');
     if (text.trim()) blocks.push({ type: 'text', text });
   } else if (type === 'code' && typeof content.text === 'string') {

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
-import { canopyDocumentArb, messageArb } from '@canopy/testing';
+import { canopyDocumentArb } from '@canopy/testing';
 import { sumUsage } from '../usage';
 import type { Message } from '../message';
-import { fromAnthropic, toAnthropic } from './anthropic';
+import { ANTHROPIC_EXPORT_MAX_TOKENS, fromAnthropic, toAnthropic } from './anthropic';
 import { fromCanopyDocument, toCanopyDocument, type CanopyDocument } from './canopy';
 import { fromChatGpt } from './chatgpt';
 import { FormatError } from './conversation';
@@ -107,21 +107,67 @@ describe('the canopy format', () => {
 });
 
 describe('the anthropic format', () => {
-  it('round-trips every block of a linear conversation (property)', () => {
-    fc.assert(
-      fc.property(
-        fc.array(messageArb, { maxLength: 8 }),
-        fc.option(fc.string({ minLength: 1 }), { nil: null }),
-        (messages, system) => {
-          const exported = JSON.parse(JSON.stringify(toAnthropic('anthropic:claude-x', system, messages)));
-          const read = fromAnthropic(exported, NOW);
-          expect(read.session.model).toBe('anthropic:claude-x');
-          expect(read.session.system).toBe(system);
-          expect(read.tree.nodes.map((n) => n.message)).toEqual(messages.map(at));
-          expect(read.tree.path).toEqual(read.tree.nodes.map((n) => n.id));
-        },
-      ),
-      { numRuns: 200 },
+  it('maps every block one to one and reads it back, for a conversation the API takes', () => {
+    const messages: Message[] = [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'look' },
+          { type: 'attachment', mediaType: 'image/png', data: 'aGk=' },
+          { type: 'attachment', mediaType: 'application/pdf', data: 'aGk=', name: 'spec' },
+          { type: 'attachment', mediaType: 'text/plain', data: 'aMOpbGxv', name: 'notes' },
+          { type: 'attachment', mediaType: 'image/*', url: 'https://example.com/cat.jpg' },
+        ],
+        timestamp: NOW,
+      },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'thinking', text: 'hmm', signature: 'sig' },
+          { type: 'text', text: 'calling' },
+          { type: 'tool_use', id: 'toolu_1', name: 'f', input: { a: 1 } },
+        ],
+        timestamp: NOW,
+      },
+      {
+        role: 'user',
+        content: [
+          {
+            type: 'tool_result',
+            toolUseId: 'toolu_1',
+            content: [
+              { type: 'text', text: 'one' },
+              { type: 'attachment', mediaType: 'image/png', data: 'aGk=' },
+            ],
+            isError: true,
+          },
+          { type: 'text', text: 'and?' },
+        ],
+        timestamp: NOW,
+      },
+      { role: 'assistant', content: [{ type: 'text', text: 'done' }], timestamp: NOW },
+    ];
+    const exported = toAnthropic('anthropic:claude-x', 'sys', messages, { maxTokens: 1000 });
+    expect(exported).toMatchObject({ model: 'claude-x', max_tokens: 1000, system: 'sys' });
+    expect(exported.messages[0]!.content.slice(2)).toEqual([
+      {
+        type: 'document',
+        source: { type: 'base64', media_type: 'application/pdf', data: 'aGk=' },
+        title: 'spec',
+      },
+      { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'héllo' }, title: 'notes' },
+      { type: 'image', source: { type: 'url', url: 'https://example.com/cat.jpg' } },
+    ]);
+    const read = fromAnthropic(JSON.parse(JSON.stringify(exported)), NOW);
+    expect(read.session).toMatchObject({ model: 'anthropic:claude-x', system: 'sys' });
+    expect(read.tree.nodes.map((n) => n.message)).toEqual(messages);
+    expect(read.tree.path).toEqual([1, 2, 3, 4]);
+  });
+
+  it('takes max_tokens from the session, else a default', () => {
+    expect(toAnthropic('anthropic:claude-x', null, []).max_tokens).toBe(ANTHROPIC_EXPORT_MAX_TOKENS);
+    expect(toAnthropic('anthropic:claude-x', null, [], { maxTokens: 0.5 }).max_tokens).toBe(
+      ANTHROPIC_EXPORT_MAX_TOKENS,
     );
   });
 });
@@ -201,20 +247,26 @@ describe('the openai format', () => {
     ]);
   });
 
-  it('takes a bare array, legacy function calls and arguments that are no JSON; refuses unknown roles by field', () => {
+  it('takes a bare array and legacy function calls; refuses arguments that are no JSON and unknown roles by field', () => {
     const read = fromOpenAi(
       [
         { role: 'user', content: 'hi' },
-        { role: 'assistant', content: null, function_call: { name: 'f', arguments: 'not json' } },
+        { role: 'assistant', content: null, function_call: { name: 'f', arguments: '{"q":1}' } },
         { role: 'function', name: 'f', content: 'ok' },
       ],
       NOW,
     );
     const [, call, result] = read.tree.nodes.map((n) => n.message);
-    expect(call!.content).toEqual([{ type: 'tool_use', id: 'call_2', name: 'f', input: 'not json' }]);
+    expect(call!.content).toEqual([{ type: 'tool_use', id: 'call_2', name: 'f', input: { q: 1 } }]);
     expect(result!.content).toEqual([
       { type: 'tool_result', toolUseId: 'call_2', content: 'ok', isError: false },
     ]);
+    expect(() =>
+      fromOpenAi(
+        [{ role: 'assistant', content: null, function_call: { name: 'f', arguments: 'not json' } }],
+        NOW,
+      ),
+    ).toThrow(expect.objectContaining({ field: 'data[0].function_call.arguments' }));
     expect(() => fromOpenAi([{ role: 'user', content: 'x' }, { role: 'robot' }], NOW)).toThrow(
       expect.objectContaining({ field: 'data[1].role' }),
     );

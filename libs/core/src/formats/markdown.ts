@@ -49,9 +49,16 @@ function attachment(a: { mediaType: string; name?: string; url?: string }): stri
   return `_[attachment: ${a.name ?? a.url ?? a.mediaType} (${a.mediaType})]_`;
 }
 
-/** A fenced block that its content cannot close early. */
+/** A fenced block that its content cannot close early: one backtick more than its longest run (one pass). */
 function fence(text: string, lang: string): string {
-  let ticks = '```';
-  while (text.includes(ticks)) ticks += '`';
+  let longest = 0;
+  let run = 0;
+  for (let i = 0; i < text.length; i++) {
+    if (text.charCodeAt(i) === 96) {
+      run++;
+      if (run > longest) longest = run;
+    } else run = 0;
+  }
+  const ticks = '`'.repeat(Math.max(3, longest + 1));
   return `${ticks}${lang}\n${text}\n${ticks}`;
 }

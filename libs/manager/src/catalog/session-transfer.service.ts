@@ -86,7 +86,9 @@ export class SessionTransferService {
       case 'anthropic':
         return {
           contentType: 'application/json',
-          body: toAnthropic(session.model, session.system, messages),
+          body: toAnthropic(session.model, session.system, messages, {
+            ...(typeof session.opts.maxTokens === 'number' ? { maxTokens: session.opts.maxTokens } : {}),
+          }),
         };
       case 'markdown':
         return { contentType: 'text/markdown; charset=utf-8', body: toMarkdown(info, messages) };
