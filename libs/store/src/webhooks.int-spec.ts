@@ -206,10 +206,8 @@ describe('the lease', () => {
   it('holds the limit across senders leasing at the same moment', async () => {
     const tenantId = await newTenant();
     const hook = await newEndpoint(tenantId);
-    const senders = await Promise.all(
-      [1, 2, 3].map(
-        () => new Database({ url: testDb.url, poolMax: 1, txMaxWaitMs: 5_000, txTimeoutMs: 10_000 }),
-      ),
+    const senders = [1, 2, 3].map(
+      () => new Database({ url: testDb.url, poolMax: 1, txMaxWaitMs: 5_000, txTimeoutMs: 10_000 }),
     );
     try {
       const repos = senders.map((s) => new WebhooksRepository(s));
