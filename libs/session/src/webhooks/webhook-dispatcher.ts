@@ -62,11 +62,6 @@ export class WebhookDispatcher {
     return this.options.timeoutMs * 2 + 1_000;
   }
 
-  /** Attempts this process has in flight now. */
-  get attemptsInFlight(): number {
-    return this.inFlight.size;
-  }
-
   onApplicationBootstrap(): void {
     if (this.options.autoStart) this.start();
   }
