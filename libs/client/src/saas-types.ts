@@ -88,11 +88,13 @@ export interface WebhookDelivery {
   webhookId: string;
   eventType: WebhookEventType;
   payload: { type: WebhookEventType; timestamp: string; data: Record<string, unknown> };
+  /** pending: waiting its turn, in flight or due again; failed: settled without success (lastError says why). */
   status: 'pending' | 'delivered' | 'failed';
   attempts: number;
   attemptLog: WebhookAttempt[];
   nextAttemptAt: string | null;
   lastStatusCode: number | null;
+  /** The last attempt's error, or for a disabled endpoint's delivery `not sent: the endpoint was …`. */
   lastError: string | null;
   createdAt: string;
   deliveredAt: string | null;

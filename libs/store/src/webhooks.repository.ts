@@ -1,7 +1,8 @@
 // Webhook endpoints and their deliveries. Endpoints are a tenant's (CRUD under its row-level security, each change
 // audited in its transaction); deliveries are written by the outbox triggers (migration 20261206020000) and taken
 // by senders: `claimDue` leases due rows across tenants (FOR UPDATE SKIP LOCKED, so senders never take the same
-// row at once), `recordAttempt` settles one. A lease that expires (its sender died) makes the row due again.
+// row at once), a few per endpoint at most and in turns across endpoints; `recordAttempt` settles one. A lease
+// that expires (its sender died) makes the row due again. A disabled endpoint's deliveries are settled as not sent.
 
 import { Injectable } from '@nestjs/common';
 import type { Scope } from '@canopy/core';
@@ -166,6 +167,8 @@ export class WebhooksRepository {
         ],
       );
       const after = toWebhook(row!);
+      // Nothing sends a disabled endpoint's deliveries: they are settled now, saying why.
+      if (before.enabled && !after.enabled) await settleOfDisabled(tx, id);
       await writeAudit(tx, {
         tenantId: scope.tenantId,
         action: 'webhook.update',
@@ -238,10 +241,47 @@ export class WebhooksRepository {
 
   /**
    * Leases up to `limit` due deliveries of any tenant for `leaseMs` (the attempt counts from here: a sender that
-   * dies mid-attempt has used it). A row is due when pending, its time has come, and no live lease holds it.
+   * dies mid-attempt has used it). A row is due when pending, its time has come, and no live lease holds it. An
+   * endpoint never has more than `perEndpoint` live leases across the deployment (its attempts in flight, and a
+   * dead sender's until they expire), and the lease goes round the endpoints with due rows, fairly across tenants:
+   * each tenant's endpoint waiting longest, then each one's next, ...; then each endpoint's second row, and so on.
+   * So a backlog of one endpoint, or its hanging attempts, never takes what other endpoints' deliveries need.
+   *
+   * Two statements, so the limit holds across senders: the first locks the endpoints it will lease for (FOR NO
+   * KEY UPDATE SKIP LOCKED: another sender leasing for one of them right now is left to it), the second counts
+   * their live leases in a snapshot taken after those locks (whatever another sender leased for them has
+   * committed) and leases the free slots.
    */
-  async claimDue(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+  async claimDue(limit: number, leaseMs: number, perEndpoint: number): Promise<ClaimedDelivery[]> {
+    if (limit <= 0) return [];
     return this.db.withAdminSql('webhook senders: lease due deliveries of every tenant', async (tx) => {
+      const hooks = await tx.query<{ id: string }>(
+        // The endpoints with pending deliveries, by a skip scan of the pending index (one probe per endpoint,
+        // however long its backlog); of those, the ones with a due row free and a free slot, in turns per tenant.
+        `WITH RECURSIVE pending AS (
+           (SELECT webhook_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY webhook_id LIMIT 1)
+           UNION ALL
+           SELECT (SELECT d.webhook_id FROM webhook_deliveries d
+                    WHERE d.status = 'pending' AND d.webhook_id > p.webhook_id ORDER BY d.webhook_id LIMIT 1)
+             FROM pending p WHERE p.webhook_id IS NOT NULL),
+         ready AS (
+           SELECT p.webhook_id, due.at,
+                  row_number() OVER (PARTITION BY due.tenant_id ORDER BY due.at, p.webhook_id) AS turn
+             FROM pending p
+             CROSS JOIN LATERAL (
+               SELECT d.tenant_id, d.next_attempt_at AS at FROM webhook_deliveries d
+                WHERE d.webhook_id = p.webhook_id AND d.status = 'pending' AND d.next_attempt_at <= now()
+                  AND (d.locked_until IS NULL OR d.locked_until < now())
+                ORDER BY d.next_attempt_at LIMIT 1) due
+            WHERE (SELECT count(*) FROM webhook_deliveries l
+                    WHERE l.webhook_id = p.webhook_id AND l.locked_until >= now()) < $2)
+         SELECT w.id::text AS id FROM webhooks w JOIN ready r ON r.webhook_id = w.id
+          ORDER BY r.turn, r.at, w.id
+          LIMIT $1
+          FOR NO KEY UPDATE OF w SKIP LOCKED`,
+        [limit, perEndpoint],
+      );
+      if (hooks.length === 0) return [];
       const rows = await tx.query<{
         id: string;
         tenant_id: string;
@@ -253,20 +293,31 @@ export class WebhooksRepository {
         attempts: number;
         created_at: Date;
       }>(
-        `WITH due AS (
-           SELECT id FROM webhook_deliveries
-            WHERE status = 'pending' AND next_attempt_at <= now()
-              AND (locked_until IS NULL OR locked_until < now())
-            ORDER BY next_attempt_at
-            LIMIT $1
-            FOR UPDATE SKIP LOCKED)
+        `WITH hooks AS (
+           SELECT h.id, h.turn FROM unnest($1::uuid[]) WITH ORDINALITY AS h(id, turn)),
+         free AS (
+           SELECT d.id, d.webhook_id, d.next_attempt_at, h.turn FROM hooks h
+            CROSS JOIN LATERAL (
+              SELECT x.id, x.webhook_id, x.next_attempt_at FROM webhook_deliveries x
+               WHERE x.webhook_id = h.id AND x.status = 'pending' AND x.next_attempt_at <= now()
+                 AND (x.locked_until IS NULL OR x.locked_until < now())
+               ORDER BY x.next_attempt_at, x.id
+               LIMIT greatest($3 - (SELECT count(*) FROM webhook_deliveries l
+                                     WHERE l.webhook_id = h.id AND l.locked_until >= now()), 0)
+               FOR UPDATE SKIP LOCKED) d),
+         due AS (
+           SELECT id FROM (
+             SELECT id, turn, row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS nth
+               FROM free) f
+            ORDER BY nth, turn
+            LIMIT $2)
          UPDATE webhook_deliveries d
-            SET locked_until = now() + make_interval(secs => $2::float8 / 1000), attempts = d.attempts + 1
+            SET locked_until = now() + make_interval(secs => $4::float8 / 1000), attempts = d.attempts + 1
            FROM due, webhooks w
           WHERE d.id = due.id AND w.id = d.webhook_id
          RETURNING d.id::text AS id, d.tenant_id::text AS tenant_id, d.webhook_id::text AS webhook_id, w.url,
                    w.secret, w.enabled, d.payload, d.attempts, d.created_at`,
-        [limit, leaseMs],
+        [hooks.map((h) => h.id), limit, perEndpoint, leaseMs],
       );
       return rows.map((r) => ({
         id: r.id,
@@ -285,7 +336,10 @@ export class WebhooksRepository {
   /**
    * Settles an attempt: delivered; or due again at `retryAt`; or failed for good (retryAt null). A failure also
    * starts (or continues) the endpoint's failure streak, and disables it once the streak is older than
-   * `disableAfterMs`; a success ends the streak.
+   * `disableAfterMs`; a success ends the streak. A failure on a disabled endpoint (disabled by this attempt, or
+   * while it was in flight) is not retried, and disabling settles the endpoint's other pending deliveries as not
+   * sent (see settleOfDisabled). The endpoint's row is updated first, as every writer of both does (no deadlock
+   * with a PATCH that disables it).
    */
   async recordAttempt(
     delivery: ClaimedDelivery,
@@ -304,18 +358,57 @@ export class WebhooksRepository {
       const entry = JSON.stringify([attempt]);
       if (outcome.delivered) {
         await tx.query(
+          `UPDATE webhooks SET failing_since = NULL WHERE id = $1::uuid AND failing_since IS NOT NULL`,
+          [delivery.webhookId],
+        );
+        await tx.query(
           `UPDATE webhook_deliveries
               SET status = 'delivered', delivered_at = now(), locked_until = NULL, last_status_code = $2,
                   last_error = NULL, attempt_log = (attempt_log || $3::jsonb) #- '{${-ATTEMPT_LOG_MAX - 1}}'
             WHERE id = $1::uuid`,
           [delivery.id, attempt.statusCode, entry],
         );
-        await tx.query(
-          `UPDATE webhooks SET failing_since = NULL WHERE id = $1::uuid AND failing_since IS NOT NULL`,
-          [delivery.webhookId],
-        );
         return { disabled: false };
       }
+      const [hook] = await tx.query<{
+        enabled: boolean;
+        failing_since: Date;
+        disabled_reason: string | null;
+      }>(
+        // The streak starts with the first event the endpoint could not take (when it was created).
+        `UPDATE webhooks SET failing_since = coalesce(failing_since, $2::timestamptz)
+          WHERE id = $1::uuid RETURNING enabled, failing_since, disabled_reason`,
+        [delivery.webhookId, delivery.createdAt],
+      );
+      const error = attempt.error ?? `HTTP ${attempt.statusCode}`;
+      const disabling =
+        !!hook?.enabled && outcome.at - hook.failing_since.getTime() >= outcome.disableAfterMs;
+      let reason = hook && !hook.enabled ? disabledWhy(hook.disabled_reason) : null;
+      if (disabling) {
+        reason = `disabled after failing since ${hook.failing_since.toISOString()} (last: ${error})`;
+        await tx.query(
+          `UPDATE webhooks SET enabled = false, disabled_reason = $2, updated_at = now() WHERE id = $1::uuid`,
+          [delivery.webhookId, reason],
+        );
+        await writeAudit(
+          tx,
+          {
+            tenantId: delivery.tenantId,
+            action: 'webhook.disable',
+            targetType: 'webhook',
+            targetId: delivery.webhookId,
+            before: { enabled: true },
+            after: { enabled: false, reason },
+          },
+          { actor: { type: 'system' }, requestId: null },
+        );
+      }
+      // A disabled endpoint's delivery is not retried: it fails now, saying why.
+      const retryAt = reason === null ? outcome.retryAt : null;
+      const lastError =
+        reason !== null && outcome.retryAt !== null
+          ? `${error}; not retried: the endpoint was ${reason}`
+          : error;
       await tx.query(
         `UPDATE webhook_deliveries
             SET status = CASE WHEN $2::timestamptz IS NULL THEN 'failed' ELSE 'pending' END,
@@ -323,45 +416,27 @@ export class WebhooksRepository {
                 last_status_code = $3, last_error = $4,
                 attempt_log = (attempt_log || $5::jsonb) #- '{${-ATTEMPT_LOG_MAX - 1}}'
           WHERE id = $1::uuid`,
-        [delivery.id, outcome.retryAt, attempt.statusCode, attempt.error, entry],
+        [delivery.id, retryAt, attempt.statusCode, lastError, entry],
       );
-      const [hook] = await tx.query<{ enabled: boolean; failing_since: Date; url: string }>(
-        // The streak starts with the first event the endpoint could not take (when it was created).
-        `UPDATE webhooks SET failing_since = coalesce(failing_since, $2::timestamptz)
-          WHERE id = $1::uuid RETURNING enabled, failing_since, url`,
-        [delivery.webhookId, delivery.createdAt],
-      );
-      if (!hook?.enabled || outcome.at - hook.failing_since.getTime() < outcome.disableAfterMs)
-        return { disabled: false };
-      const reason = `disabled after failing since ${hook.failing_since.toISOString()} (last: ${attempt.error ?? `HTTP ${attempt.statusCode}`})`;
-      await tx.query(
-        `UPDATE webhooks SET enabled = false, disabled_reason = $2, updated_at = now() WHERE id = $1::uuid`,
-        [delivery.webhookId, reason],
-      );
-      await writeAudit(
-        tx,
-        {
-          tenantId: delivery.tenantId,
-          action: 'webhook.disable',
-          targetType: 'webhook',
-          targetId: delivery.webhookId,
-          before: { enabled: true },
-          after: { enabled: false, reason },
-        },
-        { actor: { type: 'system' }, requestId: null },
-      );
-      return { disabled: true };
+      if (disabling) await settleOfDisabled(tx, delivery.webhookId);
+      return { disabled: disabling };
     });
   }
 
-  /** A leased delivery of a disabled or deleted endpoint stays pending for later (re-enabling sends it). */
-  async release(delivery: ClaimedDelivery, delayMs: number): Promise<void> {
+  /**
+   * A leased delivery of an endpoint found disabled at the lease (its event raced the disabling): settled as not
+   * sent, with why, and its lease not counted as an attempt. Enabled again meanwhile: released, due now.
+   */
+  async settleUnsent(delivery: ClaimedDelivery): Promise<void> {
     await this.db.withTenantSql({ tenantId: delivery.tenantId }, (tx) =>
       tx.query(
-        `UPDATE webhook_deliveries SET locked_until = NULL, attempts = greatest(attempts - 1, 0),
-                next_attempt_at = now() + make_interval(secs => $2::float8 / 1000)
-          WHERE id = $1::uuid`,
-        [delivery.id, delayMs],
+        `UPDATE webhook_deliveries d
+            SET locked_until = NULL, attempts = greatest(d.attempts - 1, 0),
+                status = CASE WHEN w.enabled THEN d.status ELSE 'failed' END,
+                last_error = CASE WHEN w.enabled THEN d.last_error ELSE ${unsentErrorSql('d.attempts - 1')} END
+           FROM webhooks w
+          WHERE d.id = $1::uuid AND w.id = d.webhook_id`,
+        [delivery.id],
       ),
     );
   }
@@ -374,6 +449,32 @@ export class WebhooksRepository {
         : sql`SELECT ${raw(WEBHOOK_COLUMNS)} FROM webhooks WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid`,
     );
   }
+}
+
+/** Why a disabled endpoint's deliveries are not sent: its disabledReason, or its owner's PATCH. */
+function disabledWhy(reason: string | null): string {
+  return reason ?? 'disabled by its owner';
+}
+
+/** The lastError of a delivery settled unsent for a disabled endpoint `w` (SQL), given the attempts it had. */
+function unsentErrorSql(attempts: string): string {
+  return `CASE WHEN ${attempts} = 0 THEN 'not sent' ELSE 'not retried' END || ': the endpoint was '
+          || coalesce(w.disabled_reason, '${disabledWhy(null)}')`;
+}
+
+/**
+ * Settles the pending deliveries of a disabled endpoint as failed, saying why, with no attempt made: nothing
+ * sends them while it is disabled. Those under a live lease are left to their attempt (which, failing, is not
+ * retried either).
+ */
+async function settleOfDisabled(tx: SqlTx, webhookId: string): Promise<void> {
+  await tx.query(
+    `UPDATE webhook_deliveries d SET status = 'failed', locked_until = NULL, last_error = ${unsentErrorSql('d.attempts')}
+       FROM webhooks w
+      WHERE w.id = $1::uuid AND d.webhook_id = w.id AND d.status = 'pending'
+        AND (d.locked_until IS NULL OR d.locked_until < now())`,
+    [webhookId],
+  );
 }
 
 function toWebhook(r: WebhookRow): WebhookView {

@@ -55,7 +55,7 @@ export class WebhooksController {
   @Patch(':webhookId')
   @ApiOperation({
     summary:
-      'Update an endpoint {url?, events?, enabled?, description?}; enabling one again clears its failure streak',
+      'Update an endpoint {url?, events?, enabled?, description?}; disabling one settles its pending deliveries as failed (not sent, lastError says why); enabling one again clears its failure streak',
   })
   async update(
     @CurrentScope() scope: Scope,
@@ -98,7 +98,10 @@ export class WebhooksController {
 
   @Post(':webhookId/deliveries/:deliveryId/retry')
   @HttpCode(202)
-  @ApiOperation({ summary: 'Send a delivery again (now), whatever its status' })
+  @ApiOperation({
+    summary:
+      'Send a delivery again (now), whatever its status (to a disabled endpoint it is settled as not sent again)',
+  })
   retry(
     @CurrentScope() scope: Scope,
     @Param('webhookId') webhookId: string,

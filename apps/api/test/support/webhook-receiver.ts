@@ -1,6 +1,7 @@
 // A local webhook receiver for end-to-end tests: verifies every request's Standard Webhooks signature with the
 // endpoint's secret (the `standardwebhooks` library, as a receiver would), records each attempt, and answers as
-// told: 200, a failure status, or never (a hung receiver).
+// told: 200, a failure status, or never (a hung receiver). It counts the requests open at once (received, neither
+// answered nor given up by the sender): how many attempts a sender has in flight to it.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -20,7 +21,12 @@ export class WebhookReceiver {
   readonly attempts: ReceivedAttempt[] = [];
   mode: ReceiverMode = 'ok';
   secret = '';
+  /** The most requests open at once so far. */
+  maxOpen = 0;
+  /** Called with each attempt as it is recorded (before it is answered). */
+  onAttempt: ((attempt: ReceivedAttempt) => void) | null = null;
   private readonly hung = new Set<ServerResponse>();
+  private readonly pending = new Set<ServerResponse>();
 
   private constructor(
     private readonly server: Server,
@@ -47,6 +53,17 @@ export class WebhookReceiver {
     return this.attempts.filter((a) => a.type === type);
   }
 
+  /** Requests open now: received and neither answered nor closed by the sender. */
+  get open(): number {
+    return this.pending.size;
+  }
+
+  /** Answers the hung requests still open with `status`. */
+  answerHung(status: number): void {
+    for (const res of this.hung) res.writeHead(status).end();
+    this.hung.clear();
+  }
+
   async close(): Promise<void> {
     for (const res of this.hung) res.destroy();
     this.server.closeAllConnections();
@@ -54,6 +71,12 @@ export class WebhookReceiver {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.pending.add(res);
+    this.maxOpen = Math.max(this.maxOpen, this.pending.size);
+    res.on('close', () => {
+      this.pending.delete(res);
+      this.hung.delete(res);
+    });
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');
@@ -65,13 +88,15 @@ export class WebhookReceiver {
       verified = false;
     }
     const parsed = JSON.parse(body) as { type: string; data: Record<string, unknown> };
-    this.attempts.push({
+    const attempt = {
       id: String(req.headers['webhook-id']),
       type: parsed.type,
       data: parsed.data,
       verified,
       at: Date.now(),
-    });
+    };
+    this.attempts.push(attempt);
+    this.onAttempt?.(attempt);
     if (this.mode === 'hang') {
       this.hung.add(res);
       return;

@@ -196,6 +196,16 @@ export const envSchema = z.object({
   /** How often senders look for due deliveries. */
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1_000),
   /**
+   * Delivery attempts one sender process (the embedded api, each worker) has in flight at most; it leases more as
+   * they end, never waiting for the slowest.
+   */
+  WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(1_000).default(64),
+  /**
+   * Delivery attempts one endpoint has in flight at most, across the deployment: a slow or hanging endpoint
+   * holds only these, and its other deliveries wait their turn.
+   */
+  WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: z.coerce.number().int().min(1).max(100).default(4),
+  /**
    * The deployment key of per-tenant provider keys (AES-256-GCM): 32 bytes as base64 or 64 hex digits. Unset:
    * embedded runs keep a generated one in the data directory; a distributed deployment must set it (same on
    * every process) to store provider keys.
@@ -290,6 +300,8 @@ export interface CanopyConfig {
     readonly retryBaseMs: number;
     readonly retryWindowMs: number;
     readonly pollMs: number;
+    readonly maxInFlight: number;
+    readonly maxInFlightPerEndpoint: number;
   };
   /** CANOPY_ENCRYPTION_KEY as given (null: generated into the data directory, embedded only). */
   readonly encryptionKey: string | null;
@@ -412,6 +424,8 @@ export function loadConfig(
       retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
       retryWindowMs: e.WEBHOOK_RETRY_WINDOW_MS,
       pollMs: e.WEBHOOK_POLL_MS,
+      maxInFlight: e.WEBHOOK_MAX_IN_FLIGHT,
+      maxInFlightPerEndpoint: e.WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT,
     },
     encryptionKey: e.CANOPY_ENCRYPTION_KEY ?? null,
   };

@@ -1,9 +1,13 @@
-// Sends the webhook outbox where runs execute (the embedded api; the workers of a distributed deployment). Each
-// tick leases due deliveries (the database is the queue: rows written with the events that caused them, leased
-// with FOR UPDATE SKIP LOCKED so senders across processes never send one at once), sends them in parallel, and
-// settles each: delivered; retried with exponential backoff and jitter while younger than the retry window; failed
-// after it. A sender that dies mid-delivery leaves its lease to expire, and another sends the row again: at least
-// once, deduplicated by receivers through webhook-id. An endpoint failing for the whole window is disabled.
+// Sends the webhook outbox where runs execute (the embedded api; the workers of a distributed deployment). It
+// leases due deliveries (the database is the queue: rows written with the events that caused them, leased with
+// FOR UPDATE SKIP LOCKED so senders across processes never send one at once) into its free slots, sends each
+// without waiting for the others, and leases again as attempts end: a slow or hanging endpoint holds only its own
+// slots (at most WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT across the deployment; the lease takes turns across
+// endpoints and tenants), never what other endpoints' deliveries need. Each attempt is settled: delivered;
+// retried with exponential backoff and jitter while younger than the retry window; failed after it. A sender
+// that dies mid-delivery leaves its lease to expire, and another sends the row again: at least once, deduplicated
+// by receivers through webhook-id. An endpoint failing for the whole window is disabled, and a disabled
+// endpoint's deliveries are settled as not sent.
 
 import type { TargetPolicy } from '@canopy/common';
 import type { ClaimedDelivery, WebhooksRepository } from '@canopy/store';
@@ -17,15 +21,17 @@ export interface WebhookDispatcherOptions {
   retryWindowMs: number;
   /** Where webhook URLs may lead (the SSRF guard's policy). */
   targets: TargetPolicy;
-  /** Deliveries leased per tick. */
+  /** Attempts this process has in flight at most. */
+  maxInFlight: number;
+  /** Attempts one endpoint has in flight at most, across the deployment. */
+  maxInFlightPerEndpoint: number;
+  /** Deliveries leased at once at most. */
   batch?: number;
   /** Start sending at application bootstrap (where runs execute). */
   autoStart?: boolean;
 }
 
 const MAX_BACKOFF_MS = 3_600_000;
-/** A delivery of a disabled endpoint waits this long before it is looked at again. */
-const DISABLED_RECHECK_MS = 60_000;
 /** How long stopping waits for the attempts in flight. */
 const STOP_WAIT_MS = 2_000;
 
@@ -37,8 +43,12 @@ export function backoffMs(attempts: number, baseMs: number, random = Math.random
 
 export class WebhookDispatcher {
   private readonly sender: WebhookSender;
+  private readonly inFlight = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  /** The lease under way, if any (one at a time per process). */
+  private leasing: Promise<void> | null = null;
+  /** Woken while leasing (an attempt ended): lease again at once after it. */
+  private again = false;
   private stopped = true;
 
   constructor(
@@ -65,47 +75,77 @@ export class WebhookDispatcher {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
-    this.schedule(0);
+    this.wake();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    // An attempt in flight is not waited for past a moment: its lease expires and another sender retries it.
+    // Attempts in flight are not waited for past a moment: their leases expire and another sender retries them.
     let wait: NodeJS.Timeout | undefined;
     await Promise.race([
-      this.running?.catch(() => undefined),
+      Promise.allSettled([this.leasing, ...this.inFlight]),
       new Promise<void>((resolve) => (wait = setTimeout(resolve, STOP_WAIT_MS))),
     ]);
     clearTimeout(wait);
   }
 
-  /** Sends what is due now (a tick); answers how many deliveries it settled. */
-  async tick(): Promise<number> {
-    const batch = this.options.batch ?? 20;
-    const claimed = await this.repo.claimDue(batch, this.leaseMs);
-    await Promise.all(claimed.map((d) => this.deliver(d)));
-    return claimed.length;
+  /** Leases now (or right after the lease under way): at start, when an attempt ends, at each poll. */
+  private wake(): void {
+    if (this.stopped) return;
+    if (this.leasing) {
+      this.again = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.leasing = this.lease().then(
+      (full) => this.leased(full ? 0 : this.options.pollMs),
+      (err: unknown) => {
+        this.logger.warn('webhook sender lease failed', { err });
+        this.leased(this.options.pollMs);
+      },
+    );
   }
 
-  private schedule(delayMs: number): void {
+  private leased(delayMs: number): void {
+    this.leasing = null;
+    const soon = this.again;
+    this.again = false;
     if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.tick().then(
-        (n) => this.schedule(n > 0 ? 0 : this.options.pollMs),
-        (err: unknown) => {
-          this.logger.warn('webhook sender tick failed', { err });
-          this.schedule(this.options.pollMs);
-        },
-      );
-    }, delayMs);
+    this.timer = setTimeout(() => this.wake(), soon ? 0 : delayMs);
     this.timer.unref?.();
+  }
+
+  /**
+   * Leases due deliveries into this process's free slots and starts their attempts, not waiting for them; answers
+   * whether it got all it asked for (more may be due).
+   */
+  private async lease(): Promise<boolean> {
+    const wanted = Math.min(this.options.batch ?? 20, this.options.maxInFlight - this.inFlight.size);
+    // No free slot: an attempt that ends wakes this again.
+    if (wanted <= 0) return false;
+    const claimed = await this.repo.claimDue(wanted, this.leaseMs, this.options.maxInFlightPerEndpoint);
+    for (const d of claimed) {
+      const attempt: Promise<void> = this.deliver(d)
+        .catch((err: unknown) =>
+          // The attempt's result is lost; its lease expires and the delivery is sent again.
+          this.logger.warn('webhook attempt could not be recorded', { err, webhookId: d.webhookId }),
+        )
+        .finally(() => {
+          this.inFlight.delete(attempt);
+          this.wake();
+        });
+      this.inFlight.add(attempt);
+    }
+    return claimed.length === wanted;
   }
 
   private async deliver(d: ClaimedDelivery): Promise<void> {
     if (!d.enabled) {
-      await this.repo.release(d, DISABLED_RECHECK_MS);
+      // Its event raced the disabling: nothing sends a disabled endpoint's deliveries.
+      await this.repo.settleUnsent(d);
       return;
     }
     const result = await this.sender.send({
@@ -126,8 +166,7 @@ export class WebhookDispatcher {
       return;
     }
     // One clock reading for both decisions: the delivery's window is over exactly when its own failure streak
-    // would disable the endpoint (read twice, the endpoint could be disabled with this delivery left pending, and
-    // a disabled endpoint's pending deliveries wait for it to be enabled again).
+    // would disable the endpoint.
     const now = Date.now();
     const expired = now - d.createdAt.getTime() >= this.options.retryWindowMs;
     const retryAt = expired ? null : new Date(now + backoffMs(d.attempts, this.options.retryBaseMs));
