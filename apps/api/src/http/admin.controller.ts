@@ -70,7 +70,7 @@ export class AdminController {
   @Patch('tenants/:tenantId')
   @ApiOperation({
     summary:
-      'Update a tenant: {name?, disabled?, retention?: {deleteAfterDays: days | null, keep: "pinned" | "none"}}. A name another tenant has (case-insensitively) answers 409 tenant_name_taken. Disabling cancels its runs in flight and makes every credential of it answer 403 tenant_disabled; retention: sessions not updated for that long are deleted by the sweeper',
+      'Update a tenant: {name?, disabled?, retention?: {deleteAfterDays: days | null, keep: "pinned" | "none"}}. A name another tenant has (case-insensitively) answers 409 tenant_name_taken. Disabling cancels its runs in flight, makes every credential of it answer 403 tenant_disabled and closes its open WebSockets and SSE streams; retention: sessions not updated for that long are deleted by the sweeper',
   })
   async updateTenant(@Param('tenantId') tenantId: string, @Body() body: UpdateTenantDto) {
     if (body.name !== undefined || body.disabled !== undefined) {
@@ -114,7 +114,10 @@ export class AdminController {
 
   @Delete('keys/:keyId')
   @HttpCode(204)
-  @ApiOperation({ summary: 'Revoke an API key' })
+  @ApiOperation({
+    summary:
+      'Revoke an API key: it and the user tokens it minted answer 401 at once, and their open WebSockets and SSE streams are closed',
+  })
   async revokeKey(@Param('keyId') keyId: string): Promise<void> {
     const key = await this.tenants.revokeKey(keyId);
     if (!key) throw CanopyException.notFound('key');

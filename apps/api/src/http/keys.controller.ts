@@ -41,7 +41,10 @@ export class KeysController {
 
   @Delete(':keyId')
   @HttpCode(204)
-  @ApiOperation({ summary: 'Revoke one of the tenant’s API keys (the calling key included)' })
+  @ApiOperation({
+    summary:
+      'Revoke one of the tenant’s API keys (the calling key included): it and the user tokens it minted answer 401 at once, and their open WebSockets and SSE streams are closed',
+  })
   async revoke(@CurrentScope() scope: Scope, @Param('keyId') keyId: string): Promise<void> {
     const key = await this.tenants.revokeKey(keyId, scope.tenantId);
     if (!key) throw CanopyException.notFound('key');
