@@ -95,7 +95,7 @@ describe('CredentialWatch', () => {
     open('key', keyGrant('t1', 'k1'));
     await notices.publish({ type: 'key_revoked', tenantId: 't1', keyId: 'k1' });
     expect(cuts).toEqual([['key', 'unauthorized']]);
-    await watch.onModuleDestroy();
+    await watch.onApplicationShutdown();
   });
 
   it('cuts a connection when its credential expires, and refuses its frames from then on', () => {
@@ -159,6 +159,6 @@ describe('CredentialWatch', () => {
       ['revoked key', 'unauthorized'],
       ['disabled tenant', 'tenant_disabled'],
     ]);
-    await watch.onModuleDestroy();
+    await watch.onApplicationShutdown();
   });
 });

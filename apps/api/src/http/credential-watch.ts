@@ -9,7 +9,7 @@
 // made up for when it is back (every cached lookup forgotten, every connection checked again), and a slow re-check
 // of every connection's key and tenant (through the cached lookups) covers a notice that could not be published.
 
-import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { AuthService, type Grant } from '@canopy/auth';
 import {
   CREDENTIAL_NOTICES,
@@ -82,7 +82,7 @@ export class WatchedConnection {
 }
 
 @Injectable()
-export class CredentialWatch implements OnModuleInit, OnModuleDestroy {
+export class CredentialWatch implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(CredentialWatch.name);
   /** Watched connections of a tenant's credentials, by tenant (the admin key's are never cut by a notice). */
   private readonly byTenant = new Map<string, Set<WatchedConnection>>();
@@ -102,13 +102,14 @@ export class CredentialWatch implements OnModuleInit, OnModuleDestroy {
     this.recheckTimer.unref();
   }
 
-  async onModuleDestroy(): Promise<void> {
+  // After the drain (connections are watched until they close), before Redis closes (this module is above it).
+  async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
     if (this.recheckTimer) clearInterval(this.recheckTimer);
     await this.unsubscribe?.().catch(() => undefined);
   }
 
-  /** Connections watched now (for tests and metrics). */
+  /** Connections of tenants' credentials watched now. */
   get size(): number {
     let n = 0;
     for (const set of this.byTenant.values()) n += set.size;
