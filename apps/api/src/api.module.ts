@@ -24,6 +24,7 @@ import { WebhooksController } from './http/webhooks.controller';
 import { QuotasController } from './http/quotas.controller';
 import { ProvidersController } from './http/providers.controller';
 import { CommandsController } from './http/commands.controller';
+import { CredentialWatch } from './http/credential-watch';
 import { LiveController, WebSocketDocController } from './http/live.controller';
 import { ModelsController } from './http/models.controller';
 import { LiveGateway } from './http/live.gateway';
@@ -93,6 +94,7 @@ export class ApiModule {
         // Order matters: who is calling first, then how often.
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_GUARD, useClass: RateLimitGuard },
+        CredentialWatch,
         SseRegistry,
         SessionCommands,
         LiveGateway,

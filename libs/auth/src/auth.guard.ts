@@ -16,7 +16,7 @@ import { CanopyException } from '@canopy/common';
 import type { Scope } from '@canopy/core';
 import { setAuditContext, type AuditActor } from '@canopy/store';
 import { AuthService } from './auth.service';
-import { scopeOf, type Principal } from './principal';
+import { scopeOf, type Grant, type Principal } from './principal';
 
 /**
  * admin: the admin key; tenant: an API key; member: an API key or a user token; operator: an API key or the admin;
@@ -32,7 +32,8 @@ export const Public = () => SetMetadata(PUBLIC, true);
 export const Access = (level: AccessLevel) => SetMetadata(ACCESS, level);
 export const QueryToken = () => SetMetadata(QUERY_TOKEN, true);
 
-export type AuthedRequest = Request & { principal?: Principal };
+/** A request past the guard: its principal, and what its credential grants (the SSE streams keep it). */
+export type AuthedRequest = Request & { principal?: Principal; grant?: Grant };
 
 @Injectable()
 export class AuthGuard implements CanActivate {
@@ -47,12 +48,14 @@ export class AuthGuard implements CanActivate {
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC, targets)) return true;
     const req = context.switchToHttp().getRequest<AuthedRequest>();
     const allowQuery = this.reflector.getAllAndOverride<boolean>(QUERY_TOKEN, targets) ?? false;
-    const principal = await this.auth.authenticate(credentialOf(req, allowQuery));
+    const grant = await this.auth.grant(credentialOf(req, allowQuery));
+    const principal = grant.principal;
     const level = this.reflector.getAllAndOverride<AccessLevel>(ACCESS, targets) ?? 'member';
     if (!admits(level, principal)) {
       throw new CanopyException('forbidden', `this route needs ${describe(level)}`);
     }
     req.principal = principal;
+    req.grant = grant;
     // Who acts, for the audit events written while serving this request.
     setAuditContext({ actor: auditActorOf(principal), requestId: requestIdOf(req) });
     return true;

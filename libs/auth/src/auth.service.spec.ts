@@ -1,7 +1,7 @@
 import { AuthService } from './auth.service';
 import { generateApiKey } from './api-keys';
 import type { KeyRecord, TenantsRepository } from './tenants.repository';
-import type { UserTokens } from './tokens';
+import { UserTokens } from './tokens';
 
 /** A key table in memory whose lookups stay pending until released, counting the queries made. */
 class Keys {
@@ -127,5 +127,43 @@ describe('AuthService tenant state', () => {
     await settle();
     expect(t.state.queries).toBe(2); // answered from the cache: the fresh answer
     expect(await later).toMatchObject({ code: 'tenant_disabled' });
+  });
+});
+
+describe('AuthService grants', () => {
+  const expiresAt = new Date('2030-01-01T00:00:00Z');
+  const repository = (hash: string) =>
+    ({
+      findKeyByHash: (h: string): Promise<KeyRecord | null> =>
+        Promise.resolve(h === hash ? { id: 'key_1', tenantId: 'ten_1', revoked: false, expiresAt } : null),
+      isKeyRevoked: () => Promise.resolve(false),
+      isDisabled: () => Promise.resolve(false),
+      touchKey: () => Promise.resolve(),
+    }) as unknown as TenantsRepository;
+
+  it('answers the key behind a credential and when it expires', async () => {
+    const { key, hash } = generateApiKey();
+    const userTokens = new UserTokens('a-secret-of-at-least-32-characters-long', {
+      defaultSeconds: 3_600,
+      maxSeconds: 86_400,
+    });
+    const auth = new AuthService('admin-key-admin-key', repository(hash), userTokens);
+
+    expect(await auth.grant(key)).toEqual({
+      principal: { kind: 'tenant', tenantId: 'ten_1', keyId: 'key_1' },
+      keyId: 'key_1',
+      expiresAt: expiresAt.getTime(),
+    });
+    const minted = await userTokens.mint('ten_1', 'alice', 600, 'key_1');
+    expect(await auth.grant(minted.token)).toEqual({
+      principal: { kind: 'user', tenantId: 'ten_1', userId: 'alice' },
+      keyId: 'key_1',
+      expiresAt: minted.expiresAt.getTime(),
+    });
+    expect(await auth.grant('admin-key-admin-key')).toEqual({
+      principal: { kind: 'admin' },
+      keyId: null,
+      expiresAt: Infinity,
+    });
   });
 });

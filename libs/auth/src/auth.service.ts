@@ -1,15 +1,17 @@
-// Turns a bearer credential into a Principal. API key lookups are cached briefly (a revocation made in this
-// process takes effect at once; one made elsewhere within KEY_CACHE_MS); the admin key is compared in constant
-// time; user tokens are verified on every use, and the key that minted one must still be valid (looked up like an
-// API key, cached as briefly), so revoking a key ends its users' tokens. A disabled tenant's credentials answer 403
-// tenant_disabled (its state is cached like keys: at once in this process, within KEY_CACHE_MS elsewhere); an
-// expired key is refused. Concurrent requests with the same uncached key, minting key or tenant share one lookup (a
-// burst of 100 requests after a cold start or an expiry costs one query, not 100 queued on the pool: LookupCache).
+// Turns a bearer credential into a Principal, or a Grant (the principal, the key behind it, its expiry) for a
+// connection that outlives the request. API key lookups are cached for KEY_CACHE_MS; a revocation forgets them at
+// once (the api tells every process of the deployment: CredentialWatch, which also re-checks its open connections
+// through these caches). The admin key is compared in constant time; user tokens are verified on every use, and the
+// key that minted one must still be valid (looked up like an API key, cached as briefly), so revoking a key ends its
+// users' tokens. A disabled tenant's credentials answer 403 tenant_disabled (its state is cached like keys, and
+// forgotten the same way); an expired key is refused. Concurrent requests with the same uncached key, minting key or
+// tenant share one lookup (a burst of 100 requests after a cold start or an expiry costs one query, not 100 queued
+// on the pool: LookupCache).
 
 import { timingSafeEqual } from 'node:crypto';
 import { CanopyException } from '@canopy/common';
 import { hashApiKey, looksLikeApiKey } from './api-keys';
-import type { Principal } from './principal';
+import type { Grant, Principal } from './principal';
 import type { TenantsRepository } from './tenants.repository';
 import type { UserTokens } from './tokens';
 import { LookupCache } from './lookup-cache';
@@ -32,21 +34,32 @@ export class AuthService {
   ) {}
 
   async authenticate(credential: string | undefined): Promise<Principal> {
+    return (await this.grant(credential)).principal;
+  }
+
+  /** Authenticates a credential, answering what it grants: who, the key behind it and until when. */
+  async grant(credential: string | undefined): Promise<Grant> {
     if (!credential) throw new CanopyException('unauthorized', 'missing credentials');
-    if (constantTimeEquals(credential, this.adminKey)) return { kind: 'admin' };
+    if (constantTimeEquals(credential, this.adminKey))
+      return { principal: { kind: 'admin' }, keyId: null, expiresAt: Infinity };
     if (looksLikeApiKey(credential)) {
-      const principal = await this.apiKey(credential);
-      if (!principal) throw new CanopyException('unauthorized', 'invalid, expired or revoked API key');
-      if (principal.kind === 'tenant') await this.checkEnabled(principal.tenantId);
-      return principal;
+      const { principal, expiresAt } = await this.apiKey(credential);
+      if (principal?.kind !== 'tenant')
+        throw new CanopyException('unauthorized', 'invalid, expired or revoked API key');
+      await this.checkEnabled(principal.tenantId);
+      return { principal, keyId: principal.keyId, expiresAt };
     }
     if (credential.split('.').length === 3) {
       const claims = await this.tokens.verify(credential);
-      if (claims.keyId !== null && (await this.isMintingKeyRevoked(claims.tenantId, claims.keyId))) {
+      if (claims.keyId !== null && (await this.isKeyRevoked(claims.tenantId, claims.keyId))) {
         throw new CanopyException('unauthorized', 'the API key that minted this token was revoked');
       }
       await this.checkEnabled(claims.tenantId);
-      return { kind: 'user', tenantId: claims.tenantId, userId: claims.userId };
+      return {
+        principal: { kind: 'user', tenantId: claims.tenantId, userId: claims.userId },
+        keyId: claims.keyId,
+        expiresAt: claims.expiresAt.getTime(),
+      };
     }
     throw new CanopyException('unauthorized', 'invalid credentials');
   }
@@ -57,7 +70,8 @@ export class AuthService {
     this.mintingKeys.forget((id) => id === keyId);
   }
 
-  private isMintingKeyRevoked(tenantId: string, keyId: string): Promise<boolean> {
+  /** Whether a tenant's key is revoked (or gone), cached like every lookup here. */
+  isKeyRevoked(tenantId: string, keyId: string): Promise<boolean> {
     return this.mintingKeys.get(keyId, () => this.tenants.isKeyRevoked(tenantId, keyId));
   }
 
@@ -66,20 +80,31 @@ export class AuthService {
     this.disabledTenants.forget((id) => id === tenantId);
   }
 
-  private async checkEnabled(tenantId: string): Promise<void> {
-    const disabled = await this.disabledTenants.get(tenantId, () => this.tenants.isDisabled(tenantId));
-    if (disabled) throw new CanopyException('tenant_disabled', 'this tenant is disabled');
+  /** Forgets every cached lookup (revocations may have been missed). */
+  forgetAll(): void {
+    this.keys.forget();
+    this.mintingKeys.forget();
+    this.disabledTenants.forget();
   }
 
-  private async apiKey(key: string): Promise<Principal | null> {
+  /** Whether a tenant is disabled, cached like every lookup here. */
+  isTenantDisabled(tenantId: string): Promise<boolean> {
+    return this.disabledTenants.get(tenantId, () => this.tenants.isDisabled(tenantId));
+  }
+
+  private async checkEnabled(tenantId: string): Promise<void> {
+    if (await this.isTenantDisabled(tenantId))
+      throw new CanopyException('tenant_disabled', 'this tenant is disabled');
+  }
+
+  private apiKey(key: string): Promise<KeyLookup> {
     const hash = hashApiKey(key);
     // An expiring key is cached no longer than it lives.
-    const found = await this.keys.get(
+    return this.keys.get(
       hash,
       () => this.lookUpKey(hash),
       (key) => key.expiresAt,
     );
-    return found.principal;
   }
 
   private async lookUpKey(hash: string): Promise<KeyLookup> {

@@ -7,6 +7,19 @@ export type Principal =
   | { kind: 'tenant'; tenantId: string; keyId: string }
   | { kind: 'user'; tenantId: string; userId: string };
 
+/**
+ * What a credential established, for a connection that outlives its first request (a WebSocket, an SSE stream):
+ * who it is, the API key standing behind it and until when it holds. Such a connection ends when that key is
+ * revoked, the tenant is disabled or the credential expires.
+ */
+export interface Grant {
+  principal: Principal;
+  /** The API key itself, or the key that minted a user token; null for the admin key (and a token naming none). */
+  keyId: string | null;
+  /** When the credential stops being valid (ms since the epoch); Infinity: never. */
+  expiresAt: number;
+}
+
 /** The scope a tenant or user principal acts in. */
 export function scopeOf(principal: Principal): Scope | null {
   switch (principal.kind) {

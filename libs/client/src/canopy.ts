@@ -24,7 +24,7 @@ import type {
 import { Http, type HttpOptions } from './http';
 import { LiveSocket, type LiveSocketOptions } from './live-socket';
 import { Session } from './session';
-import { sseStream } from './sse';
+import { credentialEnd, sseStream } from './sse';
 import type {
   ApiKey,
   CreateSessionInput,
@@ -307,13 +307,16 @@ export class Canopy {
 
   /**
    * The activity feed of the tenant (every tenant's with the admin key): `opened`, `status`, `title`, `closed`,
-   * `run_started`, `run_finished`. Reconnects by itself; ends when the signal aborts.
+   * `run_started`, `run_finished`. Reconnects by itself; ends when the signal aborts; throws `unauthorized` or
+   * `tenant_disabled` when the server ended it because its credential stopped being valid.
    */
   async *activity(options: { signal?: AbortSignal } = {}): AsyncGenerator<ActivityEvent> {
     const messages = sseStream(this.http, '/v1/activity', {
       ...(options.signal ? { signal: options.signal } : {}),
     });
     for await (const message of messages) {
+      const refused = credentialEnd(message);
+      if (refused) throw refused;
       if (!ACTIVITY_TYPES.has(message.event)) continue;
       const { tenantId, at, ...data } = JSON.parse(message.data) as Record<string, unknown>;
       yield { tenantId, type: message.event as ActivityEventType, data, at } as ActivityEvent;

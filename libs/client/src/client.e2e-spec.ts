@@ -447,6 +447,33 @@ describe('WebSocket', () => {
     }
     expect(socket.status).toBe('closed');
   });
+
+  it('stops for good, with the error, when its key is revoked; so does a session’s event stream', async () => {
+    const created = await canopy.keys.create({ name: 'revoked by the test' });
+    const doomed = new Canopy({ baseUrl: t.url, credential: created.apiKey });
+    const { session } = await doomed.sessions.create({ model: 'mock:echo' });
+    const socket = doomed.connect({ WebSocket, reconnectDelayMs: 50 });
+    const states: string[] = [];
+    socket.onState((s) => states.push(s));
+    const socketEvents: SessionEventBody[] = [];
+    socket.subscribe(session.id, (e) => socketEvents.push(e));
+    const stream = collect(session.events({ signal: AbortSignal.timeout(20_000) }), () => false);
+    const streamEnd = stream.done.then(
+      () => null,
+      (err: unknown) => err,
+    );
+    await eventually(() => socketEvents.length > 0 && stream.items.length > 0);
+
+    await canopy.keys.revoke(created.id);
+
+    await eventually(() => socket.status === 'closed');
+    expect(socket.error).toMatchObject({ code: 'unauthorized' });
+    expect(await streamEnd).toMatchObject({ code: 'unauthorized' });
+    // Closed for good: a reconnection would have gone through "connecting" (it is scheduled at the close).
+    expect(states).toEqual(['open', 'closed']);
+    const refused = await socket.command('prompt', session.id, { content: 'x' }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'network_error' });
+  });
 });
 
 function textOf(view: { turns: Array<{ content: Array<{ type: string; text?: string }> }> }): string {

@@ -1,6 +1,8 @@
 // One WebSocket connection to /v1/ws carrying many session subscriptions, the activity feed and commands. It
 // reconnects by itself and resubscribes every session after the last seq it delivered (and again after the
-// server ended a subscription, unless the session was deleted), so a listener sees no gap and no duplicate.
+// server ended a subscription, unless the session was deleted), so a listener sees no gap and no duplicate. It
+// does not reconnect once its credential is refused (revoked or expired: 4401, or at connection 1008
+// unauthorized; the tenant disabled: 4403 or 1008 tenant_disabled): it stays closed, with `error` saying why.
 // Browsers have a WebSocket; in Node 20 pass one (e.g. the `ws` package's).
 
 import type { ActivityEvent, ActivityEventType, SessionEventBody, SessionEventType } from '@canopy/core';
@@ -66,6 +68,11 @@ interface ApiError {
 const OPEN = 1;
 const MAX_RECONNECT_DELAY_MS = 10_000;
 
+/** Close codes of a connection whose credential stopped being valid (the server's reason names the code). */
+const CREDENTIAL_CLOSE_CODES = new Set([4401, 4403]);
+/** Reasons of a connection refused for its credential when it connected (close code 1008). */
+const CREDENTIAL_REFUSALS = new Set(['unauthorized', 'tenant_disabled']);
+
 export class LiveSocket {
   private socket: WebSocketLike | null = null;
   private state: SocketState = 'connecting';
@@ -77,6 +84,9 @@ export class LiveSocket {
   private readonly pending = new Map<string, Pending>();
   private readonly stateListeners = new Set<(state: SocketState) => void>();
   private readonly Ctor: WebSocketConstructor;
+  private refusal: CanopyError | null = null;
+  /** The message of the last error frame (it comes before the server closes a connection). */
+  private lastErrorMessage: string | null = null;
 
   constructor(
     private readonly url: () => Promise<string>,
@@ -91,6 +101,14 @@ export class LiveSocket {
 
   get status(): SocketState {
     return this.state;
+  }
+
+  /**
+   * Why the connection closed for good, when the server refused its credential (code `unauthorized`: revoked or
+   * expired; `tenant_disabled`); null otherwise. Connect again with a valid credential.
+   */
+  get error(): CanopyError | null {
+    return this.refusal;
   }
 
   /** Calls `listener` on every change of the connection's state; answers how to stop. */
@@ -165,15 +183,26 @@ export class LiveSocket {
     };
     socket.onmessage = (event) => this.onFrame(event.data);
     socket.onerror = () => undefined; // onclose follows
-    socket.onclose = () => {
+    socket.onclose = (event) => {
       if (this.socket !== socket) return;
       this.socket = null;
+      const refused = credentialRefusal(event, this.lastErrorMessage);
+      this.lastErrorMessage = null;
       for (const [ref, p] of this.pending) {
         clearTimeout(p.timer);
-        p.reject(new CanopyError({ code: 'network_error', message: 'the WebSocket closed', status: 0 }));
+        p.reject(
+          refused ?? new CanopyError({ code: 'network_error', message: 'the WebSocket closed', status: 0 }),
+        );
         this.pending.delete(ref);
       }
       if (this.closedByUser) return;
+      if (refused) {
+        // The same credential would be refused again: reconnecting would only loop.
+        this.refusal = refused;
+        this.closedByUser = true;
+        this.setState('closed');
+        return;
+      }
       this.scheduleReconnect();
     };
   }
@@ -266,6 +295,7 @@ export class LiveSocket {
         return;
       }
       case 'error':
+        this.lastErrorMessage = frame.error?.message ?? null;
         return;
     }
   }
@@ -275,6 +305,20 @@ export class LiveSocket {
     this.state = state;
     for (const listener of [...this.stateListeners]) listener(state);
   }
+}
+
+/** The error of a close that refused the connection's credential; null for any other close. */
+function credentialRefusal(
+  event: { code: number; reason: string } | undefined,
+  message: string | null,
+): CanopyError | null {
+  if (!event || !CREDENTIAL_REFUSALS.has(event.reason)) return null;
+  if (!CREDENTIAL_CLOSE_CODES.has(event.code) && event.code !== 1008) return null;
+  return new CanopyError({
+    code: event.reason as ErrorCode,
+    message: message ?? `the server closed the WebSocket: ${event.reason}`,
+    status: 0,
+  });
 }
 
 function apiError(error: ApiError | undefined): CanopyError {

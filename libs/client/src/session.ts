@@ -16,7 +16,7 @@ import type { ExportByFormat } from './catalog';
 import type { ExportFormat, ForkInput } from './catalog-types';
 import type { Http } from './http';
 import { LiveTurns } from './live-turns-handle';
-import { sseStream } from './sse';
+import { credentialEnd, sseStream } from './sse';
 import type {
   Accepted,
   Decision,
@@ -207,7 +207,8 @@ export class Session {
   /**
    * The session's events: a snapshot first (unless `after`), then every later event, in seq order. The stream
    * reconnects by itself and resumes after the last seq it yielded, so a caller sees no gap and no duplicate.
-   * It ends when the signal aborts or the session is deleted.
+   * It ends when the signal aborts or the session is deleted, and throws `unauthorized` or `tenant_disabled` when the
+   * server ended it because its credential stopped being valid.
    */
   async *events(options: EventsOptions = {}): AsyncGenerator<SessionEventBody> {
     let last = options.after;
@@ -220,6 +221,8 @@ export class Session {
     });
     for await (const message of messages) {
       if (message.event === 'end') {
+        const refused = credentialEnd(message);
+        if (refused) throw refused;
         deleted = parseJson<{ reconnect?: boolean }>(message.data)?.reconnect === false;
         continue;
       }

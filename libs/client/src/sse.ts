@@ -1,5 +1,7 @@
 // Server-Sent Events over fetch (so a request carries the Authorization header, in Node and in browsers alike),
-// parsed by eventsource-parser, as an async iterator of messages that reconnects by itself.
+// parsed by eventsource-parser, as an async iterator of messages that reconnects by itself. A stream the server
+// ended because its credential stopped being valid (`end` {reason: "unauthorized" | "tenant_disabled"}) is not
+// reconnected: its reader throws that error (credentialEnd).
 
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 
@@ -28,6 +30,22 @@ export interface SseStreamOptions {
 }
 
 const MAX_RECONNECT_DELAY_MS = 10_000;
+
+/** The error of an `end` message that says the stream's credential stopped being valid; null for anything else. */
+export function credentialEnd(message: SseMessage): CanopyError | null {
+  if (message.event !== 'end') return null;
+  let reason: unknown;
+  try {
+    reason = (JSON.parse(message.data) as { reason?: unknown } | null)?.reason;
+  } catch {
+    return null;
+  }
+  if (reason === 'unauthorized')
+    return new CanopyError({ code: reason, message: 'the credential was revoked or expired', status: 0 });
+  if (reason === 'tenant_disabled')
+    return new CanopyError({ code: reason, message: 'this tenant is disabled', status: 0 });
+  return null;
+}
 
 /** Messages of an SSE endpoint, across reconnections. Ends when the signal aborts or reconnection is refused. */
 export async function* sseStream(

@@ -10,6 +10,7 @@ describe('@canopy/realtime entries', () => {
         'describeEventBusContract',
         'describeLiveRegistryContract',
         'describeActivityFeedContract',
+        'describeCredentialNoticesContract',
       ]),
     );
   });

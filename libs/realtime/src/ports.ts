@@ -1,6 +1,6 @@
-// The transport ports under the session and manager layers. The embedded runtime uses the in-process adapters
-// of this library; the distributed runtime plugs Redis adapters into the same ports, and one contract test suite
-// (./testing) runs against both.
+// The transport ports under the session and manager layers, and the credential notices the api's connections
+// listen to. The embedded runtime uses the in-process adapters of this library; the distributed runtime plugs
+// Redis adapters into the same ports, and one contract test suite (./testing) runs against both.
 
 import type { ActivityEvent, LiveEntry, SessionEvent, SessionEventInput, SessionStatus } from '@canopy/core';
 
@@ -90,6 +90,28 @@ export interface ActivityFeed {
   close(): Promise<void>;
 }
 
+/**
+ * A change to credentials that every process of the deployment must act on at once: a key revoked (the connections
+ * it opened end, and those of the user tokens it minted), a tenant disabled (every connection of it ends) or enabled
+ * again. Each process also forgets what it cached about the key or tenant.
+ */
+export type CredentialNotice =
+  | { type: 'key_revoked'; tenantId: string; keyId: string }
+  | { type: 'tenant_disabled'; tenantId: string }
+  | { type: 'tenant_enabled'; tenantId: string };
+
+/** Credential notices, heard by every process of the deployment (the publisher's own included). */
+export interface CredentialNotices {
+  publish(notice: CredentialNotice): Promise<void>;
+  /**
+   * Delivers every notice published after this call resolves, in publish order. `onMissed` runs when notices may
+   * have been lost (the adapter's connection was away): the subscriber then checks what it holds again.
+   */
+  subscribe(listener: (notice: CredentialNotice) => void, onMissed?: () => void): Promise<Unsubscribe>;
+  close(): Promise<void>;
+}
+
 export const EVENT_BUS = Symbol('EVENT_BUS');
 export const LIVE_REGISTRY = Symbol('LIVE_REGISTRY');
 export const ACTIVITY_FEED = Symbol('ACTIVITY_FEED');
+export const CREDENTIAL_NOTICES = Symbol('CREDENTIAL_NOTICES');

@@ -1,6 +1,7 @@
 // The realtime transport of a deployable, picked by the configuration: embedded (no REDIS_URL) the in-process bus,
-// registry and feed; distributed (REDIS_URL) their Redis adapters over one Redis runtime (REDIS_REALTIME, null when
-// embedded), closed at shutdown. RealtimeModule.forRoot() is one module per process however many import it.
+// registry, feed and credential notices; distributed (REDIS_URL) their Redis adapters over one Redis runtime
+// (REDIS_REALTIME, null when embedded), closed at shutdown. RealtimeModule.forRoot() is one module per process
+// however many import it.
 
 import {
   Inject,
@@ -13,13 +14,16 @@ import {
 } from '@nestjs/common';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
 import { InProcessActivityFeed } from './in-process/in-process-activity-feed';
+import { InProcessCredentialNotices } from './in-process/in-process-credential-notices';
 import { InProcessEventBus } from './in-process/in-process-event-bus';
 import { InProcessLiveRegistry } from './in-process/in-process-live-registry';
 import {
   ACTIVITY_FEED,
+  CREDENTIAL_NOTICES,
   EVENT_BUS,
   LIVE_REGISTRY,
   type ActivityFeed,
+  type CredentialNotices,
   type EventBus,
   type LiveRegistry,
 } from './ports';
@@ -86,9 +90,15 @@ export class RealtimeModule {
           useFactory: (redis: RedisRealtime | null): ActivityFeed =>
             redis?.feed ?? new InProcessActivityFeed(),
         },
+        {
+          provide: CREDENTIAL_NOTICES,
+          inject: [REDIS_REALTIME],
+          useFactory: (redis: RedisRealtime | null): CredentialNotices =>
+            redis?.notices ?? new InProcessCredentialNotices(),
+        },
         RealtimeLifecycle,
       ],
-      exports: [REDIS_REALTIME, EVENT_BUS, LIVE_REGISTRY, ACTIVITY_FEED],
+      exports: [REDIS_REALTIME, EVENT_BUS, LIVE_REGISTRY, ACTIVITY_FEED, CREDENTIAL_NOTICES],
     };
     return RealtimeModule.root;
   }

@@ -1,13 +1,15 @@
 // Admin routes (the admin key): tenants (create, list and search, rename, disable, retention policy) and their
-// API keys. Disabling a tenant cancels its runs in flight; its credentials then answer 403 tenant_disabled.
+// API keys. Disabling a tenant cancels its runs in flight; its credentials then answer 403 tenant_disabled and its
+// open connections are closed, in every api process (as are those of a revoked key).
 
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CanopyException } from '@canopy/common';
 import { tenantScope } from '@canopy/core';
-import { Access, AuthService, TenantsRepository, type KeyView } from '@canopy/auth';
+import { Access, TenantsRepository, type KeyView } from '@canopy/auth';
 import { SessionCatalogService } from '@canopy/manager';
 import { RetentionRepository, type TenantView } from '@canopy/store';
+import { CredentialWatch } from './credential-watch';
 import { CreateKeyDto, CreateTenantDto, ListTenantsQueryDto, UpdateTenantDto } from './dto';
 
 /** At most this many bulk cancels (of 500 runs each) when a tenant is disabled. */
@@ -20,7 +22,7 @@ const DISABLE_CANCEL_ROUNDS = 20;
 export class AdminController {
   constructor(
     private readonly tenants: TenantsRepository,
-    private readonly auth: AuthService,
+    private readonly credentials: CredentialWatch,
     private readonly retention: RetentionRepository,
     private readonly catalog: SessionCatalogService,
   ) {}
@@ -68,7 +70,7 @@ export class AdminController {
   @Patch('tenants/:tenantId')
   @ApiOperation({
     summary:
-      'Update a tenant: {name?, disabled?, retention?: {deleteAfterDays: days | null, keep: "pinned" | "none"}}. A name another tenant has (case-insensitively) answers 409 tenant_name_taken. Disabling cancels its runs in flight and makes every credential of it answer 403 tenant_disabled; retention: sessions not updated for that long are deleted by the sweeper',
+      'Update a tenant: {name?, disabled?, retention?: {deleteAfterDays: days | null, keep: "pinned" | "none"}}. A name another tenant has (case-insensitively) answers 409 tenant_name_taken. Disabling cancels its runs in flight, makes every credential of it answer 403 tenant_disabled and closes its open WebSockets and SSE streams; retention: sessions not updated for that long are deleted by the sweeper',
   })
   async updateTenant(@Param('tenantId') tenantId: string, @Body() body: UpdateTenantDto) {
     if (body.name !== undefined || body.disabled !== undefined) {
@@ -76,7 +78,7 @@ export class AdminController {
         ...(body.name !== undefined ? { name: body.name } : {}),
         ...(body.disabled !== undefined ? { disabled: body.disabled } : {}),
       });
-      this.auth.forgetTenant(tenantId);
+      if (body.disabled !== undefined) await this.credentials.tenantChanged(tenantId, body.disabled);
     }
     if (body.retention) await this.retention.setPolicy(tenantId, body.retention);
     if (body.disabled === true) {
@@ -112,11 +114,14 @@ export class AdminController {
 
   @Delete('keys/:keyId')
   @HttpCode(204)
-  @ApiOperation({ summary: 'Revoke an API key' })
+  @ApiOperation({
+    summary:
+      'Revoke an API key: it and the user tokens it minted answer 401 at once, and their open WebSockets and SSE streams are closed',
+  })
   async revokeKey(@Param('keyId') keyId: string): Promise<void> {
     const key = await this.tenants.revokeKey(keyId);
     if (!key) throw CanopyException.notFound('key');
-    this.auth.forgetKey(key.id);
+    await this.credentials.keyRevoked(key.tenantId, key.id);
   }
 }
 

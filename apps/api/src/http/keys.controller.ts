@@ -1,11 +1,13 @@
-// A tenant's own API keys (a tenant API key): list, create (shown once), revoke. User tokens have no access.
+// A tenant's own API keys (a tenant API key): list, create (shown once), revoke (its connections and those of the
+// user tokens it minted are closed, in every api process). User tokens have no access.
 
 import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CanopyException } from '@canopy/common';
 import type { Scope } from '@canopy/core';
-import { Access, AuthService, CurrentScope, TenantsRepository } from '@canopy/auth';
+import { Access, CurrentScope, TenantsRepository } from '@canopy/auth';
 import { createdKeyView, keyView } from './admin.controller';
+import { CredentialWatch } from './credential-watch';
 import { CreateKeyDto } from './dto';
 
 @ApiTags('keys')
@@ -15,7 +17,7 @@ import { CreateKeyDto } from './dto';
 export class KeysController {
   constructor(
     private readonly tenants: TenantsRepository,
-    private readonly auth: AuthService,
+    private readonly credentials: CredentialWatch,
   ) {}
 
   @Get()
@@ -39,10 +41,13 @@ export class KeysController {
 
   @Delete(':keyId')
   @HttpCode(204)
-  @ApiOperation({ summary: 'Revoke one of the tenant’s API keys (the calling key included)' })
+  @ApiOperation({
+    summary:
+      'Revoke one of the tenant’s API keys (the calling key included): it and the user tokens it minted answer 401 at once, and their open WebSockets and SSE streams are closed',
+  })
   async revoke(@CurrentScope() scope: Scope, @Param('keyId') keyId: string): Promise<void> {
     const key = await this.tenants.revokeKey(keyId, scope.tenantId);
     if (!key) throw CanopyException.notFound('key');
-    this.auth.forgetKey(key.id);
+    await this.credentials.keyRevoked(key.tenantId, key.id);
   }
 }

@@ -2,7 +2,9 @@
 // frames. Client: {op: subscribe|unsubscribe|activity, ...} and any command as {op, ref, sessionId, ...body}.
 // Server: {type: "event", sessionId, seq, event, data, at} (`at`: when the event was published, ms since the
 // epoch), {type: "activity", event, data} and {type: "reply", ref, ok, data?, error?}. A client never names its
-// tenant or user: both come from its credential.
+// tenant or user: both come from its credential. The connection lives no longer than its credential: revoked,
+// expired (4401 unauthorized) or its tenant disabled (4403 tenant_disabled), it gets an error frame and is closed
+// (CredentialWatch), and a frame that arrives meanwhile is refused, not acted on.
 //
 // Hostile clients are bounded: a connection whose unsent frames pass LIVE_CLIENT_BUFFER_MAX_BYTES (it does not
 // read) gets an error frame `slow_consumer` and is closed (1008), destroyed a second later; it resumes with
@@ -26,12 +28,13 @@ import {
   type Scope,
 } from '@canopy/core';
 import { CanopyException, InjectConfig, describe as describeError, type CanopyConfig } from '@canopy/common';
-import { AuthService, credentialOf, scopeOf, type Principal } from '@canopy/auth';
+import { AuthService, credentialOf, scopeOf, type Grant, type Principal } from '@canopy/auth';
 import { SessionManager } from '@canopy/manager';
 import { SessionService, type Subscription } from '@canopy/session';
 import type { Unsubscribe } from '@canopy/realtime';
 import { ThrottlerStorage } from '@nestjs/throttler';
 import { chargeRequest } from '../ops/rate-limit.guard';
+import { CredentialWatch, type CutReason, type WatchedConnection } from './credential-watch';
 import { SessionCommands } from './session-commands';
 import { activityView } from './views';
 
@@ -57,6 +60,8 @@ type Frame = z.infer<typeof frameSchema>;
 interface Client {
   principal: Principal;
   scope: Scope | null;
+  /** Its credential's watch: set when the credential stops being valid, checked before any frame acts. */
+  watch: WatchedConnection;
   subscriptions: Map<string, Subscription>;
   /** Subscriptions still being set up, by session: a later (un)subscribe of the same session waits for it. */
   pending: Map<string, Promise<void>>;
@@ -73,6 +78,8 @@ const MAX_FRAME_BYTES = 1_048_576;
 const MAX_FRAMES_IN_FLIGHT = 64;
 /** Frames refused in a row for the rate limit before the connection is closed. */
 const MAX_REFUSED_FRAMES = 100;
+/** Close codes of a connection whose credential stopped being valid. */
+const CUT_CLOSE_CODES: Record<CutReason, number> = { unauthorized: 4401, tenant_disabled: 4403 };
 
 @WebSocketGateway({ path: WS_PATH, maxPayload: MAX_FRAME_BYTES })
 export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
@@ -84,6 +91,7 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
     private readonly sessions: SessionService,
     private readonly manager: SessionManager,
     private readonly commands: SessionCommands,
+    private readonly credentials: CredentialWatch,
     @InjectConfig() private readonly config: CanopyConfig,
     @Inject(ThrottlerStorage) private readonly limits: ThrottlerStorage,
   ) {}
@@ -99,19 +107,21 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
   async handleConnection(ws: WebSocket, req: IncomingMessage): Promise<void> {
     const early: RawData[] = [];
     ws.on('message', (data) => early.push(data));
-    let principal: Principal;
+    let grant: Grant;
     try {
       const query = Object.fromEntries(new URL(req.url ?? '/', 'http://local').searchParams);
-      principal = await this.auth.authenticate(credentialOf({ headers: req.headers, query }, true));
+      grant = await this.auth.grant(credentialOf({ headers: req.headers, query }, true));
     } catch (err) {
       const { code, message } = describeError(err);
       send(ws, { type: 'error', error: { code, message } });
       close(ws, 1008, code);
       return;
     }
+    if (ws.readyState !== ws.OPEN) return; // gone while being authenticated
     const client: Client = {
-      principal,
-      scope: scopeOf(principal),
+      principal: grant.principal,
+      scope: scopeOf(grant.principal),
+      watch: this.credentials.watch(grant, (reason, message) => this.cut(ws, reason, message)),
       subscriptions: new Map(),
       pending: new Map(),
       activity: null,
@@ -132,8 +142,22 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
     const client = this.clients.get(ws);
     if (!client) return;
     this.clients.delete(ws);
+    client.watch.stop();
     for (const sub of client.subscriptions.values()) sub.unsubscribe();
+    client.subscriptions.clear();
     void client.activity?.();
+    client.activity = null;
+  }
+
+  /**
+   * The credential stopped being valid: an error frame, then the close (4401 / 4403). Its subscriptions end now, not
+   * when the client acknowledges the close, and a client that does not is dropped a second later.
+   */
+  private cut(ws: WebSocket, reason: CutReason, message: string): void {
+    send(ws, { type: 'error', error: { code: reason, message } });
+    close(ws, CUT_CLOSE_CODES[reason], reason);
+    this.handleDisconnect(ws);
+    setTimeout(() => ws.terminate(), SLOW_CONSUMER_GRACE_MS).unref();
   }
 
   /** Shutdown: every client is told to reconnect (1012 service restart). */
@@ -191,6 +215,9 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
         err instanceof SyntaxError ? CanopyException.badRequest('the frame is not valid JSON') : err;
       return this.reply(ws, refValue, error);
     }
+    // Checked last, right before acting: a frame that waited behind a revocation (or an expiry) does nothing.
+    const refusal = client.watch.refusal;
+    if (refusal) return this.reply(ws, frame.ref, new CanopyException(refusal.code, refusal.message));
     try {
       const afterReply: Array<() => void> = [];
       const result = await this.handle(ws, client, frame, afterReply);
@@ -218,9 +245,12 @@ export class LiveGateway implements OnGatewayConnection, OnGatewayDisconnect {
         throw new CanopyException('forbidden', 'the activity feed needs a tenant API key');
       if (!client.activity) {
         const tenantId = client.principal.kind === 'admin' ? null : client.scope!.tenantId;
-        client.activity = await this.manager.followActivity(tenantId, (event) =>
+        const unsubscribe = await this.manager.followActivity(tenantId, (event) =>
           send(ws, { type: 'activity', event: event.type, data: activityView(event) }),
         );
+        // Closed (or cut) meanwhile: nobody would stop this feed later.
+        if (!this.clients.has(ws) || client.activity) void unsubscribe();
+        else client.activity = unsubscribe;
       }
       return undefined;
     }

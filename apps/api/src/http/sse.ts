@@ -2,11 +2,15 @@
 // so proxies keep the stream open, and an orderly close (with a reconnect hint on shutdown). Every open stream
 // is tracked so a shutdown can close them all. A client that does not read is cut off once what waits for it
 // passes the buffer limit (`end` {reason: "slow_consumer", reconnect: true}: it resumes with `after`), so its
-// backlog never grows past the limit whatever it does.
+// backlog never grows past the limit whatever it does. A stream lives no longer than the credential that opened it:
+// revoked, expired or its tenant disabled, it ends with `end` {reason: "unauthorized" | "tenant_disabled",
+// reconnect: false} (CredentialWatch).
 
 import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import type { AuthedRequest, Grant } from '@canopy/auth';
 import { InjectConfig, type CanopyConfig } from '@canopy/common';
+import { CredentialWatch } from './credential-watch';
 
 const HEARTBEAT_MS = 15_000;
 /** How long a cut-off client has to take its last frames before its connection is destroyed. */
@@ -32,7 +36,7 @@ export class SseStream {
     this.heartbeat = setInterval(() => this.comment('ping'), HEARTBEAT_MS);
     this.heartbeat.unref();
     req.on('close', () => this.close());
-    registry.add(this);
+    registry.add(this, (req as AuthedRequest).grant);
   }
 
   get isClosed(): boolean {
@@ -65,10 +69,15 @@ export class SseStream {
   private cutOffIfBehind(): boolean {
     if (this.res.writableLength <= this.registry.maxBufferBytes) return false;
     this.registry.slowConsumersCut++;
-    const res = this.res;
-    this.close({ reason: 'slow_consumer', reconnect: true }, true);
-    setTimeout(() => res.destroy(), SLOW_CONSUMER_GRACE_MS).unref();
+    this.cut({ reason: 'slow_consumer', reconnect: true }, true);
     return true;
+  }
+
+  /** Ends the stream with a last `end` event; the connection is destroyed if the client has not taken it soon. */
+  cut(reason: { reason: string; reconnect: boolean }, force = false): void {
+    const res = this.res;
+    this.close(reason, force);
+    setTimeout(() => res.destroy(), SLOW_CONSUMER_GRACE_MS).unref();
   }
 
   /** Ends the stream; with a reason, tells the client first (`event: end`, and whether to reconnect). */
@@ -100,15 +109,22 @@ export class SseRegistry {
   /** Streams cut off for not reading (counted in /metrics). */
   slowConsumersCut = 0;
 
-  constructor(@InjectConfig() private readonly config: CanopyConfig) {}
+  constructor(
+    @InjectConfig() private readonly config: CanopyConfig,
+    private readonly credentials: CredentialWatch,
+  ) {}
 
   /** Bytes a stream may have waiting for its client before it is cut off. */
   get maxBufferBytes(): number {
     return this.config.limits.liveClientBufferBytes;
   }
 
-  add(stream: SseStream): void {
+  /** Tracks a stream; with the grant of its credential, it ends when that credential stops being valid. */
+  add(stream: SseStream, grant?: Grant): void {
     this.streams.add(stream);
+    if (!grant) return;
+    const watched = this.credentials.watch(grant, (reason) => stream.cut({ reason, reconnect: false }));
+    stream.whenClosed(() => watched.stop());
   }
 
   delete(stream: SseStream): void {

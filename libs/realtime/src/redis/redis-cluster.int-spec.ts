@@ -7,12 +7,14 @@ import { Cluster } from 'ioredis';
 
 import {
   describeActivityFeedContract,
+  describeCredentialNoticesContract,
   describeEventBusContract,
   describeLiveRegistryContract,
 } from '../testing';
 import { uniqueId, waitFor } from '../testing/wait';
 import { RedisActivityFeed } from './redis-activity-feed';
 import { publishInOrder } from './redis-connection';
+import { RedisCredentialNotices } from './redis-credential-notices';
 import { RedisEventBus } from './redis-event-bus';
 import { RedisLiveRegistry } from './redis-live-registry';
 
@@ -98,6 +100,21 @@ describeActivityFeedContract('redis cluster', () => {
     cleanup: async () => {
       await feed.close();
       await close(redis);
+    },
+  });
+});
+
+describeCredentialNoticesContract('redis cluster, two processes', () => {
+  const connections = [connect(), connect()];
+  const [first, second] = connections.map(
+    (redis) => new RedisCredentialNotices({ redis, prefix: PREFIX, onListenerError: () => {} }),
+  );
+  return Promise.resolve({
+    first: first!,
+    second: second!,
+    cleanup: async () => {
+      await Promise.all([first!.close(), second!.close()]);
+      await Promise.all(connections.map(close));
     },
   });
 });

@@ -1,5 +1,6 @@
 // The Redis side of the distributed runtime, assembled: the connections (commands, a shared subscriber, and the
-// queue's) and the event bus, live registry (with its heartbeat) and activity feed on them. One per process.
+// queue's) and the event bus, live registry (with its heartbeat), activity feed and credential notices on them. One
+// per process.
 //
 // Every connection must come back from a Redis restart with each command either done or failed. ioredis drops
 // (never settles) the commands in flight when the connection closes if it is told not to resend them, and an
@@ -10,6 +11,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 
 import { duplicateConnection, type RedisConnection } from './redis-connection';
 import { RedisActivityFeed } from './redis-activity-feed';
+import { RedisCredentialNotices } from './redis-credential-notices';
 import { RedisEventBus } from './redis-event-bus';
 import { RedisLiveRegistry, startLiveRegistryHeartbeat } from './redis-live-registry';
 
@@ -46,6 +48,7 @@ export interface RedisRealtime {
   readonly bus: RedisEventBus;
   readonly registry: RedisLiveRegistry;
   readonly feed: RedisActivityFeed;
+  readonly notices: RedisCredentialNotices;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -90,6 +93,7 @@ export function createRedisRealtime(options: RedisRealtimeOptions): RedisRealtim
   });
   const registry = new RedisLiveRegistry({ redis, prefix: options.prefix });
   const feed = new RedisActivityFeed({ redis, subscriber, prefix: options.prefix });
+  const notices = new RedisCredentialNotices({ redis, subscriber, prefix: options.prefix });
   const stopHeartbeat = startLiveRegistryHeartbeat(registry, { onError: options.onError });
   let closed = false;
   return {
@@ -98,6 +102,7 @@ export function createRedisRealtime(options: RedisRealtimeOptions): RedisRealtim
     bus,
     registry,
     feed,
+    notices,
     async ping() {
       await redis.ping();
     },
@@ -105,7 +110,7 @@ export function createRedisRealtime(options: RedisRealtimeOptions): RedisRealtim
       if (closed) return;
       closed = true;
       stopHeartbeat();
-      await Promise.allSettled([bus.close(), feed.close(), registry.close()]);
+      await Promise.allSettled([bus.close(), feed.close(), notices.close(), registry.close()]);
       await Promise.allSettled([subscriber.quit(), redis.quit()]);
     },
   };

@@ -3,4 +3,5 @@
 export * from './event-bus.contract';
 export * from './live-registry.contract';
 export * from './activity-feed.contract';
+export * from './credential-notices.contract';
 export { waitFor } from './wait';
