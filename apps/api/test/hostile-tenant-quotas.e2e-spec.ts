@@ -4,7 +4,7 @@
 // the next, the overshoot within its documented bound. (The distributed shape, prompts through two apis, is in
 // cluster-saas.e2e-spec.ts.)
 
-/* eslint-disable @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-member-access -- JSON bodies read loosely */
+/* eslint-disable @typescript-eslint/no-unsafe-call -- JSON bodies read loosely */
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
