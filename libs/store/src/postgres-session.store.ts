@@ -280,7 +280,12 @@ export class PostgresSessionStore implements SessionStore {
     const { outcome, busy, quota } = mustHave(row, 'canopy_start_run result');
     const counted = busy === null ? {} : { busy };
     if (outcome === 'quota_exceeded') {
-      return { ok: false, reason: outcome, quota: runsQuotaStatus(mustHave(quota ?? undefined, 'quota')), ...counted };
+      return {
+        ok: false,
+        reason: outcome,
+        quota: runsQuotaStatus(mustHave(quota ?? undefined, 'quota')),
+        ...counted,
+      };
     }
     if (outcome !== 'ok') return { ok: false, reason: outcome, ...counted };
     const started = row as SessionRow & PrefixedRunRow;

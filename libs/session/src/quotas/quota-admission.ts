@@ -20,7 +20,11 @@ export class QuotaAdmission implements RunAdmission {
   constructor(private readonly quotas: QuotasRepository) {}
 
   async admit(scope: Scope, sessionId: string, kind: AdmissionKind = 'run'): Promise<void> {
-    const over = await this.quotas.exceeded(scope, sessionId, kind === 'turn' ? { metrics: TURN_METRICS } : {});
+    const over = await this.quotas.exceeded(
+      scope,
+      sessionId,
+      kind === 'turn' ? { metrics: TURN_METRICS } : {},
+    );
     if (over) throw quotaExceeded(over);
   }
 }
