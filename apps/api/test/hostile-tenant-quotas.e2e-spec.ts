@@ -1,6 +1,6 @@
 // A tenant racing its own quotas, on both runtimes (the embedded PGlite and Postgres): a burst of concurrent
-// prompts on as many sessions starts exactly as many runs as a runs quota allows (the tenant's or a user's), the
-// others answering 429 quota_exceeded; token quotas admit the runs sent while usage is below the limit and refuse
+// prompts on as many sessions (plain or queued) starts exactly as many runs as a runs quota allows (the tenant's or
+// a user's), the others answering 429 quota_exceeded; token quotas admit the runs sent while usage is below the limit and refuse
 // the next, the overshoot within its documented bound. (The distributed shape, prompts through two apis, is in
 // cluster-saas.e2e-spec.ts.)
 
@@ -112,6 +112,24 @@ describe.each(RUNTIMES)('%s', (runtime) => {
       (await tenant.api.post(`/v1/sessions/${ids[0]}/prompt`, { content: 'more', wait: true })).status,
     ).toBe(429);
     expect((await tenant.api.post(`/v1/sessions/${started}/branch`, { nodeId: 1 })).status).toBe(429);
+  });
+
+  it('runs/day = 5 with queued prompts: 5 start at once, the 15 others answer 429 (none queued to be dropped)', async () => {
+    const tenant = await newTenant(t, `queue race ${runtime}`);
+    await admin.request('PUT', `/v1/admin/tenants/${tenant.tenantId}/quotas`, {
+      quotas: [{ metric: 'runs', period: 'day', limit: 5 }],
+    });
+    const ids = await sessions(tenant.api, 20);
+    const answers = await burst(tenant.api, ids, { ifBusy: 'enqueue' });
+    expect(statuses(answers)).toEqual({ 202: 5, 429: 15 });
+    for (const res of answers.filter((r) => r.status === 202)) expect(res.body.queued ?? false).toBe(false);
+    for (const res of answers.filter((r) => r.status === 429)) {
+      expect(res.body.error.details).toMatchObject({ metric: 'runs', limit: 5, usage: 5 });
+    }
+    await settled(tenant.api, ids);
+    const listed = await Promise.all(ids.map((id) => tenant.api.get(`/v1/sessions/${id}`)));
+    expect(listed.flatMap((res) => (res.body.queued ?? []) as unknown[])).toEqual([]);
+    expect((await tenant.api.get('/v1/usage')).body.data).toEqual([expect.objectContaining({ runs: 5 })]);
   });
 
   it("a user's runs/month quota: exact for that user's sessions, the tenant's other users unaffected", async () => {
