@@ -59,15 +59,22 @@ BEGIN
 
     -- 1. The runs quotas that apply (the tenant's, then the session's user's; day before month), locked in that
     --    order, so concurrent starts they apply to queue here one after the other, each reading the count the one
-    --    before it left. Every start locks them in the same order: no deadlock. A quota used up refuses the run
-    --    ('quota_exceeded'). A tenant without a runs quota skips all of it after one probe of quotas_scope_key.
+    --    before it left. A quota used up refuses the run ('quota_exceeded'). A tenant without a runs quota skips
+    --    all of it after one probe of quotas_scope_key.
+    --    The session is locked first, and only an idle one goes on to the quotas: a start that would find it busy
+    --    never holds them, and one that holds them claims the session at once below. Every start locks its
+    --    session, then the quotas in the same order (and a quota change locks only quotas): no deadlock.
     IF EXISTS (SELECT 1 FROM quotas WHERE quotas.tenant_id = p_tenant AND quotas.metric = 'runs') THEN
-        SELECT sessions.user_id INTO v_user
+        SELECT sessions.user_id, sessions.status INTO v_user, v_status
           FROM sessions
          WHERE sessions.tenant_id = p_tenant AND sessions.id = p_session
-           AND (p_user IS NULL OR sessions.user_id = p_user);
+           AND (p_user IS NULL OR sessions.user_id = p_user)
+           FOR UPDATE;
         IF NOT FOUND THEN
             outcome := 'not_found';
+            RETURN;
+        ELSIF v_status <> 'idle' THEN
+            outcome := v_status::text;
             RETURN;
         END IF;
         v_counted := ARRAY[]::uuid[];
