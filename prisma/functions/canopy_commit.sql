@@ -1,15 +1,16 @@
 -- canopy_commit(p_tenant uuid, p_user text, p_session text, p_run uuid, p_nodes jsonb, p_position jsonb, p_next_node_id integer, p_usage jsonb, p_finish jsonb, p_timeout_ms integer, p_title text, OUT outcome text, OUT steer jsonb, OUT titled boolean, OUT queued boolean)
 --
--- Defined last by prisma/migrations/20261216000000_hot_path_generic_plans/migration.sql (first by 20261122000000_hot_path_functions).
+-- Defined last by prisma/migrations/20261218000000_exact_run_quotas/migration.sql (first by 20261122000000_hot_path_functions).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 -- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
 --
 -- SessionStore.commit: appends the nodes p_nodes ([{id, parentId, message, usage}], the role taken from the
 -- message), moves the position to p_position ({path, cursors, head}), sets next_node_id, adds p_usage to the
 -- session's usage and clears the run's rollback point and pending state, fenced on p_run still being the
--- session's active run (and the session being p_user's when p_user is given). With p_finish (the run's usage),
--- also ends the run (completed) and sets the session idle, unless a prompt was steered onto the run: then the run
--- goes on, its steer cleared and handed back.
+-- session's active run (and the session being p_user's when p_user is given). With p_finish (the run's usage so
+-- far), also records that usage on the run (settled into usage_daily by its trigger) and ends the run (completed)
+-- and sets the session idle, unless a prompt was steered onto the run: then the run goes on, its steer cleared
+-- and handed back.
 -- outcome: 'fenced' (nothing written) or 'ok'; steer: the steered prompt, when a finishing commit found one.
 CREATE OR REPLACE FUNCTION public.canopy_commit(p_tenant uuid, p_user text, p_session text, p_run uuid, p_nodes jsonb, p_position jsonb, p_next_node_id integer, p_usage jsonb, p_finish jsonb, p_timeout_ms integer, p_title text, OUT outcome text, OUT steer jsonb, OUT titled boolean, OUT queued boolean)
  RETURNS record
@@ -65,7 +66,9 @@ BEGIN
       FROM down;
 
     -- 3. The run. A finishing commit reads the steer staged on it (after the lock above: every stager locks the
-    --    session first, so none staged before it is missed) and takes it: cleared here, handed back below.
+    --    session first, so none staged before it is missed) and takes it: cleared here, handed back below. It
+    --    records the run's usage so far either way: a turn's usage is settled when the turn ends, so a run that
+    --    takes steered prompts does not hide its earlier turns from the quotas until it ends.
     IF p_finish IS NOT NULL THEN
         SELECT runs.steer INTO steer FROM runs WHERE runs.tenant_id = p_tenant AND runs.id = p_run;
     END IF;
@@ -80,7 +83,7 @@ BEGIN
            -- A taken steer is what the run now answers: a worker taking the run over re-runs it from here.
            input = COALESCE(canopy_commit.steer, runs.input),
            status = CASE WHEN v_ends THEN 'completed' ELSE runs.status END,
-           usage = CASE WHEN v_ends THEN canopy_usage(p_finish) ELSE runs.usage END,
+           usage = CASE WHEN p_finish IS NOT NULL THEN canopy_usage(p_finish) ELSE runs.usage END,
            finished_at = CASE WHEN v_ends THEN now() ELSE runs.finished_at END,
            updated_at = now()
      WHERE runs.tenant_id = p_tenant AND runs.id = p_run;

@@ -1,10 +1,13 @@
 // Quotas and usage over HTTP: the admin sets a tenant's quotas, the tenant its users'; a prompt over one answers
-// 429 quota_exceeded with the limit, the usage and when it resets, while a run already admitted is never cut; GET
+// 429 quota_exceeded with the limit, the usage and when it resets, while a run already admitted is never cut; a
+// run's turns count as each ends, and a prompt steered onto a run over a token quota is refused too; GET
 // /v1/quotas shows each with its usage; GET /v1/usage groups the stored runs' usage by day, user, model and
-// session (the admin's view spans tenants); every quota change is audited.
+// session (the admin's view spans tenants); every quota change is audited. (Concurrent prompts racing a quota:
+// hostile-tenant-quotas.e2e-spec.ts.)
 
 /* eslint-disable @typescript-eslint/no-unsafe-call -- JSON bodies read loosely */
 
+import { eventually } from '@canopy/testing';
 import { Api, newTenant, type ApiResponse } from './support/api-client';
 import { startTestApp, TEST_ADMIN_KEY, type TestApp } from './support/test-app';
 
@@ -76,6 +79,75 @@ describe('a tenant quota (set by the admin)', () => {
       ['quota.set', { type: 'admin' }],
     ]);
     expect(audit[0].before.quotas).toEqual([{ metric: 'tokens', period: 'day', limit: 1 }]);
+  });
+});
+
+describe('a run that takes steered prompts', () => {
+  it('settles each turn as it ends, and a steered prompt over a token quota answers 429', async () => {
+    const tenant = await newTenant(t, 'quota steer');
+    await admin.request('PUT', `/v1/admin/tenants/${tenant.tenantId}/quotas`, {
+      quotas: [{ metric: 'tokens', period: 'day', limit: 1 }],
+    });
+    // The first turn streams for a moment (a prompt is steered onto it meanwhile); the steered turn waits long.
+    const id = (
+      await tenant.api.post('/v1/sessions', {
+        model: 'mock:script',
+        opts: {
+          script: [
+            { delayMs: 200, text: 'one two three' },
+            { delayMs: 60_000, text: 'late' },
+          ],
+        },
+      })
+    ).body.id;
+    expect((await tenant.api.post(`/v1/sessions/${id}/prompt`, { content: 'go' })).status).toBe(202);
+    const steered = await tenant.api.post(`/v1/sessions/${id}/prompt`, {
+      content: 'and then',
+      ifBusy: 'steer',
+    });
+    expect(steered.body.staged).toBe(true);
+
+    // The first turn's usage counts once it ends, while the run goes on with the steered prompt.
+    await eventually(
+      async () => expect((await tenant.api.get('/v1/quotas')).body.tenant[0].usage).toBeGreaterThan(1),
+      { timeoutMs: 20_000 },
+    );
+    expect((await tenant.api.get(`/v1/sessions/${id}`)).body.status).toBe('busy');
+    // Over the quota now: another steered prompt is refused, the run in flight is not cut.
+    const over = await tenant.api.post(`/v1/sessions/${id}/prompt`, { content: 'more', ifBusy: 'steer' });
+    expectError(over, 429, 'quota_exceeded');
+    expect(over.body.error.details).toMatchObject({ metric: 'tokens', limit: 1 });
+    expect((await tenant.api.get(`/v1/sessions/${id}`)).body.status).toBe('busy');
+    expect((await tenant.api.post(`/v1/sessions/${id}/cancel`)).status).toBeLessThan(300);
+  });
+
+  it('stages a steered prompt when only a runs quota is spent (it starts no run)', async () => {
+    const tenant = await newTenant(t, 'quota steer runs');
+    await admin.request('PUT', `/v1/admin/tenants/${tenant.tenantId}/quotas`, {
+      quotas: [{ metric: 'runs', period: 'day', limit: 1 }],
+    });
+    const id = (
+      await tenant.api.post('/v1/sessions', {
+        model: 'mock:script',
+        opts: { script: [{ delayMs: 200, text: 'one two three' }, { text: 'done' }] },
+      })
+    ).body.id;
+    const run = (await tenant.api.post(`/v1/sessions/${id}/prompt`, { content: 'go' })).body.runId;
+    const steered = await tenant.api.post(`/v1/sessions/${id}/prompt`, {
+      content: 'and then',
+      ifBusy: 'steer',
+    });
+    expect(steered.body).toEqual({ runId: run, staged: true });
+    await eventually(
+      async () => expect((await tenant.api.get(`/v1/sessions/${id}`)).body.status).toBe('idle'),
+      { timeoutMs: 20_000 },
+    );
+    expect((await tenant.api.get('/v1/usage')).body.data).toEqual([expect.objectContaining({ runs: 1 })]);
+    expectError(
+      await tenant.api.post(`/v1/sessions/${id}/prompt`, { content: 'again' }),
+      429,
+      'quota_exceeded',
+    );
   });
 });
 

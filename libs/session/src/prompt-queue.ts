@@ -76,7 +76,7 @@ export class PromptQueue {
     });
     if (!stored) throw CanopyException.notFound('session');
     if (cancelling) await this.commands.cancelRun(scope, id, cancelling);
-    const started = await this.drain(scope.tenantId, id);
+    const started = await this.drain(scope.tenantId, id, entryId);
     return { runId: entryId, queued: started !== entryId };
   }
 
@@ -88,9 +88,10 @@ export class PromptQueue {
 
   /**
    * Starts the queue's head if the session is idle; answers the run started (its entry's id), or null. An entry
-   * that cannot run (over quota, its attach point gone) is dropped with an `error` event naming it.
+   * that cannot run (over quota, its attach point gone) is dropped with an `error` event naming it, or, when it is
+   * `sent` (the entry being sent now, which went first), with that error thrown to its sender.
    */
-  async drain(tenantId: string, id: string): Promise<string | null> {
+  async drain(tenantId: string, id: string, sent?: string): Promise<string | null> {
     const system = systemScope(tenantId);
     for (;;) {
       const [head] = await this.deps.store.queuedPrompts(system, id);
@@ -107,6 +108,8 @@ export class PromptQueue {
         if (code === null || code === 'unavailable' || code === 'internal') throw err;
         // already_exists: an earlier drain started it and did not get to take it out.
         await this.deps.store.dequeuePrompt(system, id, head.id);
+        // The prompt being sent, refused as it went (a runs quota spent by a concurrent start): its sender hears it.
+        if (head.id === sent && code !== 'already_exists') throw err;
         if (code !== 'already_exists') {
           await this.publisher.publish(tenantId, id, [
             { type: 'error', data: { runId: head.id, code, message: (err as Error).message } },

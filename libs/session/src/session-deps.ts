@@ -43,11 +43,18 @@ export interface EngineSettings {
 }
 
 /**
+ * What is admitted: a new run (a prompt, a branch, a queued prompt), or a turn of the run in flight (a steered
+ * prompt, which starts no run).
+ */
+export type AdmissionKind = 'run' | 'turn';
+
+/**
  * Whether a new run may start (quotas): throws a CanopyException (quota_exceeded) to refuse. Asked before a prompt
- * or a branch starts a run, never for a resume (a run in flight is never cut).
+ * or a branch starts a run and before a prompt is steered onto a run in flight, never for a resume (a run in
+ * flight is never cut).
  */
 export interface RunAdmission {
-  admit(scope: Scope, sessionId: string): Promise<void>;
+  admit(scope: Scope, sessionId: string, kind?: AdmissionKind): Promise<void>;
 }
 
 export interface EngineLogger {

@@ -37,6 +37,7 @@ import { Decisions, type ResumeInput } from './decisions';
 import { RunRecovery } from './run-recovery';
 import { checkContent, requireIdle } from './session-input';
 import { PromptQueue, queuedPromptView, type QueuedPromptView } from './prompt-queue';
+import { quotaExceeded } from './quotas/quota-admission';
 
 export type { ResumeInput } from './decisions';
 
@@ -282,6 +283,9 @@ export class SessionService {
       return this.start(scope, id, 'prompt', { content, maxSteps: input.maxSteps });
     // Staged only while a run is in flight; an idle session starts a run instead. Concurrent steers on an idle
     // session race for the start: exactly one wins, and each loser stages on the run it lost to (last wins).
+    // A steered prompt opens another turn of the run (up to maxSteps more model calls): over a tokens or cost
+    // quota it is refused like a prompt, so a run in flight cannot be fed forever past the quota.
+    await this.deps.admission?.admit(scope, id, 'turn');
     for (let attempt = 0; ; attempt++) {
       const staged = await this.deps.store.stageSteer(scope, id, { content, maxSteps: input.maxSteps });
       if (staged) return { runId: staged.runId, staged: true };
@@ -498,7 +502,8 @@ export class SessionService {
     rollback?: PositionRecord,
     queuedId?: string,
   ): Promise<CommandResult> {
-    // Quotas first: a prompt over quota starts nothing (a resume continues a run already admitted).
+    // Quotas first: a prompt over quota starts nothing (a resume continues a run already admitted). The runs
+    // quotas are decided again by startRun, which counts the run against them as it records it.
     if (kind !== 'resume') await this.deps.admission?.admit(scope, id);
     const limit = this.deps.settings.maxBusyPerTenant;
     // startRun is scoped: an invisible session answers not_found here, before anything is opened or published.
@@ -518,6 +523,7 @@ export class SessionService {
     this.busyGate?.record(scope.tenantId, started.busy, started.ok);
     if (!started.ok) {
       if (started.reason === 'not_found') throw CanopyException.notFound('session');
+      if (started.reason === 'quota_exceeded') throw quotaExceeded(started.quota);
       if (started.reason === 'rate_limited') {
         throw new CanopyException(
           'rate_limited',

@@ -22,6 +22,7 @@ import {
   type Usage,
 } from '@canopy/core';
 import { Database, isUuid, type SqlTx } from './database';
+import { runsQuotaStatus, type RunsQuotaRow } from './quotas.repository';
 import { empty, join, query, raw, sql, type Sql } from './sql';
 import { filterConditions } from './session-filters';
 import {
@@ -257,22 +258,35 @@ export class PostgresSessionStore implements SessionStore {
   // Runs
 
   async startRun(scope: Scope, input: StartRunInput): Promise<StartRunResult> {
-    // canopy_start_run: the tenant's limit of busy sessions, the compare-and-set on status (only an idle session
-    // starts a run; of racing starts one wins) and the run inserted from the claimed row, or why nothing was.
+    // canopy_start_run: the tenant's limit of busy sessions, the runs quotas (counted under a lock on their rows),
+    // the compare-and-set on status (only an idle session starts a run; of racing starts one wins) and the run
+    // inserted from the claimed row, or why nothing was.
     const [row] = await this.call<
-      { outcome: 'ok' | 'not_found' | 'busy' | 'paused' | 'rate_limited'; busy: number | null } & StartedRow
+      {
+        outcome: 'ok' | 'not_found' | 'busy' | 'paused' | 'rate_limited' | 'quota_exceeded';
+        busy: number | null;
+        quota: RunsQuotaRow | null;
+      } & StartedRow
     >(
       scope,
       sql`
-      SELECT started.outcome, started.busy, ${sessionAndRunOf('started')}
+      SELECT started.outcome, started.busy, started.quota, ${sessionAndRunOf('started')}
         FROM canopy_start_run(${scope.tenantId}::uuid, ${scope.userId ?? null}::text, ${input.sessionId}::text,
                               ${input.runId ?? randomUUID()}::uuid, ${input.kind}::run_kind, ${json(input.input)},
                               ${input.status}::run_status, ${jsonOrNull(input.position)},
                               ${jsonOrNull(input.rollback)}, ${this.db.txTimeoutMs}::int,
                               ${input.maxBusy ?? null}::int, ${json(actorOf(scope))}) AS started`,
     );
-    const { outcome, busy } = mustHave(row, 'canopy_start_run result');
+    const { outcome, busy, quota } = mustHave(row, 'canopy_start_run result');
     const counted = busy === null ? {} : { busy };
+    if (outcome === 'quota_exceeded') {
+      return {
+        ok: false,
+        reason: outcome,
+        quota: runsQuotaStatus(mustHave(quota ?? undefined, 'quota')),
+        ...counted,
+      };
+    }
     if (outcome !== 'ok') return { ok: false, reason: outcome, ...counted };
     const started = row as SessionRow & PrefixedRunRow;
     return { ok: true, run: toRun(runFrom(started)), session: toSession(started), ...counted };

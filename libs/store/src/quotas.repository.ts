@@ -1,8 +1,10 @@
 // Quotas and usage. A quota caps a tenant's (set by the admin) or one of its users' (set by the tenant) tokens,
 // cost or runs per UTC day or month. Usage is read from usage_daily, the per-day, per-session rollup the runs'
 // triggers keep in Postgres (migration 20261206020100), so every api of a deployment counts the same and a year
-// costs one row per session and day; a run counts in the day it started (its tokens once it ended). `exceeded` is
-// what run admission asks before a new run starts (a run in flight is never cut).
+// costs one row per session and day; a run counts in the day it started (its tokens and cost as each of its turns
+// ends or pauses). `exceeded` is what run admission asks before a new run starts (a run in flight is never cut):
+// the tokens and cost quotas are decided there; a runs quota is decided again, exactly, by canopy_start_run, which
+// counts each run against the quota's row (its `counted` column) as it records it.
 
 import { Injectable } from '@nestjs/common';
 import type { Scope } from '@canopy/core';
@@ -64,6 +66,25 @@ export function periodEnd(period: QuotaPeriod, now = new Date()): Date {
     : new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
 }
 
+/** A runs quota used up, as canopy_start_run answers it when it refuses a run. */
+export interface RunsQuotaRow {
+  userId: string | null;
+  period: QuotaPeriod;
+  limit: number;
+  usage: number;
+}
+
+export function runsQuotaStatus(row: RunsQuotaRow, now = new Date()): QuotaStatus {
+  return {
+    metric: 'runs',
+    period: row.period,
+    limit: Number(row.limit),
+    userId: row.userId,
+    usage: Number(row.usage),
+    resetsAt: periodEnd(row.period, now).toISOString(),
+  };
+}
+
 /** How long a tenant found without any quota skips the check (a quota set on another api applies within it). */
 const QUOTALESS_CACHE_MS = 10_000;
 
@@ -100,6 +121,13 @@ export class QuotasRepository {
     await this.db.withTenantSql({ tenantId }, async (tx) => {
       const [tenant] = await tx.query(`SELECT 1 FROM tenants WHERE id = $1::uuid`, [tenantId]);
       if (!tenant) throw CanopyException.notFound('tenant');
+      // Locked first in the order canopy_start_run locks a scope's runs quotas (day, then month), so a run
+      // starting meanwhile waits for this change or this change for it, never each for the other.
+      await tx.query(
+        `SELECT 1 FROM quotas WHERE tenant_id = $1::uuid AND user_id IS NOT DISTINCT FROM $2
+          ORDER BY period, metric FOR UPDATE`,
+        [tenantId, userId],
+      );
       const before = await tx.query<QuotaRow>(
         `DELETE FROM quotas WHERE tenant_id = $1::uuid AND user_id IS NOT DISTINCT FROM $2
          RETURNING user_id, metric, period, "limit"`,
@@ -139,13 +167,15 @@ export class QuotasRepository {
 
   /**
    * The first quota a new run of this session would exceed (its tenant's, then its user's), or null. The session's
-   * user is the one a user quota counts (null: only the tenant's quotas apply).
+   * user is the one a user quota counts (null: only the tenant's quotas apply). `metrics` narrows the quotas
+   * looked at (a steered prompt, which starts no run, asks for tokens and cost only).
    */
   async exceeded(
     scope: Pick<Scope, 'tenantId'>,
     sessionId: string,
-    now = new Date(),
+    options: { now?: Date; metrics?: readonly QuotaMetric[] } = {},
   ): Promise<QuotaStatus | null> {
+    const now = options.now ?? new Date();
     const tenantId = scope.tenantId;
     if (holds(this.quotaless, tenantId)) return null;
     const inFlight = holds(this.quotaed, tenantId) ? undefined : this.checking.get(tenantId);
@@ -153,7 +183,7 @@ export class QuotasRepository {
       await inFlight.catch(() => undefined);
       if (holds(this.quotaless, tenantId)) return null;
     }
-    const check = this.check(scope, sessionId, now);
+    const check = this.check(scope, sessionId, now, options.metrics);
     if (!this.checking.has(tenantId)) {
       this.checking.set(tenantId, check);
       void check
@@ -165,7 +195,12 @@ export class QuotasRepository {
     return check;
   }
 
-  private check(scope: Pick<Scope, 'tenantId'>, sessionId: string, now: Date): Promise<QuotaStatus | null> {
+  private check(
+    scope: Pick<Scope, 'tenantId'>,
+    sessionId: string,
+    now: Date,
+    metrics: readonly QuotaMetric[] | undefined,
+  ): Promise<QuotaStatus | null> {
     return this.db.withTenantSql(scope, async (tx) => {
       // Every quota of the tenant, each saying whether it applies to this session (the tenant's, or its user's).
       const rows = await tx.query<QuotaRow & { applies: boolean }>(
@@ -182,7 +217,7 @@ export class QuotasRepository {
         rows.length === 0 ? [this.quotaless, this.quotaed] : [this.quotaed, this.quotaless];
       remember(found, scope.tenantId);
       stale.delete(scope.tenantId);
-      const quotas = rows.filter((r) => r.applies);
+      const quotas = rows.filter((r) => r.applies && (!metrics || metrics.includes(r.metric)));
       for (const q of quotas) {
         const status = await this.measure(tx, scope.tenantId, q, now);
         if (status.usage >= status.limit) return status;

@@ -1255,10 +1255,11 @@ describe('commit', () => {
       nextNodeId: 3,
       usage: u1,
     });
+    // The run records its usage so far (the finished turn's, settled into the usage rollup now).
     expect(await store.getRun(scope, run.id)).toMatchObject({
       status: 'running',
       steer: null,
-      usage: emptyUsage(),
+      usage: u1,
       finishedAt: null,
       // What a takeover would re-run: the steered prompt, not the original one.
       input: { content: 'then this' },

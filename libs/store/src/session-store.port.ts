@@ -16,7 +16,7 @@ import type {
   Usage,
 } from '@canopy/core';
 import type { SessionFilter } from './session-filters';
-
+import type { QuotaStatus } from './quotas.repository';
 import type { FailedTurn } from './turn-runs';
 
 export type { FailedTurn };
@@ -147,7 +147,9 @@ export interface QueuedPromptRecord {
 /** busy: the tenant's other busy sessions as counted for maxBusy (absent when no maxBusy was given). */
 export type StartRunResult =
   | { ok: true; run: RunRecord; session: SessionRecord; busy?: number }
-  | { ok: false; reason: 'not_found' | 'busy' | 'paused' | 'rate_limited'; busy?: number };
+  | { ok: false; reason: 'not_found' | 'busy' | 'paused' | 'rate_limited'; busy?: number }
+  /** A runs quota of the tenant or of the session's user is used up: which one, with its usage. */
+  | { ok: false; reason: 'quota_exceeded'; quota: QuotaStatus; busy?: number };
 
 /** One node to append; ids come from the session's nextNodeId, assigned by the engine. */
 export interface NewNode {
@@ -264,7 +266,8 @@ export interface SessionStore {
   // Runs
 
   /**
-   * Atomically: only an idle session starts a run (it becomes busy, owned by the new run). The run records the
+   * Atomically: only an idle session starts a run (it becomes busy, owned by the new run), and it counts against
+   * the runs quotas that apply (refused when one is used up: exact under any concurrency). The run records the
    * scope's actor (actorOf) as who started it.
    */
   startRun(scope: Scope, input: StartRunInput): Promise<StartRunResult>;
