@@ -118,7 +118,11 @@ export class RedisRunControl implements RunControl {
     }
   }
 
-  async requestCancel(runId: string, timeoutMs: number, reason: CancelReason = 'cancelled'): Promise<boolean> {
+  async requestCancel(
+    runId: string,
+    timeoutMs: number,
+    reason: CancelReason = 'cancelled',
+  ): Promise<boolean> {
     await this.ready;
     const requestId = randomUUID();
     const answered = new Promise<boolean>((resolve) => {

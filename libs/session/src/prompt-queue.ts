@@ -80,7 +80,12 @@ export class PromptQueue {
     });
     if (!stored) throw CanopyException.notFound('session');
     if (cancelling) {
-      await this.commands.cancelRun(scope, id, cancelling, mode === 'interrupt' ? 'interrupted' : 'cancelled');
+      await this.commands.cancelRun(
+        scope,
+        id,
+        cancelling,
+        mode === 'interrupt' ? 'interrupted' : 'cancelled',
+      );
     }
     const started = await this.drain(scope.tenantId, id);
     return { runId: entryId, queued: started !== entryId };

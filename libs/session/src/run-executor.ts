@@ -550,7 +550,10 @@ export class RunExecutor {
             usage: kept!.usage,
           },
         },
-        { type: 'tree', data: { newNodes: keep.nodes.map((n) => n.id), nodes: keep.nodes, ...keep.position } },
+        {
+          type: 'tree',
+          data: { newNodes: keep.nodes.map((n) => n.id), nodes: keep.nodes, ...keep.position },
+        },
         { type: 'store', data: { ok: true, kind: 'tree' } },
       );
     } else {

@@ -494,7 +494,10 @@ export class SessionService {
    * not_found for neither: an id no prompt had, another tenant's or user's, or a queued prompt taken out of the
    * queue or dropped before its turn (it never ran).
    */
-  async getRunOrQueued(scope: Scope, runId: string): Promise<{ run: RunRecord } | { queued: QueuedRunRecord }> {
+  async getRunOrQueued(
+    scope: Scope,
+    runId: string,
+  ): Promise<{ run: RunRecord } | { queued: QueuedRunRecord }> {
     const found = await this.deps.store.getRunOrQueued(scope, runId);
     if (!found) throw CanopyException.notFound('run');
     return found;
@@ -630,11 +633,7 @@ export class SessionService {
  * one not taken yet, or whose process died, the prompt it was started with (what it did beyond its last commit
  * is lost with that process).
  */
-function keptWithoutExecutor(
-  session: SessionRecord,
-  run: RunRecord,
-  pending: PendingState | null,
-): KeptWork {
+function keptWithoutExecutor(session: SessionRecord, run: RunRecord, pending: PendingState | null): KeptWork {
   const position = {
     path: session.path,
     cursors: session.cursors,

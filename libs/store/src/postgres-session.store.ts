@@ -601,7 +601,9 @@ export class PostgresSessionStore implements SessionStore {
     setRun: Sql,
   ): Promise<FencedResult> {
     if (!isUuid(runId)) return 'fenced';
-    return this.db.withTenantSql(scope, (tx) => fencedUpdate(tx, scope, sessionId, runId, setSession, setRun));
+    return this.db.withTenantSql(scope, (tx) =>
+      fencedUpdate(tx, scope, sessionId, runId, setSession, setRun),
+    );
   }
 }
 

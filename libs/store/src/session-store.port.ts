@@ -286,7 +286,10 @@ export interface SessionStore {
    * the queue is read first, then the runs, so a prompt whose run starts meanwhile is found as one or the other.
    * Null when the scope sees neither.
    */
-  getRunOrQueued(scope: Scope, runId: string): Promise<{ run: RunRecord } | { queued: QueuedRunRecord } | null>;
+  getRunOrQueued(
+    scope: Scope,
+    runId: string,
+  ): Promise<{ run: RunRecord } | { queued: QueuedRunRecord } | null>;
   /**
    * Takes a run for execution in one transaction: a queued run becomes running (the attempt counted), a running
    * one counts another attempt (taken over); returns the session, the run and the nodes along the active path.

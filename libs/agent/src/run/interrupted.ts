@@ -34,7 +34,8 @@ export function keptOnInterrupt(completed: readonly Message[], streaming: Messag
   const text = (streaming?.content ?? []).filter(
     (b): b is TextBlock => isTextBlock(b) && b.text.trim() !== '',
   );
-  if (streaming && text.length > 0) kept.push({ role: 'assistant', content: text, timestamp: streaming.timestamp });
+  if (streaming && text.length > 0)
+    kept.push({ role: 'assistant', content: text, timestamp: streaming.timestamp });
   return markLast(kept);
 }
 
@@ -51,7 +52,8 @@ export function keptOnInterruptWhilePaused(pending: PendingState): Message[] {
 function resultOf(call: ToolCallState): ToolResultBlock {
   if (call.result) return call.result;
   const d = call.decision;
-  if (d?.type === 'reject') return errorResult(call.block.id, `Tool rejected${d.reason ? `: ${d.reason}` : ''}`);
+  if (d?.type === 'reject')
+    return errorResult(call.block.id, `Tool rejected${d.reason ? `: ${d.reason}` : ''}`);
   if (d?.type === 'result') {
     return {
       type: 'tool_result',
