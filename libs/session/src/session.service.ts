@@ -433,6 +433,9 @@ export class SessionService {
     const run = await this.deps.store.getRun(systemScope(scope.tenantId), runId);
     if (!run) throw new CanopyException('idle', 'no run to cancel');
     const pending = run.pending && isPendingState(run.pending) ? run.pending : null;
+    // What it keeps goes after the head as it is now (read again: the session read above may be older).
+    const current =
+      reason === 'interrupted' ? await this.deps.store.get(systemScope(scope.tenantId), id) : null;
     await this.executor.endRun(
       systemScope(scope.tenantId),
       session,
@@ -442,7 +445,7 @@ export class SessionService {
       pending?.messages ?? [],
       pending?.runUsage ?? run.usage,
       false,
-      reason === 'interrupted' ? keptWithoutExecutor(session, run, pending) : undefined,
+      current ? keptWithoutExecutor(current, run, pending) : undefined,
     );
     return { runId };
   }
