@@ -3,6 +3,9 @@
 // one before it finished, by the database's clock), every enqueued prompt runs once (its run has the queued
 // prompt's id), and the enqueued ones start in the order they were queued. The queue survives the workers: killed
 // while a run is in flight with prompts waiting, a worker started again takes the run over and the queue runs on.
+// An interrupt sent to another api reaches the worker executing the run, which keeps what it had (its prompt, its
+// completed tool round, the text it streamed, marked); a paused run interrupted keeps its prompt and its tool round
+// closed. A queued prompt's id answers GET /v1/runs/:id on any api as queued, with its place in the queue.
 
 import { Cluster, eventually } from '@canopy/testing';
 import { Api, newTenant } from './support/api-client';
@@ -16,7 +19,7 @@ beforeAll(async () => {
     apis: 2,
     workers: 2,
     readyTimeoutMs: 90_000,
-    env: { RUN_LOCK_DURATION_MS: '1000' },
+    env: { RUN_LOCK_DURATION_MS: '1000', CANOPY_DEMO_TOOLS: 'true' },
   }).start();
 }, 200_000);
 
@@ -126,3 +129,163 @@ it('keeps the queue through a crash of every worker: the run is taken over and t
     expect(Date.parse(runs[i]!.startedAt!)).toBeGreaterThanOrEqual(Date.parse(runs[i - 1]!.finishedAt!));
   }
 }, 180_000);
+
+/** A message as the tests compare it: its role, its blocks in short, and whether it is marked interrupted. */
+function shown(message: { role: string; content: Array<Record<string, unknown>>; interrupted?: true }) {
+  const blocks = message.content.map((b) => {
+    if (b.type === 'text') return b.text as string;
+    if (b.type === 'tool_use') return `tool_use ${b.name as string}`;
+    if (b.type === 'tool_result') return `tool_result${b.isError ? ' error' : ''}: ${b.content as string}`;
+    return b.type as string;
+  });
+  return { role: message.role, blocks, ...(message.interrupted ? { interrupted: true } : {}) };
+}
+
+async function pathOf(api: Api, id: string) {
+  const tree = (await api.get(`/v1/sessions/${id}/tree`)).body as {
+    nodes: Array<{ id: number; message: Parameters<typeof shown>[0] }>;
+    path: number[];
+  };
+  const byId = new Map(tree.nodes.map((n) => [n.id, n.message]));
+  return tree.path.map((nodeId) => shown(byId.get(nodeId)!));
+}
+
+async function idle(api: Api, id: string): Promise<void> {
+  await eventually(
+    async () => {
+      const detail = (await api.get(`/v1/sessions/${id}`)).body;
+      expect({ status: detail.status, queued: detail.queued }).toEqual({ status: 'idle', queued: [] });
+    },
+    { timeoutMs: 60_000, intervalMs: 250 },
+  );
+}
+
+it('an interrupt through another api reaches the worker running the run: it keeps what it had, marked', async () => {
+  const { key } = await newTenant({ url: cluster.api(1) } as never, 'cluster interrupt');
+  const apis = [new Api(cluster.api(1), key), new Api(cluster.api(2), key)] as const;
+  const slow =
+    'Let me put that answer into many words so that it takes a good while to stream all of them out';
+  const id = (
+    await apis[0].post('/v1/sessions', {
+      model: 'mock:script',
+      opts: {
+        serverTools: ['calculator'],
+        script: [
+          { text: 'Echo: base' },
+          { toolCalls: [{ name: 'calculator', input: { expression: '6 * 7' } }] },
+          { delayMs: 500, text: slow },
+          { text: 'Echo: INTERRUPTER' },
+        ],
+      },
+    })
+  ).body.id as string;
+  expect((await apis[0].post(`/v1/sessions/${id}/prompt`, { content: 'base', wait: true })).body.status).toBe(
+    'completed',
+  );
+  const interrupted = (await apis[0].post(`/v1/sessions/${id}/prompt`, { content: 'INTERRUPTED' })).body
+    .runId as string;
+  // Streaming its answer on a worker, as the other api sees it.
+  await eventually(
+    async () => {
+      const partial = (await apis[1].get(`/v1/sessions/${id}`)).body.inFlight?.partial;
+      expect(partial?.content?.[0]?.text ?? '').not.toBe('');
+    },
+    { timeoutMs: 30_000, intervalMs: 50 },
+  );
+  const interrupter = await apis[1].post(`/v1/sessions/${id}/prompt`, {
+    content: 'INTERRUPTER',
+    ifBusy: 'interrupt',
+  });
+  expect(interrupter.status).toBe(202);
+  await idle(apis[0], id);
+
+  expect((await apis[0].get(`/v1/runs/${interrupted}`)).body.status).toBe('cancelled');
+  expect((await apis[1].get(`/v1/runs/${interrupter.body.runId}`)).body.status).toBe('completed');
+  const path = await pathOf(apis[0], id);
+  expect(path).toEqual([
+    { role: 'user', blocks: ['base'] },
+    { role: 'assistant', blocks: ['Echo: base'] },
+    { role: 'user', blocks: ['INTERRUPTED'] },
+    { role: 'assistant', blocks: ['tool_use calculator'] },
+    { role: 'user', blocks: ['tool_result: {"expression":"6 * 7","value":42}'] },
+    { role: 'assistant', blocks: [expect.any(String)], interrupted: true },
+    { role: 'user', blocks: ['INTERRUPTER'] },
+    { role: 'assistant', blocks: ['Echo: INTERRUPTER'] },
+  ]);
+  const partial = path[5]!.blocks[0]!;
+  expect(partial !== '' && slow.startsWith(partial) && partial !== slow).toBe(true);
+  // Written once: the tree holds exactly the path (nothing of the interrupted run committed twice).
+  expect((await apis[1].get(`/v1/sessions/${id}/tree`)).body.nodes).toHaveLength(8);
+}, 120_000);
+
+it('an interrupted paused run keeps its prompt and its tool round, closed with an error result', async () => {
+  const { key } = await newTenant({ url: cluster.api(1) } as never, 'cluster interrupt paused');
+  const apis = [new Api(cluster.api(1), key), new Api(cluster.api(2), key)] as const;
+  const id = (
+    await apis[0].post('/v1/sessions', {
+      model: 'mock:script',
+      opts: {
+        serverTools: ['deploy'],
+        script: [
+          { text: 'Echo: base' },
+          { toolCalls: [{ name: 'deploy', input: { target: 'prod' } }] },
+          { text: 'Echo: INTERRUPTER' },
+        ],
+      },
+    })
+  ).body.id as string;
+  await apis[0].post(`/v1/sessions/${id}/prompt`, { content: 'base', wait: true });
+  const paused = await apis[0].post(`/v1/sessions/${id}/prompt`, { content: 'INTERRUPTED', wait: true });
+  expect(paused.body.status).toBe('paused');
+  const interrupter = await apis[1].post(`/v1/sessions/${id}/prompt`, {
+    content: 'INTERRUPTER',
+    ifBusy: 'interrupt',
+  });
+  expect(interrupter.status).toBe(202);
+  await idle(apis[1], id);
+  expect((await apis[0].get(`/v1/runs/${paused.body.runId}`)).body.status).toBe('cancelled');
+  expect(await pathOf(apis[0], id)).toEqual([
+    { role: 'user', blocks: ['base'] },
+    { role: 'assistant', blocks: ['Echo: base'] },
+    { role: 'user', blocks: ['INTERRUPTED'] },
+    { role: 'assistant', blocks: ['tool_use deploy'] },
+    {
+      role: 'user',
+      blocks: ['tool_result error: not completed: the run was interrupted by a newer prompt'],
+      interrupted: true,
+    },
+    { role: 'user', blocks: ['INTERRUPTER'] },
+    { role: 'assistant', blocks: ['Echo: INTERRUPTER'] },
+  ]);
+}, 120_000);
+
+it('answers a queued prompt at GET /v1/runs/:id on any api as queued, with its place, until its run starts', async () => {
+  const { key } = await newTenant({ url: cluster.api(1) } as never, 'cluster queued run');
+  const apis = [new Api(cluster.api(1), key), new Api(cluster.api(2), key)] as const;
+  const id = (
+    await apis[0].post('/v1/sessions', {
+      model: 'mock:script',
+      opts: { script: [{ delayMs: 5_000, text: 'slow reply' }, { text: 'one' }, { text: 'two' }] },
+    })
+  ).body.id as string;
+  const first = (await apis[0].post(`/v1/sessions/${id}/prompt`, { content: 'first' })).body.runId as string;
+  const queued: string[] = [];
+  for (const content of ['e1', 'e2']) {
+    const res = await apis[0].post(`/v1/sessions/${id}/prompt`, { content, ifBusy: 'enqueue' });
+    queued.push(res.body.runId as string);
+  }
+  for (const [i, runId] of queued.entries()) {
+    const res = await apis[1].get(`/v1/runs/${runId}`);
+    expect({ status: res.status, body: res.body }).toMatchObject({
+      status: 200,
+      body: { id: runId, sessionId: id, status: 'queued', position: i + 1, mode: 'enqueue', startedAt: null },
+    });
+  }
+  expect((await apis[1].post(`/v1/sessions/${id}/cancel`)).status).toBe(200);
+  await idle(apis[1], id);
+  const runs = await Promise.all(
+    [first, ...queued].map(async (runId) => (await apis[1].get(`/v1/runs/${runId}`)).body as Run),
+  );
+  expect(runs.map((r) => r.status)).toEqual(['cancelled', 'completed', 'completed']);
+  for (const run of runs.slice(1)) expect(run).not.toHaveProperty('position');
+}, 120_000);

@@ -185,6 +185,11 @@ export function TurnView(props: TurnViewProps) {
             </div>
           )}
           {turn.error && turn.error !== 'cancelled' && <p className="error">{turn.error}</p>}
+          {turn.interrupted && (
+            <p className="muted interrupted-note" data-testid="turn-interrupted">
+              Interrupted by a newer prompt: what it had done so far is kept.
+            </p>
+          )}
           {turn.content.length > 0 && (
             <div className="message-meta">
               {turn.timestamp !== null && (

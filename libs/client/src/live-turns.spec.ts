@@ -72,6 +72,38 @@ describe('TurnsProjection', () => {
     expect(view.seq).toBe(10);
   });
 
+  it('shows a run a newer prompt interrupted as a committed turn marked interrupted, not as a cancelled run', () => {
+    const p = new TurnsProjection();
+    p.apply(snapshot(committed, [1, 2]));
+    const kept = [user('go on'), { ...assistant('half of the'), interrupted: true as const }];
+    feed(p, 11, [
+      { type: 'status', data: { status: 'busy', runId: 'r1' } },
+      { type: 'message', data: { runId: 'r1', message: user('go on'), nodeId: 3 } },
+      { type: 'text_start', data: { runId: 'r1', index: 0 } },
+      { type: 'text_delta', data: { runId: 'r1', index: 0, delta: 'half of the' } },
+      { type: 'status', data: { status: 'idle', runId: null } },
+      {
+        type: 'turn',
+        data: { runId: 'r1', stop: 'stop', reason: 'interrupted', messages: kept, usage: emptyUsage() },
+      },
+      {
+        type: 'tree',
+        data: {
+          newNodes: [3, 4],
+          nodes: [node(3, 2, kept[0]!), node(4, 3, kept[1]!)],
+          path: [1, 2, 3, 4],
+          cursors: { '1': 2, '2': 3, '3': 4 },
+          head: 4,
+        },
+      },
+    ]);
+    const view = p.view()!;
+    expect(view.interrupted).toBeNull();
+    expect(view.turns).toHaveLength(2);
+    expect(view.turns[1]).toMatchObject({ id: 3, resId: 4, status: 'complete', interrupted: true });
+    expect(view.turns[0]!.interrupted).toBeUndefined();
+  });
+
   it('shows a prompt run as a new streaming turn, then the committed one', () => {
     const p = new TurnsProjection();
     p.apply(snapshot(committed, [1, 2]));

@@ -137,6 +137,10 @@ export interface RunInfo {
   actor: Actor | null;
   startedAt: string | null;
   finishedAt: string | null;
+  /** A prompt waiting in its session's queue (`status: "queued"`, its run not started): its place, 1 being next. */
+  position?: number;
+  /** A prompt waiting in its session's queue: how it was queued (its `ifBusy`). */
+  mode?: 'enqueue' | 'interrupt' | 'rollback';
 }
 
 /** A live session as GET /v1/live answers it; `tenantId` only in the admin key's view (every tenant's sessions). */
@@ -160,8 +164,9 @@ export type Decision =
 export interface PromptOptions {
   /**
    * What to do while a run is in flight: refuse (`session_busy`, the default), steer the busy run, wait in the
-   * session's queue (`enqueue`, first in first out), cancel the run and go next (`interrupt`: what it committed
-   * stays), or cancel it and go where its prompt was attached (`rollback`: it leaves the active path).
+   * session's queue (`enqueue`, first in first out), stop the run and go next (`interrupt`: the run keeps its
+   * prompt, completed steps and streamed text, the last message marked `interrupted`), or cancel it and go where
+   * its prompt was attached (`rollback`: it leaves the active path).
    */
   ifBusy?: 'reject' | 'steer' | 'enqueue' | 'interrupt' | 'rollback';
   maxSteps?: number;

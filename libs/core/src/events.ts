@@ -63,7 +63,7 @@ export interface SessionEventMap {
   status: { status: SessionStatus; runId: string | null };
   /**
    * Every message appended during a run (prompt, assistant step, tool results); `nodeId`: the tree node it
-   * takes when the run commits it (a cancelled or failed run never does).
+   * takes when the run commits it (a cancelled or failed run never does; one a newer prompt interrupted does).
    */
   message: { runId: string; message: Message; nodeId?: NodeId };
   text_start: { runId: string; index: number };
@@ -79,10 +79,15 @@ export interface SessionEventMap {
   tool_progress: { runId: string; toolUseId: string; payload: unknown };
   /** One model call finished. */
   step: { runId: string; step: number; usage: Usage; finishReason: string };
-  /** A commit point: `stop` ends the run, `continue` commits and goes on (a steered prompt follows). */
+  /**
+   * A commit point: `stop` ends the run, `continue` commits and goes on (a steered prompt follows). `reason`
+   * `interrupted`: a newer prompt interrupted the run (`ifBusy: "interrupt"`), which ends here (its record says
+   * cancelled) committing `messages`, what it kept, the last one marked `interrupted`.
+   */
   turn: { runId: string; stop: 'stop' | 'continue'; reason: string; messages: Message[]; usage: Usage };
   pause: { runId: string; reason: 'approval' | 'client_tool'; toolUses: ToolUseBlock[] };
   retry: { runId: string; attempt: number; delayMs: number; error: string };
+  /** The run was cancelled: nothing more of it is committed; `partial`, what it had not committed. */
   cancelled: { runId: string; partial: Message[]; usage: Usage };
   /**
    * `code`: a model error code (rate_limited, provider_error, target_refused, ...), hook_halted (a pre-hook halted

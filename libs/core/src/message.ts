@@ -48,6 +48,11 @@ export interface Message {
   content: Block[];
   /** Milliseconds since the Unix epoch. */
   timestamp: number;
+  /**
+   * The last message a run kept when a newer prompt interrupted it (`ifBusy: "interrupt"`): its completed steps
+   * and the text it had streamed are on the path, and it ends here. Absent otherwise.
+   */
+  interrupted?: true;
 }
 
 export type MessageContent = string | Block[];

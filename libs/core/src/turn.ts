@@ -42,6 +42,8 @@ export interface Turn {
   edits: NodeId[];
   /** Sorted ids of the children of this turn's user message, resId included. */
   regens: NodeId[];
+  /** A newer prompt interrupted the turn's run (`ifBusy: "interrupt"`): it holds what that run kept. */
+  interrupted?: true;
 }
 
 /** The active path (or a message list) cannot be cut into turns: it does not start with a user prompt. */
@@ -78,6 +80,7 @@ export function newTurn(id: NodeId | null, messages: readonly Message[], usage: 
     edits: [],
     regens: [],
   };
+  if (user.interrupted) turn.interrupted = true;
   for (const message of rest) foldMessage(turn, message);
   return turn;
 }
@@ -207,6 +210,7 @@ function fromNodes(tree: Tree, nodes: readonly TreeNode[]): Turn {
 }
 
 function foldMessage(turn: Turn, message: Message): void {
+  if (message.interrupted) turn.interrupted = true;
   if (message.role === 'assistant') {
     for (const block of message.content) if (isAssistantBlock(block)) turn.content.push(block);
     turn.timestamp = message.timestamp;

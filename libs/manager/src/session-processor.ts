@@ -30,7 +30,7 @@ export class SessionProcessor {
       (job) => this.sessions.executeRun(job),
       (job, error) => this.sessions.giveUpRun(job.tenantId, job.sessionId, job.runId, error),
     );
-    control.onCancel((runId) => this.sessions.abortIfHere(runId));
+    control.onCancel((runId, reason) => this.sessions.abortIfHere(runId, reason));
     timers.process({
       'session-idle': (timer) => this.live.shutDownIfIdle(timer),
       'decision-expiry': (timer) => this.sessions.expireDecisions(timer),

@@ -1,19 +1,23 @@
-// Reaching other processes of the deployment. Cancel is a request every executor hears; the one holding the run
-// aborts it and acknowledges. No acknowledgement within the timeout means nobody executes it (it is paused, still
+// Reaching other processes of the deployment. Cancel is a request every executor hears (with its reason: a cancel,
+// or a newer prompt's interrupt, after which the run keeps what it had); the one holding the run aborts it and
+// acknowledges. No acknowledgement within the timeout means nobody executes it (it is paused, still
 // queued, or its worker died) and the caller ends it itself. Close is a notice every process hears: each stops
 // serving the session live (closed, deleted, idle shutdown decided for the whole deployment).
 
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 
-export type CancelHandler = (runId: string) => boolean;
+/** A cancel keeps nothing more of the run; an interrupt (a newer prompt's) has it keep what it had. */
+export type CancelReason = 'cancelled' | 'interrupted';
+
+export type CancelHandler = (runId: string, reason: CancelReason) => boolean;
 
 export type SessionCloseReason = 'close' | 'delete' | 'idle' | 'expired';
 export type CloseHandler = (tenantId: string, sessionId: string, reason: SessionCloseReason) => Promise<void>;
 
 export interface RunControl {
-  /** True when the executor holding the run acknowledged within timeoutMs (it is aborting it). */
-  requestCancel(runId: string, timeoutMs: number): Promise<boolean>;
+  /** True when the executor holding the run acknowledged within timeoutMs (it is aborting it, for `reason`). */
+  requestCancel(runId: string, timeoutMs: number, reason?: CancelReason): Promise<boolean>;
   /** The executor side: the handler aborts the run if this process holds it, and says whether it did. */
   onCancel(handler: CancelHandler): void;
   /**
@@ -33,8 +37,8 @@ export class InProcessRunControl implements RunControl {
   private handler: CancelHandler | null = null;
   private closeHandler: CloseHandler | null = null;
 
-  requestCancel(runId: string): Promise<boolean> {
-    return Promise.resolve(this.handler?.(runId) ?? false);
+  requestCancel(runId: string, _timeoutMs?: number, reason: CancelReason = 'cancelled'): Promise<boolean> {
+    return Promise.resolve(this.handler?.(runId, reason) ?? false);
   }
 
   onCancel(handler: CancelHandler): void {
@@ -58,6 +62,8 @@ interface CancelRequest {
   runId: string;
   requestId: string;
   replyTo: string;
+  /** Absent from a process that knows no interrupts: a cancel. */
+  reason?: CancelReason;
 }
 
 interface CloseNotice {
@@ -112,7 +118,11 @@ export class RedisRunControl implements RunControl {
     }
   }
 
-  async requestCancel(runId: string, timeoutMs: number): Promise<boolean> {
+  async requestCancel(
+    runId: string,
+    timeoutMs: number,
+    reason: CancelReason = 'cancelled',
+  ): Promise<boolean> {
     await this.ready;
     const requestId = randomUUID();
     const answered = new Promise<boolean>((resolve) => {
@@ -127,7 +137,7 @@ export class RedisRunControl implements RunControl {
         resolve(ok);
       });
     });
-    const request: CancelRequest = { runId, requestId, replyTo: this.acks };
+    const request: CancelRequest = { runId, requestId, replyTo: this.acks, reason };
     await this.options.redis.publish(this.requests, JSON.stringify(request));
     return answered;
   }
@@ -155,7 +165,14 @@ export class RedisRunControl implements RunControl {
   }
 
   private onMessage(channel: string, text: string): void {
-    let message: { runId?: unknown; requestId?: unknown; replyTo?: unknown; close?: unknown; from?: unknown };
+    let message: {
+      runId?: unknown;
+      requestId?: unknown;
+      replyTo?: unknown;
+      reason?: unknown;
+      close?: unknown;
+      from?: unknown;
+    };
     try {
       message = JSON.parse(text) as typeof message;
     } catch {
@@ -173,7 +190,7 @@ export class RedisRunControl implements RunControl {
     if (!this.handler) return;
     const { runId, requestId, replyTo } = message;
     if (typeof runId !== 'string' || typeof requestId !== 'string' || typeof replyTo !== 'string') return;
-    if (this.handler(runId)) {
+    if (this.handler(runId, message.reason === 'interrupted' ? 'interrupted' : 'cancelled')) {
       // Unacknowledged, the requester ends the run itself after its timeout: nothing more to do on failure.
       this.options.redis.publish(replyTo, JSON.stringify({ requestId })).catch(() => undefined);
     }

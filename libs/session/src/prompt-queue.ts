@@ -1,7 +1,8 @@
 // Double texting (LangGraph's multitask strategies) for prompts sent to a busy session: `enqueue` waits its turn
-// (first in, first out), `interrupt` cancels the run in flight (what it committed stays) and goes next,
-// `rollback` cancels it and goes where that run's prompt was attached, so the cancelled run's messages leave the
-// active path (kept in the tree, as every branch is). The queue is in the database (queued_prompts): it survives
+// (first in, first out), `interrupt` stops the run in flight, which keeps what it had (its prompt, its completed
+// steps and the text it was streaming, marked `interrupted`: the run executor's end of it), and goes next after
+// it, `rollback` cancels it (nothing of it kept) and goes where that run's prompt was attached, so the cancelled
+// run's messages leave the active path (kept in the tree, as every branch is). The queue is in the database (queued_prompts): it survives
 // any process, a worker crash included, and any process drains it — after a run ends there, after a prompt is
 // queued there, and on the lost-run sweep. The run that takes an entry gets the entry's id, so a second start of
 // the same entry (two processes draining at once, or one that died before removing it) fails on the run's primary
@@ -39,8 +40,11 @@ export interface QueueCommands {
     input: QueuedPromptInput,
     runId: string,
   ): Promise<{ runId: string }>;
-  /** Cancels the session's run in flight if it is still `runId`. */
-  cancelRun(scope: Scope, id: string, runId: string): Promise<void>;
+  /**
+   * Stops the session's run in flight if it is still `runId`: `interrupted` commits what it had, `cancelled`
+   * nothing.
+   */
+  cancelRun(scope: Scope, id: string, runId: string, reason: 'cancelled' | 'interrupted'): Promise<void>;
 }
 
 export class PromptQueue {
@@ -75,7 +79,14 @@ export class PromptQueue {
       },
     });
     if (!stored) throw CanopyException.notFound('session');
-    if (cancelling) await this.commands.cancelRun(scope, id, cancelling);
+    if (cancelling) {
+      await this.commands.cancelRun(
+        scope,
+        id,
+        cancelling,
+        mode === 'interrupt' ? 'interrupted' : 'cancelled',
+      );
+    }
     const started = await this.drain(scope.tenantId, id, entryId);
     return { runId: entryId, queued: started !== entryId };
   }

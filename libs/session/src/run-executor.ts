@@ -1,7 +1,9 @@
 // Executes runs taken from the turn queue: loads the session's committed state, drives the turn runner, and
 // turns its commit points into fenced store writes followed by their events, in the contract's order:
 // [status idle] -> turn -> tree {newNodes} -> store. A cancelled or failed run commits nothing more; if it never
-// committed, a branch's path is rolled back: [status idle] -> cancelled|error -> tree (restored) -> store.
+// committed, a branch's path is rolled back: [status idle] -> cancelled|error -> tree (restored) -> store. A run
+// interrupted by a newer prompt (`ifBusy: "interrupt"`) ends cancelled but commits what it had (see the agent's
+// interrupted.ts), with the commit's events: [status idle] -> turn {reason: "interrupted"} -> tree -> store.
 
 import {
   emptyUsage,
@@ -49,6 +51,22 @@ export interface RunInput {
 }
 
 const COMMIT_RETRY_DELAYS_MS = [100, 400, 1_200];
+
+/** The abort reason of a run a newer prompt interrupted: it ends keeping what it had. */
+export class RunInterrupted extends Error {
+  constructor() {
+    super('interrupted by a newer prompt');
+    this.name = 'RunInterrupted';
+  }
+}
+
+/** What an interrupted run keeps, and where it goes: after the session's head as the run last saw it. */
+export interface KeptWork {
+  messages: Message[];
+  /** Usage of the kept messages (the session's total grows by it). */
+  usage: Usage;
+  position: Pick<RunPosition, 'path' | 'cursors' | 'head' | 'nextNodeId'>;
+}
 
 /** The session's position as the run moves it (from the loaded state, advanced by each commit). */
 interface RunPosition {
@@ -100,19 +118,19 @@ export class RunExecutor {
   }
 
   /** Aborts a run executing here; resolves once it has settled (its cancellation committed and published). */
-  async abort(runId: string, reason = 'cancelled'): Promise<boolean> {
+  async abort(runId: string, reason: string = 'cancelled'): Promise<boolean> {
     const entry = this.running.get(runId);
     if (!entry) return false;
-    entry.controller.abort(new Error(reason));
+    entry.controller.abort(abortReason(reason));
     await entry.done;
     return true;
   }
 
   /** Starts aborting a run if this process executes it; true when it does (the abort settles on its own). */
-  abortIfHere(runId: string, reason = 'cancelled'): boolean {
+  abortIfHere(runId: string, reason: string = 'cancelled'): boolean {
     const entry = this.running.get(runId);
     if (!entry) return false;
-    entry.controller.abort(new Error(reason));
+    entry.controller.abort(abortReason(reason));
     return true;
   }
 
@@ -246,6 +264,9 @@ export class RunExecutor {
           outcome.partial,
           outcome.usage,
           position.committed,
+          controller.signal.reason instanceof RunInterrupted
+            ? { messages: outcome.kept, usage: outcome.keptUsage, position }
+            : undefined,
         );
         break;
       case 'error':
@@ -338,20 +359,12 @@ export class RunExecutor {
     position: RunPosition,
     request: CommitRequest,
   ): Promise<{ message: Message; scope?: Scope } | null> {
-    const lastAssistant = findLastIndex(request.messages, (m) => m.role === 'assistant');
-    const nodes: NewNode[] = [];
-    const path = [...position.path];
-    const cursors = { ...position.cursors };
-    let head = position.head;
-    let next = position.nextNodeId;
-    for (const [i, message] of request.messages.entries()) {
-      const id = next++;
-      nodes.push({ id, parentId: head, message, usage: i === lastAssistant ? request.usage : null });
-      if (head !== null) cursors[String(head)] = id;
-      path.push(id);
-      head = id;
-    }
-    const stored: PositionRecord = { path, cursors, head };
+    const {
+      nodes,
+      position: stored,
+      nextNodeId: next,
+    } = chainOf({ messages: request.messages, usage: request.usage, position });
+    const { path, cursors, head } = stored;
     const stop = request.stop === 'stop';
     // A session untitled when the run started with an empty tree takes its title from the first prompt this run
     // committed, in the commit that ends the run (no transaction of its own).
@@ -485,7 +498,10 @@ export class RunExecutor {
     }
   }
 
-  /** Ends a run as cancelled or failed, restoring a branch's position when nothing was committed. */
+  /**
+   * Ends a run as cancelled or failed, restoring a branch's position when nothing was committed. An interrupted
+   * run with something to keep (`kept`) commits it in the same write instead, and announces it as a commit.
+   */
   async endRun(
     scope: Scope,
     session: Pick<SessionRecord, 'id'>,
@@ -495,8 +511,10 @@ export class RunExecutor {
     partial: Message[],
     usage: Usage,
     committed: boolean,
+    kept?: KeptWork,
   ): Promise<void> {
-    const restore = !committed && run.rollback ? run.rollback : null;
+    const keep = kept && kept.messages.length > 0 ? chainOf(kept) : null;
+    const restore = !committed && !keep && run.rollback ? run.rollback : null;
     let result: 'ok' | 'fenced';
     try {
       result = await this.withRetries(() =>
@@ -507,6 +525,7 @@ export class RunExecutor {
           error,
           usage,
           restore,
+          ...(keep ? { commit: { ...keep, usage: kept!.usage } } : {}),
         }),
       );
     } catch (err) {
@@ -518,18 +537,39 @@ export class RunExecutor {
     }
     if (result === 'fenced') return;
     const events: SessionEventInput[] = [{ type: 'status', data: { status: 'idle', runId: null } }];
-    events.push(
-      status === 'cancelled'
-        ? { type: 'cancelled', data: { runId: run.id, partial, usage } }
-        : {
-            type: 'error',
-            data: {
-              runId: run.id,
-              code: error?.code ?? 'internal',
-              message: error?.message ?? 'the run failed',
-            },
+    if (keep) {
+      // What it kept joins the tree as a commit does; the run's record says cancelled.
+      events.push(
+        {
+          type: 'turn',
+          data: {
+            runId: run.id,
+            stop: 'stop',
+            reason: 'interrupted',
+            messages: kept!.messages,
+            usage: kept!.usage,
           },
-    );
+        },
+        {
+          type: 'tree',
+          data: { newNodes: keep.nodes.map((n) => n.id), nodes: keep.nodes, ...keep.position },
+        },
+        { type: 'store', data: { ok: true, kind: 'tree' } },
+      );
+    } else {
+      events.push(
+        status === 'cancelled'
+          ? { type: 'cancelled', data: { runId: run.id, partial, usage } }
+          : {
+              type: 'error',
+              data: {
+                runId: run.id,
+                code: error?.code ?? 'internal',
+                message: error?.message ?? 'the run failed',
+              },
+            },
+      );
+    }
     if (restore) {
       events.push(
         { type: 'tree', data: { newNodes: [], nodes: [], ...restore } },
@@ -562,6 +602,36 @@ export class RunExecutor {
       }
     }
   }
+}
+
+/** A cancel's abort reason, or an interrupt's (which the run's end tells apart). */
+function abortReason(reason: string): Error {
+  return reason === 'interrupted' ? new RunInterrupted() : new Error(reason);
+}
+
+/**
+ * Messages as a chain of nodes under the head (their usage on the last assistant one), and the position they
+ * leave.
+ */
+function chainOf({ messages, usage, position }: KeptWork): {
+  nodes: NewNode[];
+  position: PositionRecord;
+  nextNodeId: NodeId;
+} {
+  const lastAssistant = findLastIndex(messages, (m) => m.role === 'assistant');
+  const nodes: NewNode[] = [];
+  const path = [...position.path];
+  const cursors = { ...position.cursors };
+  let head = position.head;
+  let next = position.nextNodeId;
+  for (const [i, message] of messages.entries()) {
+    const id = next++;
+    nodes.push({ id, parentId: head, message, usage: i === lastAssistant ? usage : null });
+    if (head !== null) cursors[String(head)] = id;
+    path.push(id);
+    head = id;
+  }
+  return { nodes, position: { path, cursors, head }, nextNodeId: next };
 }
 
 /** A prompt that can title a session: a turn-opening user message with text. */

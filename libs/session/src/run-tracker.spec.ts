@@ -62,4 +62,42 @@ describe('RunTracker', () => {
     completedRun(tracker, 'queued', 1, 2);
     expect(tracker.result('queued')).toMatchObject({ status: 'completed' });
   });
+
+  it('ends a run interrupted by a newer prompt as cancelled, with what it kept and the nodes it took', async () => {
+    const tracker = new RunTracker(60_000);
+    const prompt = user('go');
+    const partial = {
+      role: 'assistant' as const,
+      content: [{ type: 'text' as const, text: 'half' }],
+      timestamp: 0,
+    };
+    tracker.observe(ev({ type: 'status', data: { status: 'busy', runId: 'r' } }, 0));
+    tracker.observe(ev({ type: 'message', data: { runId: 'r', message: prompt, nodeId: 3 } }, 0));
+    const waiting = tracker.wait('r');
+    tracker.observe(ev({ type: 'status', data: { status: 'idle', runId: null } }, 5));
+    const kept = [prompt, { ...partial, interrupted: true as const }];
+    tracker.observe(
+      ev(
+        {
+          type: 'turn',
+          data: { runId: 'r', stop: 'stop', reason: 'interrupted', messages: kept, usage: emptyUsage() },
+        },
+        5,
+      ),
+    );
+    tracker.observe(
+      ev(
+        { type: 'tree', data: { newNodes: [3, 4], nodes: [], path: [1, 2, 3, 4], cursors: {}, head: 4 } },
+        5,
+      ),
+    );
+    await expect(waiting).resolves.toMatchObject({
+      status: 'cancelled',
+      error: null,
+      messages: [
+        { nodeId: 3, message: prompt },
+        { nodeId: 4, message: kept[1] },
+      ],
+    });
+  });
 });

@@ -1,6 +1,7 @@
 // Follows runs through a session's events so a caller can wait for one (`wait: true`): the messages it produced
 // (with the tree node each takes when committed), its usage, and how it ended — completed (or at its step cap),
-// paused (with the tool uses awaited), cancelled (with the partial message it was streaming), error.
+// paused (with the tool uses awaited), cancelled (with the partial message it was streaming; interrupted by a newer
+// prompt: with what it kept, committed), error.
 // Pure: fed by events, no I/O.
 
 import {
@@ -75,12 +76,17 @@ export class RunTracker {
         t.usage = addUsage(t.usage, event.data.usage);
         break;
       }
-      case 'turn':
-        this.track(event.data.runId, event.at).commitPending = {
-          stop: event.data.stop === 'stop',
-          reason: event.data.reason,
-        };
+      case 'turn': {
+        const t = this.track(event.data.runId, event.at);
+        t.commitPending = { stop: event.data.stop === 'stop', reason: event.data.reason };
+        if (event.data.reason === 'interrupted') {
+          // An interrupted run's commit is what it kept: its finished messages, a tool round it closed and the
+          // text it was streaming, which no `message` event carried.
+          t.messages.length = t.unassigned;
+          t.messages.push(...event.data.messages.map((message) => ({ nodeId: null, message })));
+        }
         break;
+      }
       case 'tree': {
         for (const t of this.runs.values()) {
           if (!t.commitPending) continue;
@@ -93,7 +99,7 @@ export class RunTracker {
           t.unassigned = t.messages.length;
           const { stop, reason } = t.commitPending;
           t.commitPending = null;
-          if (stop) this.settle(t, reason === 'max_steps' ? 'max_steps' : 'completed', null, event.at);
+          if (stop) this.settle(t, endOf(reason), null, event.at);
         }
         break;
       }
@@ -231,4 +237,10 @@ export class RunTracker {
       if (t && t.finishedAt !== null) this.runs.delete(t.runId);
     }
   }
+}
+
+/** How a run that committed its end ended, by the commit's reason (a newer prompt's interrupt is a cancel). */
+function endOf(reason: string): RunEnd {
+  if (reason === 'max_steps') return 'max_steps';
+  return reason === 'interrupted' ? 'cancelled' : 'completed';
 }

@@ -9,9 +9,11 @@
 import {
   Tree,
   TurnResult,
+  emptyUsage,
   isToolResultMessage,
   systemScope,
   toolUses,
+  userMessage,
   type Block,
   type MessageContent,
   type NodeId,
@@ -22,14 +24,26 @@ import {
   type SessionSnapshot,
 } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
-import { isPendingState } from '@canopy/agent';
-import type { RunJob, DecisionTimer } from '@canopy/queue';
-import type { FailedTurn, JsonObject, PositionRecord, RunRecord, SessionRecord } from '@canopy/store';
+import {
+  isPendingState,
+  keptOnInterrupt,
+  keptOnInterruptWhilePaused,
+  type PendingState,
+} from '@canopy/agent';
+import type { CancelReason, RunJob, DecisionTimer } from '@canopy/queue';
+import type {
+  FailedTurn,
+  JsonObject,
+  PositionRecord,
+  QueuedRunRecord,
+  RunRecord,
+  SessionRecord,
+} from '@canopy/store';
 import { BUSY_COUNT_MAX_AGE_MS, BusyLimitGate } from './busy-limit-gate';
 import { positionOf } from './convert';
 import type { LiveSession, SubscribeOptions, Subscription } from './live-session';
 import type { LiveSessionHost } from './live-session-host';
-import { RunExecutor, type RunInput } from './run-executor';
+import { RunExecutor, type KeptWork, type RunInput } from './run-executor';
 import type { RunResult } from './run-tracker';
 import type { SessionEngineDeps } from './session-deps';
 import type { SessionPublisher } from './session-publisher';
@@ -96,7 +110,7 @@ export class SessionService {
       prompt: (scope, id, input, runId) =>
         this.start(scope, id, 'prompt', input, undefined, undefined, runId),
       branchAt: (scope, id, nodeId, input, runId) => this.branch(scope, id, { nodeId, ...input }, runId),
-      cancelRun: (scope, id, runId) => this.cancelRun(scope, id, runId),
+      cancelRun: (scope, id, runId, reason) => this.cancelRun(scope, id, runId, reason),
     });
     // A run that ends here starts the session's next queued prompt.
     this.executor.onRunFinished((tenantId, id) => this.queue.drainLater(tenantId, id));
@@ -109,9 +123,12 @@ export class SessionService {
     return this.executor.execute(job);
   }
 
-  /** A cancel was requested anywhere: aborts the run if this process executes it (true when it does). */
-  abortIfHere(runId: string): boolean {
-    return this.executor.abortIfHere(runId);
+  /**
+   * A cancel (or an interrupt) was requested anywhere: aborts the run if this process executes it (true when it
+   * does).
+   */
+  abortIfHere(runId: string, reason: CancelReason = 'cancelled'): boolean {
+    return this.executor.abortIfHere(runId, reason);
   }
 
   /** Whether this process executes the run now. */
@@ -389,28 +406,40 @@ export class SessionService {
     return this.cancelActive(scope, session, runId);
   }
 
-  /** Cancels the session's run in flight if it is still `runId` (an interrupting prompt's; nothing otherwise). */
-  private async cancelRun(scope: Scope, id: string, runId: string): Promise<void> {
+  /**
+   * Stops the session's run in flight if it is still `runId` (for a queued prompt: `interrupted` keeps what the run
+   * had, `cancelled` keeps nothing); nothing otherwise.
+   */
+  private async cancelRun(scope: Scope, id: string, runId: string, reason: CancelReason): Promise<void> {
     const session = await this.get(scope, id);
     if (session.status === 'idle' || session.activeRunId !== runId) return;
-    await this.cancelActive(scope, session, runId).catch((err: unknown) => {
+    await this.cancelActive(scope, session, runId, reason).catch((err: unknown) => {
       // Ended meanwhile: nothing left to cancel.
       if (!(err instanceof CanopyException && err.code === 'idle')) throw err;
     });
   }
 
-  private async cancelActive(scope: Scope, session: SessionRecord, runId: string): Promise<CommandResult> {
+  private async cancelActive(
+    scope: Scope,
+    session: SessionRecord,
+    runId: string,
+    reason: CancelReason = 'cancelled',
+  ): Promise<CommandResult> {
     const id = session.id;
     await this.liveSession(scope, id);
     const stopped =
       session.status === 'busy'
-        ? await this.stopRun(runId, 'cancelled')
-        : await this.executor.abort(runId, 'cancelled');
+        ? await this.stopRun(runId, reason)
+        : await this.executor.abort(runId, reason);
     if (stopped) return { runId };
-    // Paused, or left behind by a dead process or not taken yet: nothing executes it, end it here.
+    // Paused, or left behind by a dead process or not taken yet: nothing executes it, end it here (fenced: should
+    // its executor still end it, only one of the two writes anything).
     const run = await this.deps.store.getRun(systemScope(scope.tenantId), runId);
     if (!run) throw new CanopyException('idle', 'no run to cancel');
     const pending = run.pending && isPendingState(run.pending) ? run.pending : null;
+    // What it keeps goes after the head as it is now (read again: the session read above may be older).
+    const current =
+      reason === 'interrupted' ? await this.deps.store.get(systemScope(scope.tenantId), id) : null;
     await this.executor.endRun(
       systemScope(scope.tenantId),
       session,
@@ -420,6 +449,7 @@ export class SessionService {
       pending?.messages ?? [],
       pending?.runUsage ?? run.usage,
       false,
+      current ? keptWithoutExecutor(current, run, pending) : undefined,
     );
     return { runId };
   }
@@ -466,6 +496,20 @@ export class SessionService {
     return run;
   }
 
+  /**
+   * The run, or the queued prompt whose run it will be while it waits (with its place in its session's queue).
+   * not_found for neither: an id no prompt had, another tenant's or user's, or a queued prompt taken out of the
+   * queue or dropped before its turn (it never ran).
+   */
+  async getRunOrQueued(
+    scope: Scope,
+    runId: string,
+  ): Promise<{ run: RunRecord } | { queued: QueuedRunRecord }> {
+    const found = await this.deps.store.getRunOrQueued(scope, runId);
+    if (!found) throw CanopyException.notFound('run');
+    return found;
+  }
+
   // Internals
 
   /**
@@ -474,7 +518,8 @@ export class SessionService {
    */
   async stopRun(runId: string, reason: string): Promise<boolean> {
     if (await this.executor.abort(runId, reason)) return true;
-    return this.deps.control.requestCancel(runId, CANCEL_ACK_TIMEOUT_MS);
+    const how: CancelReason = reason === 'interrupted' ? 'interrupted' : 'cancelled';
+    return this.deps.control.requestCancel(runId, CANCEL_ACK_TIMEOUT_MS, how);
   }
 
   /** The live session, opened if needed. The caller's scope decides visibility: the live session is shared. */
@@ -590,4 +635,24 @@ export class SessionService {
     });
     await this.deps.queue.enqueue({ tenantId: scope.tenantId, sessionId: id, runId });
   }
+}
+
+/**
+ * What an interrupted run that no process executes keeps: a paused run its messages with its tool round closed;
+ * one not taken yet, or whose process died, the prompt it was started with (what it did beyond its last commit
+ * is lost with that process).
+ */
+function keptWithoutExecutor(session: SessionRecord, run: RunRecord, pending: PendingState | null): KeptWork {
+  const position = {
+    path: session.path,
+    cursors: session.cursors,
+    head: session.head,
+    nextNodeId: session.nextNodeId,
+  };
+  if (pending) {
+    return { messages: keptOnInterruptWhilePaused(pending), usage: pending.segmentUsage, position };
+  }
+  const content = (run.input as RunInput).content;
+  const prompt = content === undefined ? [] : [userMessage(content, run.createdAt.getTime())];
+  return { messages: keptOnInterrupt(prompt, null), usage: emptyUsage(), position };
 }

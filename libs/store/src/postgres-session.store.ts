@@ -58,6 +58,7 @@ import type {
   ListSessionsQuery,
   PositionRecord,
   QueuedPromptRecord,
+  QueuedRunRecord,
   QueueMode,
   RunContext,
   RunRecord,
@@ -305,6 +306,54 @@ export class PostgresSessionStore implements SessionStore {
     return row ? toRun(row) : null;
   }
 
+  async getRunOrQueued(
+    scope: Scope,
+    runId: string,
+  ): Promise<{ run: RunRecord } | { queued: QueuedRunRecord } | null> {
+    if (!isUuid(runId)) return null;
+    return this.db.withTenantSql(scope, async (tx) => {
+      // The queue first: a drain starts the prompt's run before it takes the prompt out, so a prompt missing from
+      // the queue here is, by the next statement, a run or gone (taken out before its turn, or dropped).
+      const [entry] = await query<{
+        id: string;
+        session_id: string;
+        mode: QueueMode;
+        input: unknown;
+        actor: unknown;
+        created_at: Date;
+        position: number;
+      }>(
+        tx,
+        sql`
+        SELECT q.id::text AS id, q.session_id, q.mode, q.input, q.actor, q.created_at,
+               (SELECT count(*)::int FROM queued_prompts ahead
+                 WHERE ahead.tenant_id = q.tenant_id AND ahead.session_id = q.session_id
+                   AND (ahead.front > q.front OR (ahead.front = q.front AND ahead.seq <= q.seq))) AS position
+          FROM queued_prompts q JOIN sessions ON sessions.tenant_id = q.tenant_id AND sessions.id = q.session_id
+         WHERE q.tenant_id = ${scope.tenantId}::uuid AND q.id = ${runId}::uuid ${userFilter(scope)}`,
+      );
+      const [row] = await query<RunRow>(
+        tx,
+        sql`
+        SELECT ${RUN_COLUMNS} FROM runs
+         WHERE runs.tenant_id = ${scope.tenantId}::uuid AND runs.id = ${runId}::uuid ${runUserFilter(scope)}`,
+      );
+      if (row) return { run: toRun(row) };
+      if (!entry) return null;
+      return {
+        queued: {
+          id: entry.id,
+          sessionId: entry.session_id,
+          mode: entry.mode,
+          input: jsonObject(entry.input),
+          actor: parseActor(entry.actor),
+          createdAt: entry.created_at,
+          position: entry.position,
+        },
+      };
+    });
+  }
+
   async loadRun(scope: Scope, sessionId: string, runId: string): Promise<RunContext | null> {
     if (!isUuid(runId)) return null;
     // canopy_load_run: the session the run must own, locked FOR SHARE (no end, pause or commit slips in, and the
@@ -405,14 +454,27 @@ export class PostgresSessionStore implements SessionStore {
 
   async endRun(scope: Scope, input: EndRunInput): Promise<FencedResult> {
     const restore = input.restore ? sql`, ${setPosition(input.restore)}` : empty;
-    return this.fencedWrite(
-      scope,
-      input.sessionId,
-      input.runId,
-      sql`status = 'idle', active_run_id = NULL ${restore}`,
-      sql`status = ${input.status}::run_status, error = ${jsonOrNull(input.error)},
-          usage = ${json(toUsage(input.usage))}, finished_at = now()`,
-    );
+    const setSession = sql`status = 'idle', active_run_id = NULL ${restore}`;
+    const setRun = sql`status = ${input.status}::run_status, error = ${jsonOrNull(input.error)},
+          usage = ${json(toUsage(input.usage))}, finished_at = now()`;
+    const kept = input.commit;
+    if (!kept) return this.fencedWrite(scope, input.sessionId, input.runId, setSession, setRun);
+    if (!isUuid(input.runId)) return 'fenced';
+    // An interrupted run: its nodes go in through canopy_commit (fenced, the session locked, the run going on),
+    // then the run ends, both in one transaction: written once, or not at all when the run lost the session.
+    return this.db.withTenantSql(scope, async (tx) => {
+      const [row] = await query<{ outcome: 'ok' | 'fenced' }>(
+        tx,
+        sql`
+        SELECT committed.outcome
+          FROM canopy_commit(${scope.tenantId}::uuid, ${scope.userId ?? null}::text, ${input.sessionId}::text,
+                             ${input.runId}::uuid, ${json(kept.nodes)}, ${json(kept.position)},
+                             ${kept.nextNodeId}::int, ${json(toUsage(kept.usage))}, NULL::jsonb,
+                             ${this.db.txTimeoutMs}::int, NULL::text) AS committed`,
+      );
+      if (mustHave(row, 'canopy_commit result').outcome === 'fenced') return 'fenced';
+      return fencedUpdate(tx, scope, input.sessionId, input.runId, setSession, setRun);
+    });
   }
 
   async stageSteer(scope: Scope, sessionId: string, prompt: JsonObject): Promise<{ runId: string } | null> {
@@ -553,22 +615,9 @@ export class PostgresSessionStore implements SessionStore {
     setRun: Sql,
   ): Promise<FencedResult> {
     if (!isUuid(runId)) return 'fenced';
-    const rows = await this.db.withTenantSql(scope, (tx) =>
-      query(
-        tx,
-        sql`
-        WITH fenced AS (
-          UPDATE sessions SET ${setSession}, updated_at = now()
-           WHERE ${whereSession(scope, sessionId)} AND sessions.active_run_id = ${runId}::uuid
-          RETURNING sessions.tenant_id
-        )
-        UPDATE runs SET ${setRun}, updated_at = now()
-          FROM fenced
-         WHERE runs.tenant_id = fenced.tenant_id AND runs.id = ${runId}::uuid
-        RETURNING 1 AS written`,
-      ),
+    return this.db.withTenantSql(scope, (tx) =>
+      fencedUpdate(tx, scope, sessionId, runId, setSession, setRun),
     );
-    return rows.length > 0 ? 'ok' : 'fenced';
   }
 }
 
@@ -597,6 +646,31 @@ function sessionRows(tx: SqlTx, scope: Scope, id: string): Promise<SessionRow[]>
 }
 
 /** The session's queued prompts in the order they will run (none when the scope does not see the session). */
+/** The fenced statement of fencedWrite, inside the caller's transaction. */
+async function fencedUpdate(
+  tx: SqlTx,
+  scope: Scope,
+  sessionId: string,
+  runId: string,
+  setSession: Sql,
+  setRun: Sql,
+): Promise<FencedResult> {
+  const rows = await query(
+    tx,
+    sql`
+    WITH fenced AS (
+      UPDATE sessions SET ${setSession}, updated_at = now()
+       WHERE ${whereSession(scope, sessionId)} AND sessions.active_run_id = ${runId}::uuid
+      RETURNING sessions.tenant_id
+    )
+    UPDATE runs SET ${setRun}, updated_at = now()
+      FROM fenced
+     WHERE runs.tenant_id = fenced.tenant_id AND runs.id = ${runId}::uuid
+    RETURNING 1 AS written`,
+  );
+  return rows.length > 0 ? 'ok' : 'fenced';
+}
+
 async function queuedRows(tx: SqlTx, scope: Scope, sessionId: string): Promise<QueuedPromptRecord[]> {
   const rows = await query<{ id: string; mode: QueueMode; input: unknown; actor: unknown; created_at: Date }>(
     tx,

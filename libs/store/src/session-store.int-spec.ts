@@ -363,6 +363,54 @@ describe('getWithQueue', () => {
   });
 });
 
+describe('getRunOrQueued', () => {
+  it('answers a queued prompt with its place (interrupts first), then its run once started', async () => {
+    const t = await newTenant();
+    const tenant = tenantScope(t);
+    await store.create(tenant, { id: 's', model: 'm', userId: 'alice' });
+    const { run } = await startRun(tenant, 's');
+    const [e1, e2, i1] = [randomUUID(), randomUUID(), randomUUID()];
+    await store.enqueuePrompt(tenant, 's', { id: e1, mode: 'enqueue', input: { content: 'e1' } });
+    await store.enqueuePrompt(tenant, 's', { id: e2, mode: 'enqueue', input: { content: 'e2' } });
+    await store.enqueuePrompt(tenant, 's', { id: i1, mode: 'interrupt', input: { content: 'i1' } });
+    const placeOf = async (id: string) => {
+      const found = await store.getRunOrQueued(tenant, id);
+      return found && 'queued' in found ? found.queued.position : null;
+    };
+    expect([await placeOf(i1), await placeOf(e1), await placeOf(e2)]).toEqual([1, 2, 3]);
+    expect(await store.getRunOrQueued(tenant, e1)).toEqual({
+      queued: {
+        id: e1,
+        sessionId: 's',
+        mode: 'enqueue',
+        input: { content: 'e1' },
+        actor: { type: 'admin' },
+        createdAt: expect.any(Date) as Date,
+        position: 2,
+      },
+    });
+    expect(await store.getRunOrQueued(tenant, run.id)).toEqual({ run: await store.getRun(tenant, run.id) });
+
+    // Its run started (and it is still in the queue for a moment): the run.
+    await store.endRun(tenant, { sessionId: 's', runId: run.id, status: 'cancelled', usage: emptyUsage() });
+    await startRun(tenant, 's', { runId: i1 });
+    expect(await store.getRunOrQueued(tenant, i1)).toMatchObject({ run: { id: i1, status: 'running' } });
+    await store.dequeuePrompt(tenant, 's', i1);
+    expect([await placeOf(e1), await placeOf(e2)]).toEqual([1, 2]);
+
+    // Another user, another tenant, an id no prompt had, one taken out: nothing.
+    expect(await store.getRunOrQueued(tenantScope(t, { userId: 'bob' }), e1)).toBeNull();
+    expect(await store.getRunOrQueued(tenantScope(t, { userId: 'alice' }), e1)).toMatchObject({
+      queued: { id: e1 },
+    });
+    expect(await store.getRunOrQueued(await newScope(), e1)).toBeNull();
+    expect(await store.getRunOrQueued(tenant, randomUUID())).toBeNull();
+    expect(await store.getRunOrQueued(tenant, 'not-a-uuid')).toBeNull();
+    await store.dequeuePrompt(tenant, 's', e2);
+    expect(await store.getRunOrQueued(tenant, e2)).toBeNull();
+  });
+});
+
 describe('loadTree', () => {
   it('returns the session and every node, sorted by id with usage, in one statement', async () => {
     const scope = await newScope();
@@ -1487,6 +1535,82 @@ describe('endRun', () => {
     ).toBe('ok');
     expect(await store.get(scope, 's')).toMatchObject({ status: 'idle', activeRunId: null, path: [] });
     expect(await store.getRun(scope, run.id)).toMatchObject({ status: 'cancelled', error: null });
+  });
+});
+
+describe('endRun keeping what an interrupted run had', () => {
+  it('appends its nodes, moves the position and ends the run in one write, once: a second one is fenced', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run: first } = await startRun(scope, 's');
+    await store.commit(scope, {
+      sessionId: 's',
+      runId: first.id,
+      nodes: [node(1, null, 'q'), node(2, 1, 'a', usage(1, 1))],
+      position: pos([1, 2]),
+      nextNodeId: 3,
+      usage: usage(1, 1),
+      finish: { usage: usage(1, 1) },
+    });
+    const { run } = await startRun(scope, 's');
+    const partial = node(4, 3, 'partial', usage(3, 2));
+    const kept = {
+      sessionId: 's',
+      runId: run.id,
+      status: 'cancelled' as const,
+      usage: usage(3, 2),
+      commit: {
+        nodes: [
+          node(3, 2, 'interrupted'),
+          { ...partial, message: { ...partial.message, interrupted: true as const } },
+        ],
+        position: pos([1, 2, 3, 4]),
+        nextNodeId: 5,
+        usage: usage(3, 2),
+      },
+    };
+    expect(await store.endRun(scope, kept)).toBe('ok');
+    const loaded = await store.loadTree(scope, 's');
+    expect(loaded?.session).toMatchObject({
+      status: 'idle',
+      activeRunId: null,
+      path: [1, 2, 3, 4],
+      head: 4,
+      nextNodeId: 5,
+      usage: addUsage(usage(1, 1), usage(3, 2)),
+    });
+    expect(loaded?.nodes.map((n) => [n.id, n.parentId, n.message.interrupted ?? false])).toEqual([
+      [1, null, false],
+      [2, 1, false],
+      [3, 2, false],
+      [4, 3, true],
+    ]);
+    expect(await store.getRun(scope, run.id)).toMatchObject({ status: 'cancelled', usage: usage(3, 2) });
+
+    // The same end again (the api ending it while its worker did): fenced, nothing written twice.
+    expect(await store.endRun(scope, kept)).toBe('fenced');
+    expect((await store.loadTree(scope, 's'))?.nodes).toHaveLength(4);
+  });
+
+  it('writes nothing for a run that no longer owns the session', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's');
+    await store.endRun(scope, { sessionId: 's', runId: run.id, status: 'cancelled', usage: emptyUsage() });
+    const { run: next } = await startRun(scope, 's');
+    expect(
+      await store.endRun(scope, {
+        sessionId: 's',
+        runId: run.id,
+        status: 'cancelled',
+        usage: emptyUsage(),
+        commit: { nodes: [node(1, null, 'late')], position: pos([1]), nextNodeId: 2, usage: emptyUsage() },
+      }),
+    ).toBe('fenced');
+    expect(await store.loadTree(scope, 's')).toMatchObject({
+      session: { status: 'busy', activeRunId: next.id, path: [], nextNodeId: 1 },
+      nodes: [],
+    });
   });
 });
 

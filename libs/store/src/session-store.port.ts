@@ -183,6 +183,18 @@ export interface EndRunInput {
   usage: Usage;
   /** Restore this position (a rollback). */
   restore?: PositionRecord | null;
+  /**
+   * What an interrupted run keeps (`ifBusy: "interrupt"`): its nodes appended and the position moved, as a commit
+   * does, in the same transaction that ends the run, so they are written once or, fenced, not at all.
+   */
+  commit?: Pick<CommitInput, 'nodes' | 'position' | 'nextNodeId' | 'usage'>;
+}
+
+/** A prompt waiting in its session's queue, as GET /v1/runs/:id shows it before its run starts. */
+export interface QueuedRunRecord extends QueuedPromptRecord {
+  sessionId: string;
+  /** Its place in the session's queue, from 1 (the next to run). */
+  position: number;
 }
 
 export interface UpdatePausedRunInput {
@@ -273,6 +285,15 @@ export interface SessionStore {
   startRun(scope: Scope, input: StartRunInput): Promise<StartRunResult>;
   getRun(scope: Scope, runId: string): Promise<RunRecord | null>;
   /**
+   * The run with this id or, before it starts, the queued prompt that will be it (with its place in the queue):
+   * the queue is read first, then the runs, so a prompt whose run starts meanwhile is found as one or the other.
+   * Null when the scope sees neither.
+   */
+  getRunOrQueued(
+    scope: Scope,
+    runId: string,
+  ): Promise<{ run: RunRecord } | { queued: QueuedRunRecord } | null>;
+  /**
    * Takes a run for execution in one transaction: a queued run becomes running (the attempt counted), a running
    * one counts another attempt (taken over); returns the session, the run and the nodes along the active path.
    * Null when the run is not the session's active run or is not queued/running (nothing to execute).
@@ -297,7 +318,10 @@ export interface SessionStore {
    * not_paused when the session is not paused on that run; conflict when pending changed since it was read.
    */
   updatePausedRun(scope: Scope, input: UpdatePausedRunInput): Promise<UpdatePausedRunResult>;
-  /** Ends a run as cancelled or failed: session idle, position restored when asked, fenced. */
+  /**
+   * Ends a run as cancelled or failed: session idle, position restored when asked (or, for an interrupted run, what
+   * it keeps committed), fenced.
+   */
   endRun(scope: Scope, input: EndRunInput): Promise<FencedResult>;
   /**
    * Stages a prompt on the active run of a busy or paused session (last one wins), with the scope's actor

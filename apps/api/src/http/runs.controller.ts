@@ -1,4 +1,4 @@
-// Runs: the record of one execution of the agent, with who started it.
+// Runs: the record of one execution of the agent, with who started it, or of a queued prompt waiting to be one.
 
 import { Controller, Get, Param } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
@@ -6,7 +6,7 @@ import type { Scope } from '@canopy/core';
 import { CurrentScope } from '@canopy/auth';
 import { SessionService } from '@canopy/session';
 import { RunViewDto } from './dto';
-import { runView } from './views';
+import { queuedRunView, runView } from './views';
 
 @ApiTags('runs')
 @ApiBearerAuth()
@@ -17,10 +17,11 @@ export class RunsController {
   @Get(':runId')
   @ApiOperation({
     summary:
-      'A run: kind, status (queued|running|paused|completed|cancelled|error), usage (so far, while paused), attempts (executions so far), actor (who started it), times',
+      'A run: kind, status (queued|running|paused|completed|cancelled|error), usage (so far, while paused), attempts (executions so far), actor (who started it), times; a prompt waiting in its session’s queue (`ifBusy` enqueue, interrupt, rollback) answers `status: "queued"` with its `position` there (1: next) until its run starts, and 404 once taken out or dropped before its turn',
   })
   @ApiOkResponse({ type: RunViewDto })
   async get(@CurrentScope() scope: Scope, @Param('runId') runId: string) {
-    return runView(await this.sessions.getRun(scope, runId));
+    const found = await this.sessions.getRunOrQueued(scope, runId);
+    return 'run' in found ? runView(found.run) : queuedRunView(found.queued);
   }
 }

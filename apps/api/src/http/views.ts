@@ -2,7 +2,7 @@
 
 import { emptyUsage, type ActivityEvent, type InFlight, type SessionInfo, type TreeNode } from '@canopy/core';
 import type { LiveEntry } from '@canopy/realtime';
-import type { RunRecord, SessionRecord } from '@canopy/store';
+import type { QueuedRunRecord, RunRecord, SessionRecord } from '@canopy/store';
 import { toSessionInfo } from '@canopy/session';
 
 export function sessionView(record: SessionRecord): SessionInfo {
@@ -58,6 +58,26 @@ export function runView(run: RunRecord) {
     actor: run.actor,
     startedAt: run.startedAt?.toISOString() ?? null,
     finishedAt: run.finishedAt?.toISOString() ?? null,
+  };
+}
+
+/**
+ * A prompt waiting in its session's queue, as a run that has not started: its place in the queue (1: next) and
+ * how it was queued.
+ */
+export function queuedRunView(entry: QueuedRunRecord) {
+  return {
+    id: entry.id,
+    sessionId: entry.sessionId,
+    kind: 'prompt' as const,
+    status: 'queued' as const,
+    position: entry.position,
+    mode: entry.mode,
+    usage: emptyUsage(),
+    attempts: 0,
+    actor: entry.actor,
+    startedAt: null,
+    finishedAt: null,
   };
 }
 

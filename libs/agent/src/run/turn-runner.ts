@@ -28,6 +28,7 @@ import type { ToolRegistry } from '../tools/tool-registry';
 import { retryDelayMs, sleep, type RetryPolicy } from './retry';
 import { awaitingIds, type PendingState, type ToolCallState } from './run-state';
 import { errorResult, executeServerTool } from './tool-executor';
+import { keptOnInterrupt } from './interrupted';
 
 export interface RunSpec {
   /** Who acts this execution: hooks and tools get it (see callerScopes). */
@@ -84,7 +85,17 @@ export interface RunIO {
 export type RunOutcome =
   | { status: 'completed'; usage: Usage }
   | { status: 'paused'; usage: Usage }
-  | { status: 'cancelled'; partial: Message[]; usage: Usage }
+  | {
+      status: 'cancelled';
+      partial: Message[];
+      usage: Usage;
+      /**
+       * What the run keeps if a newer prompt interrupted it (see interrupted.ts): its messages since its last
+       * commit, completed and closed, with the text it was streaming; `keptUsage` is their usage.
+       */
+      kept: Message[];
+      keptUsage: Usage;
+    }
   | { status: 'error'; code: string; message: string; partial: Message[]; usage: Usage }
   | { status: 'fenced'; usage: Usage };
 
@@ -498,7 +509,15 @@ class TurnRun {
   private failure(err: unknown): RunOutcome {
     const partial = this.partial ? [...this.segment, this.partial()] : [...this.segment];
     if (err instanceof RunFencedError) return { status: 'fenced', usage: this.runUsage };
-    if (this.spec.signal.aborted) return { status: 'cancelled', partial, usage: this.runUsage };
+    if (this.spec.signal.aborted) {
+      return {
+        status: 'cancelled',
+        partial,
+        usage: this.runUsage,
+        kept: keptOnInterrupt(this.segment, this.partial ? this.partial() : null),
+        keptUsage: this.segmentUsage,
+      };
+    }
     if (err instanceof RunHalted) {
       return { status: 'error', code: err.code, message: err.message, partial, usage: this.runUsage };
     }

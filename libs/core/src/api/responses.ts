@@ -36,6 +36,13 @@ export const runViewSchema = z.object({
   }),
   startedAt: z.string().nullable(),
   finishedAt: z.string().nullable(),
+  position: z.number().int().min(1).optional().meta({
+    description:
+      'A prompt waiting in its session’s queue (`status: "queued"` before its run starts): its place there, 1 being the next to run',
+  }),
+  mode: z.enum(['enqueue', 'interrupt', 'rollback']).optional().meta({
+    description: 'A prompt waiting in its session’s queue: how it was queued (its `ifBusy`)',
+  }),
 });
 
 const itemBase = { id: z.string(), timestamp: z.number() };

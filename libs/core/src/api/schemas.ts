@@ -197,7 +197,7 @@ export const promptSchema = z
     content: promptContentSchema,
     ifBusy: z.enum(['reject', 'steer', 'enqueue', 'interrupt', 'rollback']).optional().meta({
       description:
-        'A busy session: `reject` (409 session_busy, the default), `steer` (staged on the run in flight), `enqueue` (waits its turn, first in first out), `interrupt` (cancels the run in flight, keeping what it committed, and goes next), `rollback` (cancels it and goes where its prompt was attached: the cancelled run leaves the active path)',
+        'A busy session: `reject` (409 session_busy, the default), `steer` (staged on the run in flight), `enqueue` (waits its turn, first in first out), `interrupt` (stops the run in flight, which keeps what it had — its prompt, completed steps and streamed text, the last message marked `interrupted` — and goes next), `rollback` (cancels it and goes where its prompt was attached: the cancelled run leaves the active path)',
     }),
     maxSteps: z.number().int().min(1).max(1_000).optional(),
     ...waitOptions,

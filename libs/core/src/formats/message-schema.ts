@@ -47,6 +47,7 @@ export const messageSchema = z
     role: z.enum(['user', 'assistant']),
     content: z.array(blockSchema).max(LIMITS.blocks * 10),
     timestamp: z.number().finite().min(0).max(8.64e15),
+    interrupted: z.literal(true).optional(),
   })
   .strict();
 

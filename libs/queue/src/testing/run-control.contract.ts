@@ -1,6 +1,6 @@
 // The RunControl contract, run against the in-process and Redis adapters: a cancel reaches the process holding
-// the run (and only it acknowledges), a close notice reaches every process. Jest's functions come from the
-// caller's test file so this module loads outside jest too.
+// the run (and only it acknowledges) with its reason (a cancel or an interrupt), a close notice reaches every
+// process. Jest's functions come from the caller's test file so this module loads outside jest too.
 
 import { randomUUID } from 'node:crypto';
 import type { RunControl, SessionCloseReason } from '../run-control';
@@ -49,6 +49,27 @@ export function describeRunControlContract(
         expect(await asker.requestCancel(held, 2_000)).toBe(true);
         expect(await asker.requestCancel(randomUUID(), 300)).toBe(false);
         expect(asked[controls.length - 1]!.includes(held)).toBe(true);
+      } finally {
+        await cleanup();
+      }
+    });
+
+    it('a cancel carries its reason to the holder: a cancel by default, or an interrupt', async () => {
+      const { controls, cleanup } = await make();
+      try {
+        const held = randomUUID();
+        const holder = controls[controls.length - 1]!;
+        const heard: string[] = [];
+        controls.forEach((c) =>
+          c.onCancel((runId, reason) => {
+            if (c !== holder || runId !== held) return false;
+            heard.push(reason);
+            return true;
+          }),
+        );
+        expect(await controls[0]!.requestCancel(held, 2_000)).toBe(true);
+        expect(await controls[0]!.requestCancel(held, 2_000, 'interrupted')).toBe(true);
+        expect(heard).toEqual(['cancelled', 'interrupted']);
       } finally {
         await cleanup();
       }
