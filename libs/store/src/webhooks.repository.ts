@@ -47,6 +47,19 @@ export interface DeliveryView {
   deliveredAt: string | null;
 }
 
+/** How many attempts the lease lets be in flight. */
+export interface LeaseBounds {
+  /** Per endpoint, across the deployment. */
+  perEndpoint: number;
+  /** Per tenant, over all its endpoints, across the deployment. */
+  perTenant: number;
+  /**
+   * The calling sender's own attempts in flight, by tenant: a tenant never counts fewer than these, though the
+   * rows of some are gone (their endpoint was deleted while they were in flight).
+   */
+  held?: ReadonlyMap<string, number>;
+}
+
 /** A delivery a sender holds, with what it needs to send it. */
 export interface ClaimedDelivery {
   id: string;
@@ -225,12 +238,17 @@ export class WebhooksRepository {
     });
   }
 
-  /** Makes a delivery due now again (its attempts so far stay in its log); not_found for another's. */
+  /**
+   * Makes a delivery due now again (its attempts so far stay in its log); not_found for another's. One with an
+   * attempt in flight keeps its lease: that attempt settles it, and no second one starts beside it (which would
+   * take a slot its endpoint's and its tenant's counts no longer see).
+   */
   async retry(scope: Pick<Scope, 'tenantId'>, webhookId: string, deliveryId: string): Promise<DeliveryView> {
     if (!isUuid(webhookId) || !isUuid(deliveryId)) throw CanopyException.notFound('delivery');
     return this.db.withTenantSql(scope, async (tx) => {
       const [row] = await tx.query<DeliveryRow>(
-        `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), locked_until = NULL
+        `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(),
+                locked_until = CASE WHEN locked_until >= now() THEN locked_until END
           WHERE tenant_id = $1::uuid AND webhook_id = $2::uuid AND id = $3::uuid RETURNING ${DELIVERY_COLUMNS}`,
         [scope.tenantId, webhookId, deliveryId],
       );
@@ -260,15 +278,15 @@ export class WebhooksRepository {
    * after those locks (whatever another sender leased for them has committed) and leases the free slots. The
    * counts are of live leases, which are always on pending rows: the first statement sums each tenant's over its
    * endpoints with pending rows, which it walks anyway; the second reads the index of leased rows, as small as
-   * what is in flight.
+   * what is in flight. A tenant counts at least the caller's own attempts of it (`held`): deleting an endpoint
+   * deletes its deliveries and their leases with it, not the attempts in flight.
    */
-  async claimDue(
-    limit: number,
-    leaseMs: number,
-    perEndpoint: number,
-    perTenant: number,
-  ): Promise<ClaimedDelivery[]> {
+  async claimDue(limit: number, leaseMs: number, bounds: LeaseBounds): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];
+    const { perEndpoint, perTenant } = bounds;
+    const held = [...(bounds.held ?? new Map<string, number>())];
+    const heldTenants = held.map(([tenantId]) => tenantId);
+    const heldCounts = held.map(([, n]) => n);
     return this.db.withAdminSql('webhook senders: lease due deliveries of every tenant', async (tx) => {
       const hooks = await tx.query<{ id: string; mine: boolean }>(
         // The endpoints with pending deliveries, by a skip scan of the pending index (one probe per endpoint,
@@ -287,7 +305,10 @@ export class WebhooksRepository {
                     WHERE l.webhook_id = p.webhook_id AND l.locked_until >= now()) AS n
              FROM pending p JOIN webhooks w ON w.id = p.webhook_id),
          counted AS (
-           SELECT webhook_id, tenant_id, n, sum(n) OVER (PARTITION BY tenant_id) AS tenant_n FROM leased),
+           SELECT l.webhook_id, l.tenant_id, l.n,
+                  greatest(sum(l.n) OVER (PARTITION BY l.tenant_id), coalesce(held.n, 0)) AS tenant_n
+             FROM leased l
+             LEFT JOIN unnest($4::uuid[], $5::int[]) AS held(tenant_id, n) ON held.tenant_id = l.tenant_id),
          ready AS (
            SELECT c.webhook_id, c.tenant_id, c.tenant_n, due.at,
                   row_number() OVER (PARTITION BY c.tenant_id ORDER BY due.at, c.webhook_id) AS turn
@@ -306,7 +327,7 @@ export class WebhooksRepository {
             FOR NO KEY UPDATE OF w SKIP LOCKED)
          SELECT id::text AS id, pg_try_advisory_xact_lock(${TENANT_LEASE_LOCK}, hashtext(tenant_id::text)) AS mine
            FROM picked ORDER BY turn, at, id`,
-        [limit, perEndpoint, perTenant],
+        [limit, perEndpoint, perTenant, heldTenants, heldCounts],
       );
       const mine = hooks.filter((h) => h.mine);
       if (mine.length === 0) return [];
@@ -324,10 +345,12 @@ export class WebhooksRepository {
         `WITH hooks AS (
            SELECT h.id, h.turn FROM unnest($1::uuid[]) WITH ORDINALITY AS h(id, turn)),
          tenants AS (
-           SELECT t.tenant_id, $5 - count(l.id) AS free
-             FROM (SELECT DISTINCT w.tenant_id FROM hooks h JOIN webhooks w ON w.id = h.id) t
-             LEFT JOIN webhook_deliveries l ON l.tenant_id = t.tenant_id AND l.locked_until >= now()
-            GROUP BY t.tenant_id),
+           SELECT c.tenant_id, $5 - greatest(c.n, coalesce(held.n, 0)) AS free
+             FROM (SELECT t.tenant_id, count(l.id) AS n
+                     FROM (SELECT DISTINCT w.tenant_id FROM hooks h JOIN webhooks w ON w.id = h.id) t
+                     LEFT JOIN webhook_deliveries l ON l.tenant_id = t.tenant_id AND l.locked_until >= now()
+                    GROUP BY t.tenant_id) c
+             LEFT JOIN unnest($6::uuid[], $7::int[]) AS held(tenant_id, n) ON held.tenant_id = c.tenant_id),
          free AS (
            SELECT d.id, d.tenant_id, d.webhook_id, d.next_attempt_at, h.turn FROM hooks h
             CROSS JOIN LATERAL (
@@ -356,7 +379,7 @@ export class WebhooksRepository {
           WHERE d.id = due.id AND w.id = d.webhook_id
          RETURNING d.id::text AS id, d.tenant_id::text AS tenant_id, d.webhook_id::text AS webhook_id, w.url,
                    w.secret, w.enabled, d.payload, d.attempts, d.created_at`,
-        [mine.map((h) => h.id), limit, perEndpoint, leaseMs, perTenant],
+        [mine.map((h) => h.id), limit, perEndpoint, leaseMs, perTenant, heldTenants, heldCounts],
       );
       return rows.map((r) => ({
         id: r.id,

@@ -2,7 +2,8 @@
 // 200 at once). One sender keeps at most WEBHOOK_MAX_IN_FLIGHT attempts in flight (and each endpoint at most its
 // own limit), fills a slot again as soon as an attempt ends, and stops within its bounded wait though attempts
 // still hang. A tenant with more hanging endpoints than a sender has slots holds at most its own bound across two
-// senders, and another tenant's deliveries go out meanwhile.
+// senders, and another tenant's deliveries go out meanwhile; the attempts of an endpoint deleted while they hang
+// still count against its tenant.
 
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server, type ServerResponse } from 'node:http';
@@ -184,5 +185,55 @@ it("a tenant's many hanging endpoints hold at most its bound across senders; ano
     onRequest = null;
     await Promise.all(dispatchers.map((d) => d.stop()));
     await Promise.all(senders.map((s) => s.disconnect()));
+  }
+});
+
+it("a deleted endpoint's attempts still hanging count against its tenant until they end", async () => {
+  const TENANT_LIMIT = 2;
+  const dispatcher = new WebhookDispatcher(
+    repo,
+    {
+      pollMs: 20,
+      timeoutMs: 120_000,
+      retryBaseMs: 100,
+      retryWindowMs: 3_600_000,
+      targets: TargetPolicy.anywhere,
+      maxInFlight: 8,
+      maxInFlightPerEndpoint: ENDPOINT_LIMIT,
+      maxInFlightPerTenant: TENANT_LIMIT,
+    },
+    quiet,
+  );
+  const openAt = (path: string) => open.get(path)?.size ?? 0;
+  const tenantId = await newTenant();
+  const gone = await endpoint(tenantId, '/hang-gone', 2);
+  dispatcher.start();
+  try {
+    await eventually(() => expect(openAt('/hang-gone')).toBe(TENANT_LIMIT), { timeoutMs: 10_000 });
+    // Deleted while its attempts hang: its deliveries and their leases go, the attempts do not.
+    await repo.delete({ tenantId }, gone);
+    const next = await endpoint(tenantId, '/hang-next', 2);
+    // Another tenant's delivery, due after the new endpoint's, goes out: leases ran with those due.
+    const neighbour = await newTenant();
+    const okHook = await endpoint(neighbour, '/ok-after-delete', 1);
+    await eventually(
+      async () =>
+        expect((await repo.deliveries({ tenantId: neighbour }, okHook, { limit: 10 }))[0]?.status).toBe(
+          'delivered',
+        ),
+      { timeoutMs: 10_000 },
+    );
+    const attempted = async () =>
+      (await repo.deliveries({ tenantId }, next, { limit: 10 })).filter((d) => d.attempts > 0).length;
+    expect(await attempted()).toBe(0);
+    expect(openAt('/hang-next')).toBe(0);
+
+    // One of the deleted endpoint's attempts ends: its tenant has a slot again.
+    [...open.get('/hang-gone')!][0]!.destroy();
+    await eventually(() => expect(openAt('/hang-next')).toBe(1), { timeoutMs: 10_000 });
+    expect(await attempted()).toBe(1);
+    expect(openAt('/hang-gone') + openAt('/hang-next')).toBe(TENANT_LIMIT);
+  } finally {
+    await dispatcher.stop();
   }
 });

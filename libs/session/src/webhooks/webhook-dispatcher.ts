@@ -47,6 +47,8 @@ export function backoffMs(attempts: number, baseMs: number, random = Math.random
 export class WebhookDispatcher {
   private readonly sender: WebhookSender;
   private readonly inFlight = new Set<Promise<void>>();
+  /** This process's attempts in flight by tenant (the lease counts a tenant at least these). */
+  private readonly heldByTenant = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
   /** The lease under way, if any (one at a time per process). */
   private leasing: Promise<void> | null = null;
@@ -129,13 +131,13 @@ export class WebhookDispatcher {
     const wanted = Math.min(this.options.batch ?? 20, this.options.maxInFlight - this.inFlight.size);
     // No free slot: an attempt that ends wakes this again.
     if (wanted <= 0) return false;
-    const claimed = await this.repo.claimDue(
-      wanted,
-      this.leaseMs,
-      this.options.maxInFlightPerEndpoint,
-      this.options.maxInFlightPerTenant,
-    );
+    const claimed = await this.repo.claimDue(wanted, this.leaseMs, {
+      perEndpoint: this.options.maxInFlightPerEndpoint,
+      perTenant: this.options.maxInFlightPerTenant,
+      held: this.heldByTenant,
+    });
     for (const d of claimed) {
+      this.heldByTenant.set(d.tenantId, (this.heldByTenant.get(d.tenantId) ?? 0) + 1);
       const attempt: Promise<void> = this.deliver(d)
         .catch((err: unknown) =>
           // The attempt's result is lost; its lease expires and the delivery is sent again.
@@ -143,6 +145,9 @@ export class WebhookDispatcher {
         )
         .finally(() => {
           this.inFlight.delete(attempt);
+          const held = (this.heldByTenant.get(d.tenantId) ?? 1) - 1;
+          if (held > 0) this.heldByTenant.set(d.tenantId, held);
+          else this.heldByTenant.delete(d.tenantId);
           this.wake();
         });
       this.inFlight.add(attempt);
