@@ -1,9 +1,11 @@
-// A hostile (or broken) tenant's webhook endpoint against the real app, on both runtimes (embedded PGlite, and
+// A hostile (or broken) tenant's webhook endpoints against the real app, on both runtimes (embedded PGlite, and
 // Postgres): an endpoint that accepts requests and never answers holds only its own slots. Another tenant's
 // deliveries arrive while its attempts still hang, it never has more attempts in flight than
 // WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT (its backlog waits its turn), and once disabled its deliveries settle as not
-// sent, saying why, instead of staying pending. The timeout is long: the hanging attempts stay open throughout.
-// The distributed shape (two sender processes sharing the limit) is in cluster-webhooks.e2e-spec.ts.
+// sent, saying why, instead of staying pending. A tenant with more hanging endpoints than the sender has slots
+// holds at most WEBHOOK_MAX_IN_FLIGHT_PER_TENANT of them, and another tenant's deliveries still arrive. The
+// timeout is long: the hanging attempts stay open throughout. The distributed shape (two sender processes
+// sharing the limit) is in cluster-webhooks.e2e-spec.ts.
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +16,9 @@ import { startTestApp, type TestApp } from './support/test-app';
 import { WebhookReceiver } from './support/webhook-receiver';
 
 const LIMIT = 2;
+const TENANT_LIMIT = 4;
+/** The sender's slots: fewer than a tenant's 8 hanging endpoints could fill by their own limit. */
+const SLOTS = 8;
 const ENV = {
   WEBHOOK_ALLOW_PRIVATE: 'true',
   // Longer than the test: a hanging attempt stays open until the receiver answers it.
@@ -21,6 +26,8 @@ const ENV = {
   WEBHOOK_RETRY_BASE_MS: '100',
   WEBHOOK_POLL_MS: '50',
   WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: String(LIMIT),
+  WEBHOOK_MAX_IN_FLIGHT_PER_TENANT: String(TENANT_LIMIT),
+  WEBHOOK_MAX_IN_FLIGHT: String(SLOTS),
 };
 /** Long enough for a loaded machine, far shorter than the attempts' timeout. */
 const WAIT = { timeoutMs: 20_000, intervalMs: 50 };
@@ -165,5 +172,41 @@ describe.each([['embedded'], ['postgres']])('on the %s runtime', (runtime) => {
       expect(all.find((d) => d.id === again)).toMatchObject({ status: 'delivered', attempts: 1 });
     }, WAIT);
     expect((await deliveries(z.api, zHook)).filter((d) => d.status === 'delivered')).toHaveLength(1);
+  });
+
+  it("a tenant's many hanging endpoints hold at most its bound: another tenant's deliveries arrive meanwhile", async () => {
+    const hanging = await receiver();
+    hanging.mode = 'hang';
+    const w = await newTenant(t, 'many hanging endpoints');
+    // 8 endpoints with 2 deliveries each: 16 attempts by the endpoint limit, more than the sender's slots.
+    const wHooks: string[] = [];
+    for (let i = 0; i < 8; i++) wHooks.push(await hook(w.api, hanging));
+    await sessions(w.api, 2);
+    await eventually(() => expect(hanging.open).toBeGreaterThanOrEqual(1), WAIT);
+
+    const ok = await receiver();
+    const y = await newTenant(t, 'neighbour of many');
+    const yHook = await hook(y.api, ok);
+    const openWhenYArrived: number[] = [];
+    ok.onAttempt = () => openWhenYArrived.push(hanging.open);
+    await sessions(y.api, 3);
+    await eventually(async () => {
+      expect((await deliveries(y.api, yHook)).map((d) => d.status)).toEqual([
+        'delivered',
+        'delivered',
+        'delivered',
+      ]);
+    }, WAIT);
+    expect(openWhenYArrived).toHaveLength(3);
+    expect(openWhenYArrived.every((open) => open >= 1)).toBe(true);
+
+    // W has as many attempts in flight as its bound lets it over all its endpoints, never more, none answered.
+    await eventually(() => expect(hanging.open).toBe(TENANT_LIMIT), WAIT);
+    expect(hanging.maxOpen).toBe(TENANT_LIMIT);
+    expect(hanging.attempts).toHaveLength(TENANT_LIMIT);
+    const ws = (await Promise.all(wHooks.map((id) => deliveries(w.api, id)))).flat();
+    expect(ws).toHaveLength(16);
+    expect(ws.every((d) => d.status === 'pending')).toBe(true);
+    expect(ws.filter((d) => d.attempts > 0)).toHaveLength(TENANT_LIMIT);
   });
 });

@@ -1,8 +1,9 @@
 // Webhook endpoints and their deliveries. Endpoints are a tenant's (CRUD under its row-level security, each change
 // audited in its transaction); deliveries are written by the outbox triggers (migration 20261206020000) and taken
 // by senders: `claimDue` leases due rows across tenants (FOR UPDATE SKIP LOCKED, so senders never take the same
-// row at once), a few per endpoint at most and in turns across endpoints; `recordAttempt` settles one. A lease
-// that expires (its sender died) makes the row due again. A disabled endpoint's deliveries are settled as not sent.
+// row at once), a few per endpoint and per tenant at most and in turns across endpoints; `recordAttempt` settles
+// one. A lease that expires (its sender died) makes the row due again. A disabled endpoint's deliveries are
+// settled as not sent.
 
 import { Injectable } from '@nestjs/common';
 import type { Scope } from '@canopy/core';
@@ -44,6 +45,19 @@ export interface DeliveryView {
   lastError: string | null;
   createdAt: string;
   deliveredAt: string | null;
+}
+
+/** How many attempts the lease lets be in flight. */
+export interface LeaseBounds {
+  /** Per endpoint, across the deployment. */
+  perEndpoint: number;
+  /** Per tenant, over all its endpoints, across the deployment. */
+  perTenant: number;
+  /**
+   * The calling sender's own attempts in flight, by tenant: a tenant never counts fewer than these, though the
+   * rows of some are gone (their endpoint was deleted while they were in flight).
+   */
+  held?: ReadonlyMap<string, number>;
 }
 
 /** A delivery a sender holds, with what it needs to send it. */
@@ -92,6 +106,11 @@ const DELIVERY_COLUMNS = `id::text AS id, webhook_id::text AS webhook_id, event_
   attempt_log, next_attempt_at, last_status_code, last_error, created_at, delivered_at`;
 /** Attempts kept per delivery in its log. */
 const ATTEMPT_LOG_MAX = 20;
+/**
+ * The advisory lock class of a tenant's webhook lease (the lock's second key is a hash of the tenant id: two
+ * tenants that share one only lease one at a time).
+ */
+const TENANT_LEASE_LOCK = 0x77686b31;
 
 @Injectable()
 export class WebhooksRepository {
@@ -219,12 +238,17 @@ export class WebhooksRepository {
     });
   }
 
-  /** Makes a delivery due now again (its attempts so far stay in its log); not_found for another's. */
+  /**
+   * Makes a delivery due now again (its attempts so far stay in its log); not_found for another's. One with an
+   * attempt in flight keeps its lease: that attempt settles it, and no second one starts beside it (which would
+   * take a slot its endpoint's and its tenant's counts no longer see).
+   */
   async retry(scope: Pick<Scope, 'tenantId'>, webhookId: string, deliveryId: string): Promise<DeliveryView> {
     if (!isUuid(webhookId) || !isUuid(deliveryId)) throw CanopyException.notFound('delivery');
     return this.db.withTenantSql(scope, async (tx) => {
       const [row] = await tx.query<DeliveryRow>(
-        `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), locked_until = NULL
+        `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(),
+                locked_until = CASE WHEN locked_until >= now() THEN locked_until END
           WHERE tenant_id = $1::uuid AND webhook_id = $2::uuid AND id = $3::uuid RETURNING ${DELIVERY_COLUMNS}`,
         [scope.tenantId, webhookId, deliveryId],
       );
@@ -242,46 +266,71 @@ export class WebhooksRepository {
   /**
    * Leases up to `limit` due deliveries of any tenant for `leaseMs` (the attempt counts from here: a sender that
    * dies mid-attempt has used it). A row is due when pending, its time has come, and no live lease holds it. An
-   * endpoint never has more than `perEndpoint` live leases across the deployment (its attempts in flight, and a
-   * dead sender's until they expire), and the lease goes round the endpoints with due rows, fairly across tenants:
-   * each tenant's endpoint waiting longest, then each one's next, ...; then each endpoint's second row, and so on.
-   * So a backlog of one endpoint, or its hanging attempts, never takes what other endpoints' deliveries need.
+   * endpoint never has more than `perEndpoint` live leases across the deployment, nor a tenant more than
+   * `perTenant` over all its endpoints (attempts in flight, and a dead sender's until they expire), and the lease
+   * goes round the endpoints with due rows, fairly across tenants: each tenant's endpoint waiting longest, then
+   * each one's next, ...; then each endpoint's second row, and so on. So a backlog of one endpoint, or the hanging
+   * attempts of one endpoint or of one tenant's many, never takes what other endpoints' deliveries need.
    *
-   * Two statements, so the limit holds across senders: the first locks the endpoints it will lease for (FOR NO
-   * KEY UPDATE SKIP LOCKED: another sender leasing for one of them right now is left to it), the second counts
-   * their live leases in a snapshot taken after those locks (whatever another sender leased for them has
-   * committed) and leases the free slots.
+   * Two statements, so the limits hold across senders: the first locks the endpoints it will lease for (FOR NO
+   * KEY UPDATE SKIP LOCKED) and then their tenants (a transaction-level advisory lock, tried: another sender
+   * leasing for one of them right now is left to it), the second counts their live leases in a snapshot taken
+   * after those locks (whatever another sender leased for them has committed) and leases the free slots. The
+   * counts are of live leases, which are always on pending rows: the first statement sums each tenant's over its
+   * endpoints with pending rows, which it walks anyway; the second reads the index of leased rows, as small as
+   * what is in flight. A tenant counts at least the caller's own attempts of it (`held`): deleting an endpoint
+   * deletes its deliveries and their leases with it, not the attempts in flight.
    */
-  async claimDue(limit: number, leaseMs: number, perEndpoint: number): Promise<ClaimedDelivery[]> {
+  async claimDue(limit: number, leaseMs: number, bounds: LeaseBounds): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];
+    const { perEndpoint, perTenant } = bounds;
+    const held = [...(bounds.held ?? new Map<string, number>())];
+    const heldTenants = held.map(([tenantId]) => tenantId);
+    const heldCounts = held.map(([, n]) => n);
     return this.db.withAdminSql('webhook senders: lease due deliveries of every tenant', async (tx) => {
-      const hooks = await tx.query<{ id: string }>(
+      const hooks = await tx.query<{ id: string; mine: boolean }>(
         // The endpoints with pending deliveries, by a skip scan of the pending index (one probe per endpoint,
-        // however long its backlog); of those, the ones with a due row free and a free slot, in turns per tenant.
+        // however long its backlog), with their live leases and their tenant's; of those, the ones with a due row
+        // free, a free slot and a free slot of their tenant, in turns per tenant (no more endpoints of a tenant
+        // than it has free slots, so a tenant at its limit takes no place in the lease).
         `WITH RECURSIVE pending AS (
            (SELECT webhook_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY webhook_id LIMIT 1)
            UNION ALL
            SELECT (SELECT d.webhook_id FROM webhook_deliveries d
                     WHERE d.status = 'pending' AND d.webhook_id > p.webhook_id ORDER BY d.webhook_id LIMIT 1)
              FROM pending p WHERE p.webhook_id IS NOT NULL),
+         leased AS MATERIALIZED (
+           SELECT p.webhook_id, w.tenant_id,
+                  (SELECT count(*) FROM webhook_deliveries l
+                    WHERE l.webhook_id = p.webhook_id AND l.locked_until >= now()) AS n
+             FROM pending p JOIN webhooks w ON w.id = p.webhook_id),
+         counted AS (
+           SELECT l.webhook_id, l.tenant_id, l.n,
+                  greatest(sum(l.n) OVER (PARTITION BY l.tenant_id), coalesce(held.n, 0)) AS tenant_n
+             FROM leased l
+             LEFT JOIN unnest($4::uuid[], $5::int[]) AS held(tenant_id, n) ON held.tenant_id = l.tenant_id),
          ready AS (
-           SELECT p.webhook_id, due.at,
-                  row_number() OVER (PARTITION BY due.tenant_id ORDER BY due.at, p.webhook_id) AS turn
-             FROM pending p
+           SELECT c.webhook_id, c.tenant_id, c.tenant_n, due.at,
+                  row_number() OVER (PARTITION BY c.tenant_id ORDER BY due.at, c.webhook_id) AS turn
+             FROM counted c
              CROSS JOIN LATERAL (
-               SELECT d.tenant_id, d.next_attempt_at AS at FROM webhook_deliveries d
-                WHERE d.webhook_id = p.webhook_id AND d.status = 'pending' AND d.next_attempt_at <= now()
+               SELECT d.next_attempt_at AS at FROM webhook_deliveries d
+                WHERE d.webhook_id = c.webhook_id AND d.status = 'pending' AND d.next_attempt_at <= now()
                   AND (d.locked_until IS NULL OR d.locked_until < now())
                 ORDER BY d.next_attempt_at LIMIT 1) due
-            WHERE (SELECT count(*) FROM webhook_deliveries l
-                    WHERE l.webhook_id = p.webhook_id AND l.locked_until >= now()) < $2)
-         SELECT w.id::text AS id FROM webhooks w JOIN ready r ON r.webhook_id = w.id
-          ORDER BY r.turn, r.at, w.id
-          LIMIT $1
-          FOR NO KEY UPDATE OF w SKIP LOCKED`,
-        [limit, perEndpoint],
+            WHERE c.n < $2 AND c.tenant_n < $3),
+         picked AS MATERIALIZED (
+           SELECT w.id, w.tenant_id, r.turn, r.at FROM webhooks w JOIN ready r ON r.webhook_id = w.id
+            WHERE r.turn <= $3 - r.tenant_n
+            ORDER BY r.turn, r.at, w.id
+            LIMIT $1
+            FOR NO KEY UPDATE OF w SKIP LOCKED)
+         SELECT id::text AS id, pg_try_advisory_xact_lock(${TENANT_LEASE_LOCK}, hashtext(tenant_id::text)) AS mine
+           FROM picked ORDER BY turn, at, id`,
+        [limit, perEndpoint, perTenant, heldTenants, heldCounts],
       );
-      if (hooks.length === 0) return [];
+      const mine = hooks.filter((h) => h.mine);
+      if (mine.length === 0) return [];
       const rows = await tx.query<{
         id: string;
         tenant_id: string;
@@ -295,20 +344,33 @@ export class WebhooksRepository {
       }>(
         `WITH hooks AS (
            SELECT h.id, h.turn FROM unnest($1::uuid[]) WITH ORDINALITY AS h(id, turn)),
+         tenants AS (
+           SELECT c.tenant_id, $5 - greatest(c.n, coalesce(held.n, 0)) AS free
+             FROM (SELECT t.tenant_id, count(l.id) AS n
+                     FROM (SELECT DISTINCT w.tenant_id FROM hooks h JOIN webhooks w ON w.id = h.id) t
+                     LEFT JOIN webhook_deliveries l ON l.tenant_id = t.tenant_id AND l.locked_until >= now()
+                    GROUP BY t.tenant_id) c
+             LEFT JOIN unnest($6::uuid[], $7::int[]) AS held(tenant_id, n) ON held.tenant_id = c.tenant_id),
          free AS (
-           SELECT d.id, d.webhook_id, d.next_attempt_at, h.turn FROM hooks h
+           SELECT d.id, d.tenant_id, d.webhook_id, d.next_attempt_at, h.turn FROM hooks h
             CROSS JOIN LATERAL (
-              SELECT x.id, x.webhook_id, x.next_attempt_at FROM webhook_deliveries x
+              SELECT x.id, x.tenant_id, x.webhook_id, x.next_attempt_at FROM webhook_deliveries x
                WHERE x.webhook_id = h.id AND x.status = 'pending' AND x.next_attempt_at <= now()
                  AND (x.locked_until IS NULL OR x.locked_until < now())
                ORDER BY x.next_attempt_at, x.id
                LIMIT greatest($3 - (SELECT count(*) FROM webhook_deliveries l
                                      WHERE l.webhook_id = h.id AND l.locked_until >= now()), 0)
                FOR UPDATE SKIP LOCKED) d),
+         turns AS (
+           SELECT id, tenant_id, turn,
+                  row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS nth
+             FROM free),
          due AS (
            SELECT id FROM (
-             SELECT id, turn, row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS nth
-               FROM free) f
+             SELECT s.id, s.turn, s.nth, t.free,
+                    row_number() OVER (PARTITION BY s.tenant_id ORDER BY s.nth, s.turn) AS tenant_nth
+               FROM turns s JOIN tenants t ON t.tenant_id = s.tenant_id) f
+            WHERE tenant_nth <= free
             ORDER BY nth, turn
             LIMIT $2)
          UPDATE webhook_deliveries d
@@ -317,7 +379,7 @@ export class WebhooksRepository {
           WHERE d.id = due.id AND w.id = d.webhook_id
          RETURNING d.id::text AS id, d.tenant_id::text AS tenant_id, d.webhook_id::text AS webhook_id, w.url,
                    w.secret, w.enabled, d.payload, d.attempts, d.created_at`,
-        [hooks.map((h) => h.id), limit, perEndpoint, leaseMs],
+        [mine.map((h) => h.id), limit, perEndpoint, leaseMs, perTenant, heldTenants, heldCounts],
       );
       return rows.map((r) => ({
         id: r.id,

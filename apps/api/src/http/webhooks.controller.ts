@@ -100,7 +100,7 @@ export class WebhooksController {
   @HttpCode(202)
   @ApiOperation({
     summary:
-      'Send a delivery again (now), whatever its status (to a disabled endpoint it is settled as not sent again)',
+      'Send a delivery again (now), whatever its status (to a disabled endpoint it is settled as not sent again; one with an attempt in flight is settled by that attempt, no second one starts beside it)',
   })
   retry(
     @CurrentScope() scope: Scope,

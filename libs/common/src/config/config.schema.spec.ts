@@ -154,6 +154,19 @@ describe('loadConfig', () => {
     expect(loadConfig({ ALLOW_PRIVATE_TARGETS: '*' }).targets.tenantUrls.allowsAll).toBe(true);
   });
 
+  it('bounds webhook attempts in flight per process, endpoint and tenant; refuses a bound that is no positive integer', () => {
+    expect(loadConfig({}).webhooks).toMatchObject({
+      maxInFlight: 256,
+      maxInFlightPerEndpoint: 4,
+      maxInFlightPerTenant: 16,
+    });
+    expect(loadConfig({ WEBHOOK_MAX_IN_FLIGHT_PER_TENANT: '40' }).webhooks.maxInFlightPerTenant).toBe(40);
+    for (const value of ['0', '1001', '2.5', 'many'])
+      expect(() => loadConfig({ WEBHOOK_MAX_IN_FLIGHT_PER_TENANT: value })).toThrow(
+        /^Invalid configuration:\n {2}- WEBHOOK_MAX_IN_FLIGHT_PER_TENANT: /,
+      );
+  });
+
   it('refuses an ALLOW_PRIVATE_TARGETS entry that is no host, address, CIDR range or *, naming the variable', () => {
     for (const value of ['http://llm.internal', '10.0.0.0/33', 'a b', '0x7f000001']) {
       const error = (() => {

@@ -197,14 +197,19 @@ export const envSchema = z.object({
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1_000),
   /**
    * Delivery attempts one sender process (the embedded api, each worker) has in flight at most; it leases more as
-   * they end, never waiting for the slowest.
+   * they end, never waiting for the slowest. A hanging attempt costs a socket and about 30 KB, no CPU.
    */
-  WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(1_000).default(64),
+  WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(1_000).default(256),
   /**
    * Delivery attempts one endpoint has in flight at most, across the deployment: a slow or hanging endpoint
    * holds only these, and its other deliveries wait their turn.
    */
   WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: z.coerce.number().int().min(1).max(100).default(4),
+  /**
+   * Delivery attempts one tenant's endpoints have in flight at most, all together, across the deployment: a tenant
+   * with many slow or hanging endpoints holds only these, and its other deliveries wait their turn.
+   */
+  WEBHOOK_MAX_IN_FLIGHT_PER_TENANT: z.coerce.number().int().min(1).max(1_000).default(16),
   /**
    * The deployment key of per-tenant provider keys (AES-256-GCM): 32 bytes as base64 or 64 hex digits. Unset:
    * embedded runs keep a generated one in the data directory; a distributed deployment must set it (same on
@@ -302,6 +307,7 @@ export interface CanopyConfig {
     readonly pollMs: number;
     readonly maxInFlight: number;
     readonly maxInFlightPerEndpoint: number;
+    readonly maxInFlightPerTenant: number;
   };
   /** CANOPY_ENCRYPTION_KEY as given (null: generated into the data directory, embedded only). */
   readonly encryptionKey: string | null;
@@ -426,6 +432,7 @@ export function loadConfig(
       pollMs: e.WEBHOOK_POLL_MS,
       maxInFlight: e.WEBHOOK_MAX_IN_FLIGHT,
       maxInFlightPerEndpoint: e.WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT,
+      maxInFlightPerTenant: e.WEBHOOK_MAX_IN_FLIGHT_PER_TENANT,
     },
     encryptionKey: e.CANOPY_ENCRYPTION_KEY ?? null,
   };

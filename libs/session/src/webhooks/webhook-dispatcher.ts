@@ -2,8 +2,9 @@
 // leases due deliveries (the database is the queue: rows written with the events that caused them, leased with
 // FOR UPDATE SKIP LOCKED so senders across processes never send one at once) into its free slots, sends each
 // without waiting for the others, and leases again as attempts end: a slow or hanging endpoint holds only its own
-// slots (at most WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT across the deployment; the lease takes turns across
-// endpoints and tenants), never what other endpoints' deliveries need. Each attempt is settled: delivered;
+// slots (at most WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT across the deployment, and all of a tenant's endpoints at
+// most WEBHOOK_MAX_IN_FLIGHT_PER_TENANT; the lease takes turns across endpoints and tenants), never what other
+// endpoints' deliveries need. Each attempt is settled: delivered;
 // retried with exponential backoff and jitter while younger than the retry window; failed after it. A sender
 // that dies mid-delivery leaves its lease to expire, and another sends the row again: at least once, deduplicated
 // by receivers through webhook-id. An endpoint failing for the whole window is disabled, and a disabled
@@ -25,6 +26,8 @@ export interface WebhookDispatcherOptions {
   maxInFlight: number;
   /** Attempts one endpoint has in flight at most, across the deployment. */
   maxInFlightPerEndpoint: number;
+  /** Attempts one tenant's endpoints have in flight at most, all together, across the deployment. */
+  maxInFlightPerTenant: number;
   /** Deliveries leased at once at most. */
   batch?: number;
   /** Start sending at application bootstrap (where runs execute). */
@@ -44,6 +47,8 @@ export function backoffMs(attempts: number, baseMs: number, random = Math.random
 export class WebhookDispatcher {
   private readonly sender: WebhookSender;
   private readonly inFlight = new Set<Promise<void>>();
+  /** This process's attempts in flight by tenant (the lease counts a tenant at least these). */
+  private readonly heldByTenant = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
   /** The lease under way, if any (one at a time per process). */
   private leasing: Promise<void> | null = null;
@@ -126,8 +131,13 @@ export class WebhookDispatcher {
     const wanted = Math.min(this.options.batch ?? 20, this.options.maxInFlight - this.inFlight.size);
     // No free slot: an attempt that ends wakes this again.
     if (wanted <= 0) return false;
-    const claimed = await this.repo.claimDue(wanted, this.leaseMs, this.options.maxInFlightPerEndpoint);
+    const claimed = await this.repo.claimDue(wanted, this.leaseMs, {
+      perEndpoint: this.options.maxInFlightPerEndpoint,
+      perTenant: this.options.maxInFlightPerTenant,
+      held: this.heldByTenant,
+    });
     for (const d of claimed) {
+      this.heldByTenant.set(d.tenantId, (this.heldByTenant.get(d.tenantId) ?? 0) + 1);
       const attempt: Promise<void> = this.deliver(d)
         .catch((err: unknown) =>
           // The attempt's result is lost; its lease expires and the delivery is sent again.
@@ -135,6 +145,9 @@ export class WebhookDispatcher {
         )
         .finally(() => {
           this.inFlight.delete(attempt);
+          const held = (this.heldByTenant.get(d.tenantId) ?? 1) - 1;
+          if (held > 0) this.heldByTenant.set(d.tenantId, held);
+          else this.heldByTenant.delete(d.tenantId);
           this.wake();
         });
       this.inFlight.add(attempt);
