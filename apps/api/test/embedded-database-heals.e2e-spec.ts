@@ -18,7 +18,7 @@ import { EMBEDDED_DATABASE_SUPERVISOR, type EmbeddedDatabaseSupervisor } from '@
 import { startTestApp, type TestApp } from './support/test-app';
 import { newTenant, type Api } from './support/api-client';
 
-const LIVENESS_MS = 2_000;
+const LIVENESS_MS = 3_000;
 const RESTART_TIMEOUT_MS = 10_000;
 /** No request may take longer than this to be answered (the outage is far shorter). */
 const REQUEST_DEADLINE_MS = 30_000;
@@ -43,7 +43,7 @@ beforeAll(async () => {
       DATABASE_EMBEDDED_LIVENESS_MS: String(LIVENESS_MS),
       DATABASE_EMBEDDED_RESTART_TIMEOUT_MS: String(RESTART_TIMEOUT_MS),
       // A request waiting for the database's one connection while it is wedged gives up within this (503).
-      DATABASE_TX_MAX_WAIT_MS: '3000',
+      DATABASE_TX_MAX_WAIT_MS: '5000',
       DATABASE_UPKEEP_INTERVAL_MS: '0',
       RATE_LIMIT_PER_KEY: '0',
       RATE_LIMIT_PER_TENANT: '0',

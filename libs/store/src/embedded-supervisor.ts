@@ -42,6 +42,8 @@ export class EmbeddedDatabaseSupervisor {
   private current: EmbeddedDatabaseState = 'up';
   private restartCount = 0;
   private lastAnswerAt = Date.now();
+  /** Ticks in a row that found no answer within livenessMs. */
+  private silentTicks = 0;
   private probe: Client | null = null;
   private probing = false;
   private timer: NodeJS.Timeout | null = null;
@@ -109,11 +111,16 @@ export class EmbeddedDatabaseSupervisor {
     this.timer.unref();
   }
 
-  /** One probe, unless the last is still waiting; and the liveness check. */
+  /**
+   * One probe, unless the last is still waiting; and the liveness check. Silence must be seen by two ticks in a
+   * row: after this process's own event loop was held up (a long synchronous task), the first tick to run comes
+   * before the answers that arrived meanwhile are read, and would take the database for silent.
+   */
   private tick(): void {
     if (this.current === 'up') {
       const silentMs = Date.now() - this.lastAnswerAt;
-      if (silentMs > this.options.livenessMs) {
+      this.silentTicks = silentMs > this.options.livenessMs ? this.silentTicks + 1 : 0;
+      if (this.silentTicks >= 2) {
         this.declareDown(`did not answer for ${silentMs} ms`);
       } else if (!this.probing) {
         this.probing = true;
@@ -207,6 +214,7 @@ export class EmbeddedDatabaseSupervisor {
     this.failTimer = null;
     this.restartCount++;
     this.lastAnswerAt = Date.now();
+    this.silentTicks = 0;
     this.current = 'up';
     this.database.setOutage(null);
     this.options.log.info(
