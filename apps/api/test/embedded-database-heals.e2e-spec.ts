@@ -5,7 +5,7 @@
 // the outage answer 503 with Retry-After and nothing answers another 5xx, the service is ready again within the
 // bound, every prompt answered as completed is in its tree exactly once and no failed one is, and no session stays
 // busy. (c) A database that cannot come back (its data directory no longer holds a database) makes /healthz answer
-// 503 past DATABASE_EMBEDDED_RESTART_TIMEOUT_MS, and it serves again once it can.
+// 503 past DATABASE_EMBEDDED_RECOVERY_MS, and it serves again once it can.
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- JSON bodies of any shape, read loosely */
 
@@ -19,7 +19,7 @@ import { startTestApp, type TestApp } from './support/test-app';
 import { newTenant, type Api } from './support/api-client';
 
 const LIVENESS_MS = 3_000;
-const RESTART_TIMEOUT_MS = 10_000;
+const RECOVERY_MS = 10_000;
 /** No request may take longer than this to be answered (the outage is far shorter). */
 const REQUEST_DEADLINE_MS = 30_000;
 /** The service must be ready again within this after the fault. */
@@ -41,7 +41,7 @@ beforeAll(async () => {
     embeddedDataDir: dataDir,
     env: {
       DATABASE_EMBEDDED_LIVENESS_MS: String(LIVENESS_MS),
-      DATABASE_EMBEDDED_RESTART_TIMEOUT_MS: String(RESTART_TIMEOUT_MS),
+      DATABASE_EMBEDDED_RECOVERY_MS: String(RECOVERY_MS),
       // A request waiting for the database's one connection while it is wedged gives up within this (503).
       DATABASE_TX_MAX_WAIT_MS: '5000',
       DATABASE_UPKEEP_INTERVAL_MS: '0',
@@ -301,9 +301,9 @@ describe('the embedded database heals', () => {
           const healthz = await status('/healthz');
           expect(healthz).toEqual({ status: 503, retryAfter: '1' });
         },
-        { timeoutMs: RESTART_TIMEOUT_MS + 15_000, intervalMs: 250 },
+        { timeoutMs: RECOVERY_MS + 15_000, intervalMs: 250 },
       );
-      expect(Date.now() - downAt).toBeLessThan(RESTART_TIMEOUT_MS + 15_000);
+      expect(Date.now() - downAt).toBeLessThan(RECOVERY_MS + 15_000);
     } finally {
       renameSync(`${pgVersion}.away`, pgVersion);
     }

@@ -26,7 +26,7 @@ const logged: string[] = [];
 const tenantId = randomUUID();
 
 const LIVENESS_MS = 1_500;
-const RESTART_TIMEOUT_MS = 4_000;
+const RECOVERY_MS = 4_000;
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'canopy-heals-'));
@@ -45,7 +45,7 @@ beforeAll(async () => {
   );
   supervisor = new EmbeddedDatabaseSupervisor(embedded, db, {
     livenessMs: LIVENESS_MS,
-    restartTimeoutMs: RESTART_TIMEOUT_MS,
+    recoveryMs: RECOVERY_MS,
     log: { info: (m) => logged.push(m), warn: (m) => logged.push(m), error: (m) => logged.push(m) },
   });
   supervisor.start();
@@ -141,7 +141,7 @@ describe('the embedded database supervisor', () => {
       await embedded.kill();
       await eventually(() => expect(supervisor.state).toBe('restarting'), { timeoutMs: 2_000 });
       await eventually(() => expect(supervisor.healthy).toBe(false), {
-        timeoutMs: RESTART_TIMEOUT_MS + 5_000,
+        timeoutMs: RECOVERY_MS + 5_000,
         intervalMs: 100,
       });
       expect(supervisor.state).toBe('failed');

@@ -17,7 +17,7 @@ export interface EmbeddedSupervisorOptions {
   /** No probe answered for this long: the database is declared unresponsive and restarted. */
   livenessMs: number;
   /** Not serving again this long after it went down: the process is unhealthy (the restarts go on). */
-  restartTimeoutMs: number;
+  recoveryMs: number;
   /** How often the probe asks (default: a second, or a quarter of livenessMs when that is shorter). */
   probeIntervalMs?: number;
   log: {
@@ -179,17 +179,17 @@ export class EmbeddedDatabaseSupervisor {
       if (this.current !== 'restarting') return;
       this.current = 'failed';
       this.options.log.error(
-        `the embedded database is not back ${this.options.restartTimeoutMs} ms after it went down: the process ` +
+        `the embedded database is not back ${this.options.recoveryMs} ms after it went down: the process ` +
           'reports itself unhealthy (/healthz 503) so that it is restarted; restarts go on meanwhile',
       );
-    }, this.options.restartTimeoutMs);
+    }, this.options.recoveryMs);
     this.failTimer.unref();
     this.closeProbe();
     this.recovering = this.recover(since).finally(() => (this.recovering = null));
   }
 
   private async recover(since: number): Promise<void> {
-    const timeoutMs = Math.max(MIN_ATTEMPT_MS, this.options.restartTimeoutMs);
+    const timeoutMs = Math.max(MIN_ATTEMPT_MS, this.options.recoveryMs);
     for (let attempt = 1; ; attempt++) {
       if (this.isStopped()) return;
       try {

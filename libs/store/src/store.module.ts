@@ -78,7 +78,7 @@ export async function openDatabase(config: CanopyConfig, logger: Logger): Promis
     const supervisor = embedded
       ? new EmbeddedDatabaseSupervisor(embedded, database, {
           livenessMs: config.database.embeddedLivenessMs,
-          restartTimeoutMs: config.database.embeddedRestartTimeoutMs,
+          recoveryMs: config.database.embeddedRecoveryMs,
           log: {
             info: (m) => logger.log(m),
             warn: (m) => logger.warn(m),

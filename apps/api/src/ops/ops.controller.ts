@@ -44,7 +44,7 @@ export class OpsController {
   @HttpCode(200)
   @ApiOperation({
     summary:
-      'The process is up (and its embedded database, when it has one, is not down past DATABASE_EMBEDDED_RESTART_TIMEOUT_MS)',
+      'The process is up (and its embedded database, when it has one, is not down past DATABASE_EMBEDDED_RECOVERY_MS)',
   })
   @ApiOkResponse({ schema: { example: { status: 'ok' } } })
   @ApiServiceUnavailableResponse({
