@@ -9,6 +9,7 @@ import {
   Injectable,
   Logger,
   Module,
+  Optional,
   type DynamicModule,
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
@@ -27,10 +28,12 @@ import {
 } from '@canopy/realtime';
 import { QueueModule } from '@canopy/queue';
 import {
+  EMBEDDED_DATABASE_SUPERVISOR,
   RetentionRepository,
   SESSION_STORE,
   SessionCatalogStore,
   StoreModule,
+  type EmbeddedDatabaseSupervisor,
   type SessionStore,
 } from '@canopy/store';
 import {
@@ -50,17 +53,27 @@ const SESSION_ENGINE = Symbol('SESSION_ENGINE');
 @Injectable()
 class ManagerLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('SessionEngine');
+  private stopWatchingDatabase: (() => void) | null = null;
 
-  constructor(@Inject(SESSION_ENGINE) private readonly engine: SessionEngine) {}
+  constructor(
+    @Inject(SESSION_ENGINE) private readonly engine: SessionEngine,
+    @Optional()
+    @Inject(EMBEDDED_DATABASE_SUPERVISOR)
+    private readonly embedded: EmbeddedDatabaseSupervisor | null,
+  ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     this.engine.processor.register();
     const { interrupted, expiries } = await this.engine.sessions.recover();
     if (interrupted > 0) this.logger.warn(`ended ${interrupted} run(s) interrupted by a previous stop`);
     if (expiries > 0) this.logger.log(`set the decision expiry of ${expiries} paused run(s)`);
+    // The embedded database restarted: the runs its outage left without their end are ended as at start-up.
+    this.stopWatchingDatabase =
+      this.embedded?.onRestored(() => void this.engine.sessions.recoverAfterDatabaseOutage()) ?? null;
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.stopWatchingDatabase?.();
     await this.engine.manager.shutdown();
   }
 }

@@ -33,7 +33,15 @@ import {
 } from '@canopy/agent';
 import { DeltaCoalescer } from '@canopy/realtime';
 import { RunHandedBack, type RunJob } from '@canopy/queue';
-import type { NewNode, PositionRecord, RunContext, RunRecord, SessionRecord } from '@canopy/store';
+import type {
+  CommitInput,
+  CommitResult,
+  NewNode,
+  PositionRecord,
+  RunContext,
+  RunRecord,
+  SessionRecord,
+} from '@canopy/store';
 import type { SessionEngineDeps } from './session-deps';
 import type { SessionPublisher } from './session-publisher';
 import type { LiveSessionHost } from './live-session-host';
@@ -50,7 +58,15 @@ export interface RunInput {
   maxSteps?: number;
 }
 
+/**
+ * A run's store writes (commit, pause, end) that find the database unavailable are tried again: after these waits,
+ * then every STORE_RETRY_EVERY_MS until STORE_RETRY_MS have passed since the first attempt. Long enough to outlast
+ * a restart of the embedded database or of Postgres: the run's work is committed once it is back, instead of being
+ * lost with the run.
+ */
 const COMMIT_RETRY_DELAYS_MS = [100, 400, 1_200];
+const STORE_RETRY_EVERY_MS = 1_000;
+const STORE_RETRY_MS = 30_000;
 
 /** The abort reason of a run a newer prompt interrupted: it ends keeping what it had. */
 export class RunInterrupted extends Error {
@@ -373,23 +389,38 @@ export class RunExecutor {
         ? (position.firstPrompt ?? request.messages.find(isTitledPrompt) ?? null)
         : null;
     const title = titleFrom ? heuristicTitle(messageText(titleFrom)) : null;
-    const result = await this.withRetries(() =>
-      this.deps.store.commit(scope, {
-        sessionId: session.id,
-        runId: run.id,
-        nodes,
-        position: stored,
-        nextNodeId: next,
-        usage: request.usage,
-        ...(stop ? { finish: { usage: request.runUsage } } : {}),
-        ...(title ? { title } : {}),
-      }),
-    ).catch(async (err: unknown) => {
-      await this.publisher.publish(scope.tenantId, session.id, [
-        { type: 'store', data: { ok: false, kind: 'tree', error: errorText(err) } },
-      ]);
-      throw err;
-    });
+    const input: CommitInput = {
+      sessionId: session.id,
+      runId: run.id,
+      nodes,
+      position: stored,
+      nextNodeId: next,
+      usage: request.usage,
+      ...(stop ? { finish: { usage: request.runUsage } } : {}),
+      ...(title ? { title } : {}),
+    };
+    // An attempt that failed for the database's absence may have committed all the same (its answer lost).
+    let inDoubt = false;
+    let result: CommitResult;
+    try {
+      result = await this.withRetries(
+        () => this.deps.store.commit(scope, input),
+        () => (inDoubt = true),
+      );
+      if (result.status === 'fenced' && inDoubt) result = (await this.landedCommit(scope, input)) ?? result;
+    } catch (err) {
+      const landed =
+        inDoubt && (err as { code?: unknown }).code === 'already_exists'
+          ? await this.landedCommit(scope, input).catch(() => null)
+          : null;
+      if (!landed) {
+        await this.publisher.publish(scope.tenantId, session.id, [
+          { type: 'store', data: { ok: false, kind: 'tree', error: errorText(err) } },
+        ]);
+        throw err;
+      }
+      result = landed;
+    }
     if (result.status === 'fenced') throw new RunFencedError();
     Object.assign(position, {
       path,
@@ -432,6 +463,27 @@ export class RunExecutor {
       message: userMessage(steer),
       ...(sender ? { scope: scopeOfActor(scope.tenantId, sender) } : {}),
     };
+  }
+
+  /**
+   * A commit retried after an attempt whose answer was lost (the database went away once it had committed) is
+   * refused: fenced (that attempt ended the run, which no longer owns the session) or already_exists (its nodes
+   * are there). It landed when the session is where it would have moved it; then the run says the rest: ended, or
+   * going on with the steered prompt it took. Answers what the lost answer said, as near as it can be read back, or
+   * null when it did not land.
+   */
+  private async landedCommit(scope: Scope, input: CommitInput): Promise<CommitResult | null> {
+    const current = await this.deps.store.get(scope, input.sessionId);
+    if (!current || current.nextNodeId !== input.nextNodeId || current.head !== input.position.head)
+      return null;
+    const titled = input.title !== undefined && current.title === input.title;
+    if (!input.finish) return { status: 'ok', steer: null, titled: false, queued: false };
+    const run = await this.deps.store.getRun(scope, input.runId);
+    if (run?.status === 'completed') return { status: 'ok', steer: null, titled, queued: true };
+    if (run?.status === 'running' && current.activeRunId === run.id) {
+      return { status: 'ok', steer: run.input, titled: false, queued: false };
+    }
+    return null;
   }
 
   private async pause(
@@ -516,18 +568,26 @@ export class RunExecutor {
     const keep = kept && kept.messages.length > 0 ? chainOf(kept) : null;
     const restore = !committed && !keep && run.rollback ? run.rollback : null;
     let result: 'ok' | 'fenced';
+    let inDoubt = false;
     try {
-      result = await this.withRetries(() =>
-        this.deps.store.endRun(scope, {
-          sessionId: session.id,
-          runId: run.id,
-          status,
-          error,
-          usage,
-          restore,
-          ...(keep ? { commit: { ...keep, usage: kept!.usage } } : {}),
-        }),
+      result = await this.withRetries(
+        () =>
+          this.deps.store.endRun(scope, {
+            sessionId: session.id,
+            runId: run.id,
+            status,
+            error,
+            usage,
+            restore,
+            ...(keep ? { commit: { ...keep, usage: kept!.usage } } : {}),
+          }),
+        () => (inDoubt = true),
       );
+      // Refused after an attempt whose answer was lost: that attempt ended the run, when the run says so.
+      if (result === 'fenced' && inDoubt) {
+        const ended = await this.deps.store.getRun(scope, run.id).catch(() => null);
+        if (ended?.status === status) result = 'ok';
+      }
     } catch (err) {
       this.deps.logger.error('could not end a run', { err, runId: run.id });
       await this.publisher.publish(scope.tenantId, session.id, [
@@ -589,15 +649,21 @@ export class RunExecutor {
     this.finishedListener?.(scope.tenantId, session.id);
   }
 
-  /** Store writes are retried a few times when the database is unavailable, then the error stands. */
-  private async withRetries<T>(write: () => Promise<T>): Promise<T> {
+  /**
+   * Store writes are retried while the database is unavailable (COMMIT_RETRY_DELAYS_MS, then every
+   * STORE_RETRY_EVERY_MS up to STORE_RETRY_MS), then the error stands. `onUnavailable` hears of each such failure.
+   */
+  private async withRetries<T>(write: () => Promise<T>, onUnavailable?: () => void): Promise<T> {
+    const started = Date.now();
     for (let attempt = 0; ; attempt++) {
       try {
         return await write();
       } catch (err) {
         const unavailable = (err as { code?: unknown }).code === 'unavailable';
-        const delay = COMMIT_RETRY_DELAYS_MS[attempt];
-        if (!unavailable || delay === undefined) throw err;
+        if (!unavailable) throw err;
+        onUnavailable?.();
+        const delay = COMMIT_RETRY_DELAYS_MS[attempt] ?? STORE_RETRY_EVERY_MS;
+        if (Date.now() + delay - started > STORE_RETRY_MS) throw err;
         await new Promise((r) => setTimeout(r, delay));
       }
     }

@@ -1,5 +1,6 @@
-// Runs that nothing will finish: those a dead process left behind (ended at start-up as interrupted) and those
-// the queue gave up on (past their attempt budget). Either ends as an error under the system scope, a branch that
+// Runs that nothing will finish: those a dead process left behind (ended at start-up as interrupted), those an
+// outage of the embedded database left without their end (ended once it is back), and those the queue gave up on
+// (past their attempt budget). Either ends as an error under the system scope, a branch that
 // never committed rolls back, and the session is idle again. Paused runs are not abandoned: they wait for their
 // decisions, whose expiries are set again at start-up. Runs the queue lost (Redis restarted without its data:
 // jobs, locks and timers gone) are queued again, and the timers set again, by the lost-run sweep.
@@ -32,15 +33,17 @@ export class RunRecovery {
 
   /**
    * Ends runs a dead process left behind (queued or running with nothing executing them) as errors, rolling back
-   * branches that never committed, so no session stays busy. Paused runs wait for their decisions.
+   * branches that never committed, so no session stays busy. Paused runs wait for their decisions. `only`: these
+   * runs alone.
    */
-  async recoverInterruptedRuns(): Promise<number> {
+  async recoverInterruptedRuns(only?: ReadonlySet<string>): Promise<number> {
     // With a shared queue, another worker may be executing any of them: stalled jobs are the queue's to recover.
     if (!this.deps.queue.runsInline) return 0;
     const runs = await this.deps.store.unfinishedRuns();
     let recovered = 0;
     for (const r of runs) {
       if (r.status === 'paused' || this.executor.isRunning(r.runId)) continue;
+      if (only && !only.has(r.runId)) continue;
       const scope = systemScope(r.tenantId);
       const run = await this.deps.store.getRun(scope, r.runId);
       if (!run) continue;
@@ -57,6 +60,25 @@ export class RunRecovery {
       recovered++;
     }
     return recovered;
+  }
+
+  /**
+   * After the database came back from an outage (the embedded database restarted): the runs executing here when
+   * it went down could not write their end, and a run being started then may never have reached the executor;
+   * either leaves its session busy with nothing to end it. The runs unfinished now that nothing executes here are
+   * noted, and those of them still unfinished with nothing executing them settleMs later (a run being started
+   * reaches the executor within that) end as interrupted, as at start-up. Answers how many.
+   */
+  async recoverAfterOutage(settleMs: number): Promise<number> {
+    if (!this.deps.settings.executesRuns || !this.deps.queue.runsInline) return 0;
+    const candidates = new Set(
+      (await this.deps.store.unfinishedRuns())
+        .filter((r) => r.status !== 'paused' && !this.executor.isRunning(r.runId))
+        .map((r) => r.runId),
+    );
+    if (candidates.size === 0) return 0;
+    await new Promise((r) => setTimeout(r, settleMs));
+    return this.recoverInterruptedRuns(candidates);
   }
 
   /**

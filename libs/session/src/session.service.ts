@@ -76,6 +76,9 @@ export interface CommandResult {
   queued?: boolean;
 }
 
+/** How long after a database outage the runs it left unfinished get to reach the executor (recoverAfterOutage). */
+const OUTAGE_SETTLE_MS = 2_000;
+
 /** How long a cancel waits for the process executing a run to acknowledge, before ending the run itself. */
 const CANCEL_ACK_TIMEOUT_MS = 3_000;
 
@@ -195,6 +198,23 @@ export class SessionService {
   /** Ends runs a dead process left behind (see RunRecovery); answers how many. */
   recoverInterruptedRuns(): Promise<number> {
     return this.recovery.recoverInterruptedRuns();
+  }
+
+  /**
+   * What a process that executes runs does when its database is back from an outage (the embedded database
+   * restarted): ends the runs the outage left unfinished with nothing executing them (see
+   * RunRecovery.recoverAfterOutage), then starts the queued prompts of idle sessions. Never throws.
+   */
+  async recoverAfterDatabaseOutage(settleMs = OUTAGE_SETTLE_MS): Promise<number> {
+    try {
+      const ended = await this.recovery.recoverAfterOutage(settleMs);
+      if (ended > 0) this.deps.logger.warn('ended runs a database outage interrupted', { runs: ended });
+      await this.queue.sweep();
+      return ended;
+    } catch (err) {
+      this.deps.logger.warn('recovery after a database outage failed', { err });
+      return 0;
+    }
   }
 
   /** The queue gave up on a run: it ends as an error (see RunRecovery). */

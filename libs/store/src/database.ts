@@ -60,6 +60,14 @@ export interface DatabaseOptions {
    * bottleneck: each statement otherwise held it for a round trip through this process's event loop.
    */
   pipelineCalls?: boolean;
+  /**
+   * Whether the server bounds each raw-SQL transaction itself (statement_timeout and
+   * idle_in_transaction_session_timeout, set per transaction); default true. Not on the embedded database: PGlite
+   * runs a statement in one synchronous WebAssembly call, so no timer can interrupt it, and the idle timeout, once
+   * it fires there, leaves the database thread spinning forever on the next statement (every later one waits).
+   * The transaction deadline is then this process's alone (checked before each statement and before COMMIT).
+   */
+  serverTimeouts?: boolean;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -128,6 +136,8 @@ export class Database {
   private readonly pipelineSlots: ConnectionLanes;
   /** Transactions of the raw-SQL road waiting for a connection: a shared lease stops taking joiners for them. */
   private transactionsWaiting = 0;
+  /** Why the database cannot be reached now (setOutage), or null. */
+  private outage: string | null = null;
 
   constructor(private readonly options: DatabaseOptions) {
     // One pool for both roads, so poolMax bounds the connections this process opens (Postgres allows few).
@@ -175,8 +185,24 @@ export class Database {
       throw new Error(`txTimeoutMs must be at least 1 ms: ${options.txTimeoutMs}`);
     const timeout = String(Math.trunc(options.txTimeoutMs));
     this.begin =
-      `BEGIN; SELECT set_config('statement_timeout', '${timeout}', true), ` +
-      `set_config('idle_in_transaction_session_timeout', '${timeout}', true), `;
+      options.serverTimeouts === false
+        ? 'BEGIN; SELECT '
+        : `BEGIN; SELECT set_config('statement_timeout', '${timeout}', true), ` +
+          `set_config('idle_in_transaction_session_timeout', '${timeout}', true), `;
+  }
+
+  /**
+   * Declares the database out of reach (`reason`, e.g. the embedded database restarting), or back (null). While
+   * out, every road fails at once with 503 unavailable instead of waiting for a connection that cannot come, and
+   * the statements already waiting for one fail as their turn comes.
+   */
+  setOutage(reason: string | null): void {
+    this.outage = reason;
+  }
+
+  /** Throws 503 unavailable while the database is declared out of reach (setOutage). */
+  private assertReachable(): void {
+    if (this.outage !== null) throw CanopyException.unavailable(this.outage);
   }
 
   /** Runs fn in a transaction that sees only the scope's tenant. An id that is no tenant id finds nothing. */
@@ -236,6 +262,7 @@ export class Database {
     lane: Lane = 'request',
   ): Promise<R[]> {
     if (!isUuid(scope.tenantId)) throw CanopyException.notFound('tenant');
+    this.assertReachable();
     if (this.options.pipelineCalls) return this.callShared<R>(text, params, lane);
     const client = await this.checkout(lane);
     // As in sqlTransaction: a connection that dies while we hold it is discarded, not returned to the pool.
@@ -273,6 +300,10 @@ export class Database {
       await this.pipelineSlots.acquire(lane, this.options.txMaxWaitMs);
     } catch (err) {
       throw mapDbError(err);
+    }
+    if (this.outage !== null) {
+      this.pipelineSlots.release();
+      this.assertReachable();
     }
     let lease = this.lease;
     // While a lease holds the connection, whoever else waits for one is a transaction or Prisma (the next lease
@@ -386,8 +417,11 @@ export class Database {
   private async checkout(lane: Lane, counted = true): Promise<PoolClient> {
     const started = performance.now();
     try {
+      this.assertReachable();
       await this.lanes.acquire(lane, this.options.txMaxWaitMs);
       try {
+        // The outage may have begun while this waited for its turn.
+        this.assertReachable();
         return await this.pool.connect();
       } catch (err) {
         this.lanes.release();
@@ -423,6 +457,7 @@ export class Database {
    * server, and the table name is checked against the tables the service owns before it is spliced in.
    */
   async tableActivity(): Promise<TableActivity[]> {
+    this.assertReachable();
     try {
       const { rows } = await this.pool.query<{
         table: string;
@@ -455,6 +490,7 @@ export class Database {
     if (!this.knownTables.has(table)) await this.tableActivity();
     if (!this.knownTables.has(table)) throw new Error(`upkeep: unknown table "${table}"`);
     const name = `"${table.replaceAll('"', '""')}"`;
+    this.assertReachable();
     try {
       await this.pool.query(kind === 'analyze' ? `ANALYZE ${name}` : `VACUUM (ANALYZE) ${name}`);
     } catch (err) {
@@ -464,6 +500,7 @@ export class Database {
 
   /** Resolves when the database answers. */
   async ping(): Promise<void> {
+    this.assertReachable();
     try {
       await this.pool.query('SELECT 1');
     } catch (err) {
@@ -492,6 +529,7 @@ export class Database {
   }
 
   private async transaction<T>(setting: string, value: string, fn: (tx: Tx) => Promise<T>): Promise<T> {
+    this.assertReachable();
     try {
       return await this.prisma.$transaction(async (tx) => {
         await tx.$executeRaw`SELECT set_config(${setting}, ${value}, true)`;

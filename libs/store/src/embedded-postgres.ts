@@ -3,6 +3,9 @@
 // engine talk to it like any Postgres. It runs on a worker thread of its own: the database's work does not wait
 // for the service's event loop (nor the other way round), and the two use two cores. The service connects as a non-superuser role that owns the schema, so
 // row-level security is enforced exactly as on a real server. One process at a time owns a data directory.
+// The thread can be replaced while the process runs (restart(): the supervisor does it when the thread dies or
+// stops answering, embedded-supervisor.ts): a new one on the same data directory and the same port, so the pool's
+// connection URL stays true.
 
 import {
   closeSync,
@@ -25,6 +28,20 @@ export interface EmbeddedPostgres {
   /** postgresql:// URL of the loopback server. PGlite is one Postgres session: use a pool of one connection. */
   readonly url: string;
   readonly dataDir: string;
+  /**
+   * Tells `listener` when the database thread ends on its own (it crashed: its port refuses connections from
+   * then on), not when stop(), restart() or kill() end it. Answers how to stop listening.
+   */
+  onThreadExit(listener: (reason: string) => void): () => void;
+  /**
+   * Ends the database thread, at once (a wedged thread cannot stop itself), and starts a new one on the same data
+   * directory and port: PGlite replays its write-ahead log, so every committed transaction is there. Fails, and
+   * leaves no thread, when the new one does not serve within `timeoutMs` or the data directory no longer holds a
+   * database (PGlite would initialise an empty one in its place). Restarts and stop() take turns.
+   */
+  restart(options?: { timeoutMs?: number }): Promise<void>;
+  /** Ends the database thread at once, as a crash would (onThreadExit's listeners are told): for tests. */
+  kill(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -42,20 +59,68 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
   const releaseLock = acquireLock(join(root, 'embedded.lock'));
   try {
     await bootstrapRole(pgdata);
-    const server = await startServerThread(pgdata);
+    let server: ServerThread | null = await startServerThread(pgdata, 0);
+    // Every later thread listens where the first one did: the URL handed out stays true.
+    const port = Number(server.conn.slice(server.conn.lastIndexOf(':') + 1));
+    const exitListeners = new Set<(reason: string) => void>();
+    const watch = (thread: ServerThread) =>
+      thread.exited.then((reason) => {
+        // Only a thread that is still the current one and ended on its own is news.
+        if (server !== thread) return;
+        server = null;
+        for (const listener of exitListeners) listener(reason);
+      });
+    void watch(server);
     let stopped = false;
+    // restart(), kill() and stop() one at a time: each finds the thread the previous one left.
+    let turn: Promise<unknown> = Promise.resolve();
+    const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
+      const next = turn.then(fn, fn);
+      turn = next.catch(() => undefined);
+      return next;
+    };
+    const end = async () => {
+      const thread = server;
+      server = null;
+      await thread?.terminate();
+    };
     return {
       url: `postgresql://${EMBEDDED_ROLE}@${server.conn}/postgres`,
       dataDir: root,
-      async stop() {
-        if (stopped) return;
-        stopped = true;
-        try {
-          await server.stop();
-        } finally {
-          releaseLock();
-        }
+      onThreadExit(listener) {
+        exitListeners.add(listener);
+        return () => exitListeners.delete(listener);
       },
+      restart: (options = {}) =>
+        exclusive(async () => {
+          if (stopped) throw new EmbeddedPostgresError('the embedded database is stopped');
+          await end();
+          if (!existsSync(join(pgdata, 'PG_VERSION'))) {
+            throw new EmbeddedPostgresError(
+              `${pgdata} holds no database any more (PG_VERSION is missing): not starting an empty one in its place`,
+            );
+          }
+          const thread = await startServerThread(pgdata, port, options.timeoutMs);
+          if (stopped) {
+            await thread.terminate();
+            throw new EmbeddedPostgresError('the embedded database is stopped');
+          }
+          server = thread;
+          void watch(thread);
+        }),
+      kill: () => exclusive(async () => server?.terminate()),
+      stop: () =>
+        exclusive(async () => {
+          if (stopped) return;
+          stopped = true;
+          const thread = server;
+          server = null;
+          try {
+            await thread?.stop();
+          } finally {
+            releaseLock();
+          }
+        }),
     };
   } catch (err) {
     releaseLock();
@@ -92,7 +157,7 @@ const SERVER_THREAD = `
       extensions: { btree_gin: btreeGin },
       postgresqlconf: workerData.settings,
     });
-    const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 4 });
+    const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: workerData.port, maxConnections: 4 });
     await server.start();
     // One write per packet: the socket server hands each protocol message of a packet to PGlite on its own and
     // writes each answer as it comes (a query's Parse, Bind, Describe, Execute and Sync: five writes, a system
@@ -137,8 +202,26 @@ const SERVER_THREAD = `
 type ServerMessage =
   { type: 'ready'; conn: string } | { type: 'failed'; error: string } | { type: 'stopped'; error?: string };
 
-/** Starts the server thread; resolves with its host:port once it serves, and how to stop it. */
-async function startServerThread(pgdata: string): Promise<{ conn: string; stop(): Promise<void> }> {
+/** How long stop() waits for the thread to close PGlite before ending it. */
+const STOP_TIMEOUT_MS = 10_000;
+
+/** A running server thread. */
+interface ServerThread {
+  /** host:port it serves on. */
+  readonly conn: string;
+  /** Resolves, with what happened, when the thread ends (whatever ends it). */
+  readonly exited: Promise<string>;
+  /** Closes the server and PGlite, then ends the thread. */
+  stop(): Promise<void>;
+  /** Ends the thread at once, wherever it is (a thread stuck in a WebAssembly loop included). */
+  terminate(): Promise<void>;
+}
+
+/**
+ * Starts the server thread on `port` (0: any free one); resolves once it serves. Past `timeoutMs` without serving,
+ * the thread is ended and the start fails.
+ */
+async function startServerThread(pgdata: string, port: number, timeoutMs?: number): Promise<ServerThread> {
   const pglite = require.resolve('@electric-sql/pglite');
   const worker = new Worker(SERVER_THREAD, {
     eval: true,
@@ -150,19 +233,25 @@ async function startServerThread(pgdata: string): Promise<{ conn: string; stop()
       socket: require.resolve('@electric-sql/pglite-socket'),
       btreeGin: join(dirname(pglite), 'btree_gin.tar.gz'),
       pgdata,
+      port,
       role: EMBEDDED_ROLE,
       settings: EMBEDDED_SETTINGS,
     },
   });
+  let lastError: string | null = null;
+  // Past the start, a failing thread shows as refused connections (answered 503) and as `exited`, not as a crash
+  // of the service.
+  worker.on('error', (err) => (lastError = String(err.stack ?? err)));
+  const exited = new Promise<string>((resolveExit) =>
+    worker.once('exit', (code) =>
+      resolveExit(`the thread exited (code ${code})${lastError ? `: ${lastError.slice(0, 500)}` : ''}`),
+    ),
+  );
   const next = () =>
     new Promise<ServerMessage>((resolveMessage, reject) => {
       const onMessage = (m: ServerMessage) => {
         cleanup();
         resolveMessage(m);
-      };
-      const onError = (err: Error) => {
-        cleanup();
-        reject(err);
       };
       const onExit = (code: number) => {
         cleanup();
@@ -170,37 +259,61 @@ async function startServerThread(pgdata: string): Promise<{ conn: string; stop()
       };
       const cleanup = () => {
         worker.off('message', onMessage);
-        worker.off('error', onError);
         worker.off('exit', onExit);
       };
       worker.on('message', onMessage);
-      worker.on('error', onError);
       worker.on('exit', onExit);
     });
-  const first = await next().catch(async (err: unknown) => {
-    await worker.terminate();
-    throw err;
-  });
+  let timer: NodeJS.Timeout | undefined;
+  const first = await Promise.race([
+    next(),
+    ...(timeoutMs !== undefined
+      ? [
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(
+              () =>
+                reject(
+                  new EmbeddedPostgresError(`the embedded database did not start within ${timeoutMs} ms`),
+                ),
+              timeoutMs,
+            );
+          }),
+        ]
+      : []),
+  ])
+    .catch(async (err: unknown) => {
+      await worker.terminate();
+      throw err;
+    })
+    .finally(() => clearTimeout(timer));
   if (first.type !== 'ready') {
     await worker.terminate();
     throw new EmbeddedPostgresError(
       `the embedded database did not start: ${'error' in first ? first.error : ''}`,
     );
   }
-  // Past the start, a failing thread shows as refused connections (answered 503), not as a crash of the service.
-  worker.on('error', () => undefined);
+  const terminate = async () => {
+    await worker.terminate();
+    await exited;
+  };
   return {
     conn: first.conn,
+    exited,
+    terminate,
     async stop() {
-      const stopped = next();
+      // A thread that does not answer (wedged, or gone) is ended after STOP_TIMEOUT_MS all the same.
+      const stopped = next().catch(() => null);
       worker.postMessage('stop');
-      try {
-        const m = await stopped;
-        if (m.type === 'stopped' && m.error) {
-          throw new EmbeddedPostgresError(`stopping the embedded database failed: ${m.error}`);
-        }
-      } finally {
-        await worker.terminate();
+      let timer: NodeJS.Timeout | undefined;
+      const m = await Promise.race([
+        stopped,
+        exited.then(() => null),
+        new Promise<null>((r) => (timer = setTimeout(() => r(null), STOP_TIMEOUT_MS))),
+      ]);
+      clearTimeout(timer);
+      await terminate();
+      if (m?.type === 'stopped' && m.error) {
+        throw new EmbeddedPostgresError(`stopping the embedded database failed: ${m.error}`);
       }
     },
   };

@@ -5,6 +5,7 @@ export * from './audit';
 export * from './database';
 export * from './store.module';
 export * from './embedded-postgres';
+export * from './embedded-supervisor';
 export * from './migrator';
 export * from './prisma-errors';
 export * from './postgres-session.store';

@@ -1,6 +1,6 @@
 // The store of a deployable: opens the database (the configured Postgres, or the embedded PGlite when DATABASE_URL
-// is unset), applies pending migrations when configured to, provides the session store and the repositories over
-// it, and closes everything on shutdown. Imported by each module that needs it (StoreModule.forRoot() is one
+// is unset, with the supervisor that restarts it), applies pending migrations when configured to, provides the
+// session store and the repositories over it, and closes everything on shutdown. Imported by each module that needs it (StoreModule.forRoot() is one
 // module per process however many import it).
 
 import {
@@ -25,12 +25,15 @@ import { SessionCatalogStore } from './session-catalog.store';
 import { SESSION_STORE } from './session-store.port';
 import { WebhooksRepository } from './webhooks.repository';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
+import { EmbeddedDatabaseSupervisor } from './embedded-supervisor';
 import { applyMigrations } from './migrator';
 import { TableMaintenance } from './table-maintenance';
 
 export interface DatabaseHandle {
   readonly database: Database;
   readonly embedded: EmbeddedPostgres | null;
+  /** Restarts the embedded database when its thread dies or stops answering; null on an external Postgres. */
+  readonly supervisor: EmbeddedDatabaseSupervisor | null;
   /** Keeps table statistics current; null when turned off (DATABASE_UPKEEP_INTERVAL_MS=0). */
   readonly maintenance: TableMaintenance | null;
   close(): Promise<void>;
@@ -57,6 +60,8 @@ export async function openDatabase(config: CanopyConfig, logger: Logger): Promis
       poolMax: embedded ? 1 : config.database.poolMax,
       // ... whose statements of the hot path are pipelined on it, not sent one round trip at a time.
       pipelineCalls: embedded !== null,
+      // PGlite cannot bound a statement, and its idle-in-transaction timeout wedges it (see DatabaseOptions).
+      serverTimeouts: embedded === null,
       txMaxWaitMs: config.database.txMaxWaitMs,
       txTimeoutMs: config.database.txTimeoutMs,
     });
@@ -70,11 +75,24 @@ export async function openDatabase(config: CanopyConfig, logger: Logger): Promis
             onError: (err) => logger.warn({ err }, 'table upkeep failed'),
           })
         : null;
+    const supervisor = embedded
+      ? new EmbeddedDatabaseSupervisor(embedded, database, {
+          livenessMs: config.database.embeddedLivenessMs,
+          recoveryMs: config.database.embeddedRecoveryMs,
+          log: {
+            info: (m) => logger.log(m),
+            warn: (m) => logger.warn(m),
+            error: (m) => logger.error(m),
+          },
+        })
+      : null;
     return {
       database,
       embedded,
+      supervisor,
       maintenance,
       async close() {
+        await supervisor?.stop();
         await maintenance?.stop();
         await database.disconnect();
         await embedded?.stop();
@@ -88,12 +106,16 @@ export async function openDatabase(config: CanopyConfig, logger: Logger): Promis
 
 const DATABASE_HANDLE = Symbol('DATABASE_HANDLE');
 
+/** The embedded database's supervisor (EmbeddedDatabaseSupervisor), null on an external Postgres. */
+export const EMBEDDED_DATABASE_SUPERVISOR = Symbol('EMBEDDED_DATABASE_SUPERVISOR');
+
 @Injectable()
 class DatabaseLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
   constructor(@Inject(DATABASE_HANDLE) private readonly handle: DatabaseHandle) {}
 
   onApplicationBootstrap(): void {
     this.handle.maintenance?.start();
+    this.handle.supervisor?.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -120,6 +142,11 @@ export class StoreModule {
           useFactory: (config: CanopyConfig) => openDatabase(config, new Logger('Database')),
         },
         { provide: Database, inject: [DATABASE_HANDLE], useFactory: (h: DatabaseHandle) => h.database },
+        {
+          provide: EMBEDDED_DATABASE_SUPERVISOR,
+          inject: [DATABASE_HANDLE],
+          useFactory: (h: DatabaseHandle) => h.supervisor,
+        },
         DatabaseLifecycle,
         {
           provide: SESSION_STORE,
@@ -144,6 +171,7 @@ export class StoreModule {
       ],
       exports: [
         Database,
+        EMBEDDED_DATABASE_SUPERVISOR,
         SESSION_STORE,
         RunStatsRepository,
         AuditRepository,

@@ -1,12 +1,13 @@
 // Prometheus metrics (prom-client): HTTP latency by route, runs by final status, live sessions and subscribers,
-// events published, database round trips, sessions expired by retention, plus the process's default metrics.
+// events published, database round trips, sessions expired by retention, the embedded database's restarts, plus
+// the process's default metrics.
 
-import { Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Optional, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Unsubscribe } from '@canopy/realtime';
 import { SessionManager } from '@canopy/manager';
 import { SessionService } from '@canopy/session';
-import { Database } from '@canopy/store';
+import { Database, EMBEDDED_DATABASE_SUPERVISOR, type EmbeddedDatabaseSupervisor } from '@canopy/store';
 import { SseRegistry } from '../http/sse';
 import { LiveGateway } from '../http/live.gateway';
 
@@ -45,8 +46,28 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
     database: Database,
     streams: SseRegistry,
     gateway: LiveGateway,
+    @Optional() @Inject(EMBEDDED_DATABASE_SUPERVISOR) embedded: EmbeddedDatabaseSupervisor | null,
   ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'canopy_' });
+    if (embedded) {
+      new Counter({
+        name: 'canopy_db_embedded_restarts_total',
+        help: 'Times the embedded database thread was restarted (it died or stopped answering) and served again',
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          this.inc(embedded.restarts);
+        },
+      });
+      new Gauge({
+        name: 'canopy_db_embedded_up',
+        help: 'Whether the embedded database serves (1) or is down, being restarted (0)',
+        registers: [this.registry],
+        collect() {
+          this.set(embedded.state === 'up' ? 1 : 0);
+        },
+      });
+    }
     new Counter({
       name: 'canopy_db_round_trips_total',
       help: 'Statements sent to the database by this process (each one round trip)',

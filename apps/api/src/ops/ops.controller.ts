@@ -1,11 +1,12 @@
-// Operations: /healthz (process up), /readyz (the database and Redis answer), /metrics (Prometheus).
+// Operations: /healthz (process up, and its embedded database not down past its restart bound), /readyz (the
+// database and Redis answer), /metrics (Prometheus).
 
 import { Controller, Get, HttpCode, Inject, Optional, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { CanopyException } from '@canopy/common';
 import { Public } from '@canopy/auth';
-import { Database } from '@canopy/store';
+import { Database, EMBEDDED_DATABASE_SUPERVISOR, type EmbeddedDatabaseSupervisor } from '@canopy/store';
 import { REDIS_REALTIME, type RedisRealtime } from '@canopy/realtime';
 import { MetricsService } from './metrics.service';
 
@@ -34,13 +35,32 @@ export class OpsController {
     private readonly database: Database,
     private readonly metrics: MetricsService,
     @Optional() @Inject(REDIS_REALTIME) private readonly redis: RedisRealtime | null,
+    @Optional()
+    @Inject(EMBEDDED_DATABASE_SUPERVISOR)
+    private readonly embedded: EmbeddedDatabaseSupervisor | null,
   ) {}
 
   @Get('healthz')
   @HttpCode(200)
-  @ApiOperation({ summary: 'The process is up' })
+  @ApiOperation({
+    summary:
+      'The process is up (and its embedded database, when it has one, is not down past DATABASE_EMBEDDED_RECOVERY_MS)',
+  })
   @ApiOkResponse({ schema: { example: { status: 'ok' } } })
+  @ApiServiceUnavailableResponse({
+    description:
+      'the embedded database could not be restarted within its bound (error code `unavailable`): restart the process',
+  })
   healthz(): { status: 'ok' } {
+    // Only what a restart of the process mends fails liveness: a database that is merely restarting fails
+    // readiness alone.
+    if (this.embedded && !this.embedded.healthy) {
+      throw new CanopyException(
+        'unavailable',
+        'the embedded database could not be restarted; restart the process',
+        { checks: { database: this.embedded.state } },
+      );
+    }
     return { status: 'ok' };
   }
 

@@ -25,6 +25,17 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATABASE_POOL_MAX: '3' }).database.poolMax).toBe(3);
   });
 
+  it('restarts an embedded database silent past the transaction deadline plus 5 s, unless told otherwise', () => {
+    expect(loadConfig({}).database).toMatchObject({ embeddedLivenessMs: 20_000, embeddedRecoveryMs: 60_000 });
+    expect(loadConfig({ DATABASE_TX_TIMEOUT_MS: '4000' }).database.embeddedLivenessMs).toBe(9_000);
+    expect(
+      loadConfig({ DATABASE_EMBEDDED_LIVENESS_MS: '3000', DATABASE_EMBEDDED_RECOVERY_MS: '8000' }).database,
+    ).toMatchObject({ embeddedLivenessMs: 3_000, embeddedRecoveryMs: 8_000 });
+    expect(() => loadConfig({ DATABASE_EMBEDDED_LIVENESS_MS: '50' })).toThrow(
+      /DATABASE_EMBEDDED_LIVENESS_MS/,
+    );
+  });
+
   it('reads and coerces every variable', () => {
     const config = loadConfig({
       NODE_ENV: 'production',

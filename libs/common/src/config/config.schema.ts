@@ -55,6 +55,17 @@ export const envSchema = z.object({
    * process's first minute (tables growing from empty); 0 turns it off.
    */
   DATABASE_UPKEEP_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5_000),
+  /**
+   * Embedded database: when its thread has not answered a probe (`SELECT 1`, every second) for this long, it is
+   * declared unresponsive and restarted on the same data directory. Longer than the longest statement or
+   * transaction it runs (while one runs, the probe waits); unset: DATABASE_TX_TIMEOUT_MS plus 5 s.
+   */
+  DATABASE_EMBEDDED_LIVENESS_MS: z.coerce.number().int().min(1_000).max(600_000).optional(),
+  /**
+   * Embedded database: when it is not serving again this long after it died or stopped answering, /healthz
+   * answers 503 so that whatever supervises the process restarts it (the restarts go on meanwhile).
+   */
+  DATABASE_EMBEDDED_RECOVERY_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
   CANOPY_DATA_DIR: z.string().min(1).default('.canopy'),
   CANOPY_MIGRATIONS_DIR: z.string().min(1).default('prisma/migrations'),
   CANOPY_MIGRATE_ON_BOOT: bool.default(true),
@@ -241,6 +252,10 @@ export interface CanopyConfig {
     readonly txTimeoutMs: number;
     /** 0: no table upkeep by the service. */
     readonly upkeepIntervalMs: number;
+    /** Embedded: silence after which the database thread is restarted. */
+    readonly embeddedLivenessMs: number;
+    /** Embedded: down this long, the process is unhealthy. */
+    readonly embeddedRecoveryMs: number;
     readonly dataDir: string;
     readonly migrationsDir: string;
     readonly migrateOnBoot: boolean;
@@ -367,6 +382,8 @@ export function loadConfig(
       txMaxWaitMs: e.DATABASE_TX_MAX_WAIT_MS,
       txTimeoutMs: e.DATABASE_TX_TIMEOUT_MS,
       upkeepIntervalMs: e.DATABASE_UPKEEP_INTERVAL_MS,
+      embeddedLivenessMs: e.DATABASE_EMBEDDED_LIVENESS_MS ?? e.DATABASE_TX_TIMEOUT_MS + 5_000,
+      embeddedRecoveryMs: e.DATABASE_EMBEDDED_RECOVERY_MS,
       dataDir: e.CANOPY_DATA_DIR,
       migrationsDir: e.CANOPY_MIGRATIONS_DIR,
       migrateOnBoot: e.CANOPY_MIGRATE_ON_BOOT,

@@ -1,5 +1,6 @@
 // The single place HTTP errors are shaped: every failure answers API.md's error body with a code and the
-// request id; a 5xx never shows a stack or an internal message, and only 5xx are logged as errors.
+// request id; a 5xx never shows a stack or an internal message, and only 5xx are logged as errors. A 429 or 503
+// carries Retry-After.
 
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
@@ -32,7 +33,8 @@ export class AllExceptionsFilter implements ExceptionFilter {
       res.end();
       return;
     }
-    if (d.code === 'rate_limited' && !res.getHeader('retry-after')) {
+    // A refusal to come back later says when: over a limit (429), or a dependency down or restarting (503).
+    if ((d.code === 'rate_limited' || d.status === 503) && !res.getHeader('retry-after')) {
       const retry = d.details?.retryAfterSeconds;
       res.setHeader('retry-after', String(typeof retry === 'number' ? Math.ceil(retry) : 1));
     }
