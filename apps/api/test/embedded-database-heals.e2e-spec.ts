@@ -295,7 +295,6 @@ describe('the embedded database heals', () => {
       const read = await tenants[0]!.api.get(`/v1/sessions/${tenants[0]!.sessions[0]}`);
       expect(read.status).toBe(503);
       expect(read.headers.get('retry-after')).toBe('1');
-      const downAt = Date.now();
       await eventually(
         async () => {
           const healthz = await status('/healthz');
@@ -303,7 +302,6 @@ describe('the embedded database heals', () => {
         },
         { timeoutMs: RECOVERY_MS + 15_000, intervalMs: 250 },
       );
-      expect(Date.now() - downAt).toBeLessThan(RECOVERY_MS + 15_000);
     } finally {
       renameSync(`${pgVersion}.away`, pgVersion);
     }
