@@ -1,11 +1,27 @@
-// Benchmarks of @canopy/core: the tree operations a session repeats (push, navigate + extend) and the UI-turn
-// projection. Every case runs at two sizes ten times apart, so the ratio of their mean times shows whether the
-// work grows linearly (~x10) or worse (~x100 would be quadratic). Fixtures are built outside the timed calls.
+// Benchmarks of @canopy/core: the tree operations a session repeats (push, navigate + extend), the UI-turn
+// projection and the conversation formats' imports and exports (over the shapes that would make them superlinear).
+// Every case runs at two sizes ten times apart, so the ratio of their mean times shows whether the work grows
+// linearly (~x10) or worse (~x100 would be quadratic). Fixtures are built outside the timed calls.
 
 import { assistantMessage, toolResultMessage, userMessage, type Message } from '../libs/core/src/message';
 import { Tree, type NodeId } from '../libs/core/src/tree';
 import { allTurns, type Turn } from '../libs/core/src/turn';
 import { makeUsage, type Usage } from '../libs/core/src/usage';
+import { fromAnthropic, toAnthropic } from '../libs/core/src/formats/anthropic';
+import { fromCanopyDocument } from '../libs/core/src/formats/canopy';
+import { fromChatGpt } from '../libs/core/src/formats/chatgpt';
+import { toMarkdown } from '../libs/core/src/formats/markdown';
+import { fromOpenAi, toOpenAi } from '../libs/core/src/formats/openai';
+import {
+  anthropicRounds,
+  canopyDocument,
+  canopyPath,
+  emptyChain,
+  markdownSession,
+  openAiRounds,
+  ticks,
+  wide,
+} from '../libs/testing/src/format-shapes';
 import { runCases, type BenchCase, type BenchReport } from './report';
 
 const PUSH_SIZES = [10_000, 100_000] as const;
@@ -16,7 +32,12 @@ const TURN_SIZES = [1_000, 10_000] as const;
 const T0 = Date.UTC(2025, 0, 1);
 
 export async function runCoreBench(): Promise<BenchReport[]> {
-  return [...(await benchPush()), ...(await benchNavigateExtend()), ...(await benchTurns())];
+  return [
+    ...(await benchPush()),
+    ...(await benchNavigateExtend()),
+    ...(await benchTurns()),
+    ...(await benchFormats()),
+  ];
 }
 
 // 1. push: a fresh tree built from N alternating user/assistant messages per timed call.
@@ -88,6 +109,90 @@ function benchTurns(): Promise<BenchReport[]> {
     };
   });
   return runCases(cases, { time: 500, iterations: 20, warmupTime: 150, warmupIterations: 5 });
+}
+
+// 4. The conversation formats: each import and export over the input shapes that would make it superlinear if
+// anything could (libs/testing's format shapes), at two sizes ten times apart. A conversion that scanned its input
+// again per node (the ChatGPT mapping once did) shows a ratio near x100.
+
+const NOW = T0;
+
+function benchFormats(): Promise<BenchReport[]> {
+  const shapes: Array<{
+    case: string;
+    sizes: [number, number];
+    make: (n: number) => unknown;
+    convert: (input: never) => unknown;
+  }> = [
+    {
+      case: 'ChatGPT import, message-less chain',
+      sizes: [10_000, 100_000],
+      make: emptyChain,
+      convert: (d: never) => fromChatGpt(d, NOW),
+    },
+    {
+      case: 'ChatGPT import, one question and n answers',
+      sizes: [4_000, 40_000],
+      make: wide,
+      convert: (d: never) => fromChatGpt(d, NOW),
+    },
+    {
+      case: 'OpenAI import, tool rounds',
+      sizes: [400, 4_000],
+      make: openAiRounds,
+      convert: (d: never) => fromOpenAi(d, NOW),
+    },
+    {
+      case: 'Anthropic import, tool rounds',
+      sizes: [400, 4_000],
+      make: anthropicRounds,
+      convert: (d: never) => fromAnthropic(d, NOW),
+    },
+    {
+      case: 'OpenAI export of a path',
+      sizes: [400, 4_000],
+      make: canopyPath,
+      convert: (p: never) => toOpenAi('openai:gpt-4o', null, p),
+    },
+    {
+      case: 'Anthropic export of a path',
+      sizes: [400, 4_000],
+      make: canopyPath,
+      convert: (p: never) => toAnthropic('anthropic:claude-x', null, p),
+    },
+    {
+      case: 'canopy document import, deep',
+      sizes: [4_000, 40_000],
+      make: (n) => canopyDocument(n),
+      convert: (d: never) => fromCanopyDocument(d),
+    },
+    {
+      case: 'canopy document import, wide',
+      sizes: [4_000, 40_000],
+      make: (n) => canopyDocument(n, 'wide'),
+      convert: (d: never) => fromCanopyDocument(d),
+    },
+    {
+      case: 'markdown export, a run of backticks',
+      sizes: [100_000, 1_000_000],
+      make: ticks,
+      convert: (m: never) => toMarkdown(markdownSession, m),
+    },
+  ];
+  const cases = shapes.flatMap((shape) =>
+    shape.sizes.map((n): BenchCase<unknown> => {
+      const input = shape.make(n) as never;
+      return {
+        name: `${shape.case} ${n}`,
+        case: shape.case,
+        size: n,
+        unit: { count: n, name: 'item' },
+        fn: () => shape.convert(input),
+        check: (result) => check(result !== undefined, `${shape.case} ${n}: no result`),
+      };
+    }),
+  );
+  return runCases(cases, { time: 300, iterations: 5, warmupTime: 100, warmupIterations: 2 });
 }
 
 // Fixtures

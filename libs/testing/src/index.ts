@@ -12,3 +12,4 @@ export * from './private-postgres';
 export * from './process-inspector';
 export * from './chaos';
 export * from './private-redis-cluster';
+export * from './format-shapes';
