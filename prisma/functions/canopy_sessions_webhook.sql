@@ -1,8 +1,11 @@
 -- canopy_sessions_webhook()
 --
--- Defined last by prisma/migrations/20261206020000_saas_admin_webhooks_quotas/migration.sql.
+-- Defined last by prisma/migrations/20261218020000_staged_imports/migration.sql (first by 20261206020000_saas_admin_webhooks_quotas).
 -- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 -- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+--
+-- A session's webhooks follow what tenants see: created when it is published (a small import is never staged),
+-- deleted (with its audit event) only if it was ever published.
 CREATE OR REPLACE FUNCTION public.canopy_sessions_webhook()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -11,17 +14,24 @@ DECLARE
     v_ctx JSONB;
 BEGIN
     IF TG_OP = 'INSERT' THEN
+        IF NEW.import_token IS NULL THEN
+            PERFORM canopy_webhook_enqueue(NEW.tenant_id, 'session.created', jsonb_build_object(
+                'sessionId', NEW.id, 'userId', NEW.user_id, 'model', NEW.model, 'title', NEW.title));
+        END IF;
+    ELSIF TG_OP = 'DELETE' THEN
+        IF OLD.import_token IS NULL THEN
+            PERFORM canopy_webhook_enqueue(OLD.tenant_id, 'session.deleted', jsonb_build_object(
+                'sessionId', OLD.id, 'userId', OLD.user_id));
+            -- The deletion's audit event, in its transaction (a tenant being deleted takes its log with it).
+            IF EXISTS (SELECT 1 FROM tenants t WHERE t.id = OLD.tenant_id) THEN
+                v_ctx := canopy_audit_context();
+                INSERT INTO audit_events (tenant_id, actor, action, target_type, target_id, request_id)
+                VALUES (OLD.tenant_id, v_ctx->'actor', 'session.delete', 'session', OLD.id, v_ctx->>'requestId');
+            END IF;
+        END IF;
+    ELSIF OLD.import_token IS NOT NULL AND NEW.import_token IS NULL THEN
         PERFORM canopy_webhook_enqueue(NEW.tenant_id, 'session.created', jsonb_build_object(
             'sessionId', NEW.id, 'userId', NEW.user_id, 'model', NEW.model, 'title', NEW.title));
-    ELSIF TG_OP = 'DELETE' THEN
-        PERFORM canopy_webhook_enqueue(OLD.tenant_id, 'session.deleted', jsonb_build_object(
-            'sessionId', OLD.id, 'userId', OLD.user_id));
-        -- The deletion's audit event, in its transaction (a tenant being deleted takes its log with it).
-        IF EXISTS (SELECT 1 FROM tenants t WHERE t.id = OLD.tenant_id) THEN
-            v_ctx := canopy_audit_context();
-            INSERT INTO audit_events (tenant_id, actor, action, target_type, target_id, request_id)
-            VALUES (OLD.tenant_id, v_ctx->'actor', 'session.delete', 'session', OLD.id, v_ctx->>'requestId');
-        END IF;
     ELSIF NEW.title IS DISTINCT FROM OLD.title THEN
         PERFORM canopy_webhook_enqueue(NEW.tenant_id, 'session.title', jsonb_build_object(
             'sessionId', NEW.id, 'userId', NEW.user_id, 'title', NEW.title));

@@ -3,7 +3,7 @@
 
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { json, type Request, type Response } from 'express';
+import { raw, type Request, type Response } from 'express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { WsAdapter } from '@nestjs/platform-ws';
 import { cleanupOpenApiDoc } from 'nestjs-zod';
@@ -56,8 +56,9 @@ export async function createApiApp(
   });
   // The web UI at `/` (API and operations routes pass through untouched).
   app.use(webUiMiddleware(options.webDir));
-  // An import carries a whole conversation: its own, larger limit (registered first, so the general parser skips it).
-  app.use('/v1/sessions/import', json({ limit: config.http.importBodyLimit }));
+  // An import carries a whole conversation: its own, larger limit, and its bytes as received (registered first, so
+  // the general parser skips it): the import parses and checks a large body off the event loop.
+  app.use('/v1/sessions/import', raw({ type: () => true, limit: config.http.importBodyLimit }));
   app.useBodyParser('json', { limit: config.http.bodyLimit });
   app.useWebSocketAdapter(new WsAdapter(app));
   app.disable('x-powered-by');

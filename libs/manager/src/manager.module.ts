@@ -29,6 +29,7 @@ import {
 import { QueueModule } from '@canopy/queue';
 import {
   EMBEDDED_DATABASE_SUPERVISOR,
+  HeavyOperationsRepository,
   RetentionRepository,
   SESSION_STORE,
   SessionCatalogStore,
@@ -44,7 +45,13 @@ import {
   type EngineRole,
   type SessionEngineDeps,
 } from '@canopy/session';
-import { RetentionSweeper, SessionCatalogService, SessionTransferService } from './catalog';
+import {
+  HeavyOperations,
+  ImportConverter,
+  RetentionSweeper,
+  SessionCatalogService,
+  SessionTransferService,
+} from './catalog';
 import { createSessionEngine, type SessionEngine } from './session-engine';
 import { SessionManager } from './session-manager.service';
 
@@ -60,6 +67,7 @@ class ManagerLifecycle implements OnApplicationBootstrap, OnApplicationShutdown 
     @Optional()
     @Inject(EMBEDDED_DATABASE_SUPERVISOR)
     private readonly embedded: EmbeddedDatabaseSupervisor | null,
+    private readonly converter: ImportConverter,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -75,6 +83,7 @@ class ManagerLifecycle implements OnApplicationBootstrap, OnApplicationShutdown 
   async onApplicationShutdown(): Promise<void> {
     this.stopWatchingDatabase?.();
     await this.engine.manager.shutdown();
+    await this.converter.close();
   }
 }
 
@@ -139,6 +148,7 @@ export class ManagerModule {
             LIVE_REGISTRY,
             EVENT_BUS,
             RUN_CONTROL,
+            HeavyOperations,
           ],
           useFactory: (
             manager: SessionManager,
@@ -147,17 +157,40 @@ export class ManagerModule {
             registry: LiveRegistry,
             bus: EventBus,
             control: RunControl,
-          ) => new SessionCatalogService(manager, sessions, catalog, registry, bus, control),
+            heavy: HeavyOperations,
+          ) => new SessionCatalogService(manager, sessions, catalog, registry, bus, control, heavy),
         },
         {
           provide: SessionTransferService,
-          inject: [SESSION_STORE, SessionCatalogStore, LIVE_REGISTRY, ToolRegistry],
+          inject: [
+            SESSION_STORE,
+            SessionCatalogStore,
+            LIVE_REGISTRY,
+            ToolRegistry,
+            ImportConverter,
+            HeavyOperations,
+            CANOPY_CONFIG,
+          ],
           useFactory: (
             store: SessionStore,
             catalog: SessionCatalogStore,
             registry: LiveRegistry,
             tools: ToolRegistry,
-          ) => new SessionTransferService(store, catalog, registry, tools),
+            converter: ImportConverter,
+            heavy: HeavyOperations,
+            c: CanopyConfig,
+          ) => new SessionTransferService(store, catalog, registry, tools, converter, heavy, c.imports),
+        },
+        // The import thread: stopped with the service.
+        { provide: ImportConverter, useFactory: () => new ImportConverter() },
+        {
+          provide: HeavyOperations,
+          inject: [HeavyOperationsRepository, CANOPY_CONFIG],
+          useFactory: (leases: HeavyOperationsRepository, c: CanopyConfig) =>
+            new HeavyOperations(leases, {
+              perTenant: c.imports.heavyOperationsPerTenant,
+              batchPauseRatio: c.imports.batchPauseRatio,
+            }),
         },
         ManagerLifecycle,
       ],

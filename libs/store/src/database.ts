@@ -232,6 +232,20 @@ export class Database {
     return this.sqlTransaction(`set_config('canopy.tenant_id', '${scope.tenantId}', true)`, fn);
   }
 
+  /**
+   * withTenantSql that also holds a staged import's token (canopy.import): its transactions see and write the
+   * staged session the restrictive policy hides from all others (migration 20261218020000_staged_imports).
+   */
+  withImportSql<T>(scope: Pick<Scope, 'tenantId'>, token: string, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
+    if (!isUuid(scope.tenantId)) return Promise.reject(CanopyException.notFound('tenant'));
+    // Both checked just here (a uuid, a token of ours), so safe to splice in as literals.
+    if (!/^[A-Za-z0-9_-]{16,64}$/.test(token)) return Promise.reject(new Error('not an import token'));
+    return this.sqlTransaction(
+      `set_config('canopy.tenant_id', '${scope.tenantId}', true), set_config('canopy.import', '${token}', true)`,
+      fn,
+    );
+  }
+
   /** withAdmin for raw SQL over node-postgres. */
   withAdminSql<T>(reason: string, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
     if (!reason) return Promise.reject(new Error('withAdminSql needs a reason'));

@@ -21,3 +21,4 @@ export * from './webhooks.repository';
 export * from './quotas.repository';
 export * from './secret-box';
 export * from './provider-keys.repository';
+export * from './heavy-operations.repository';

@@ -6,8 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { CanopyException } from '@canopy/common';
-import { sumUsage, type Scope, type SessionStatus, type TreeNode } from '@canopy/core';
-import { Database } from './database';
+import { sumUsage, type Scope, type SessionStatus, type TreeNode, type Usage } from '@canopy/core';
+import { Database, type SqlTx } from './database';
 import { filterConditions, type SessionFilter } from './session-filters';
 import { countSessions, declareSearch, searchMatches, searchPage, type SearchPage } from './session-search';
 import {
@@ -42,7 +42,12 @@ export type ForkResult =
   | { ok: false; reason: 'not_found' | 'node_not_found' };
 
 /** A session to store whole (an import): every field given, its tree exact. */
-export interface ImportSessionInput {
+export interface ImportSessionInput extends ImportSessionHead {
+  nodes: TreeNode[];
+}
+
+/** An imported session's fields and position, without its nodes (a staged import writes them in batches). */
+export interface ImportSessionHead {
   id?: string;
   title: string | null;
   model: string;
@@ -54,7 +59,6 @@ export interface ImportSessionInput {
   pinned: boolean;
   createdAt?: Date;
   updatedAt?: Date;
-  nodes: TreeNode[];
   position: PositionRecord;
   nextNodeId: number;
 }
@@ -117,60 +121,121 @@ export class SessionCatalogStore {
   }
 
   /** Stores a session with its whole tree, in one transaction: all of it, or nothing (already_exists for a taken id). */
-  async importSession(scope: Scope, input: ImportSessionInput): Promise<SessionRecord> {
-    const id = input.id ?? randomBytes(16).toString('base64url');
-    const userId = scope.userId ?? input.userId;
-    const usage = sumUsage(input.nodes.map((n) => n.usage));
+  importSession(scope: Scope, input: ImportSessionInput): Promise<SessionRecord> {
+    const { nodes, ...head } = input;
+    const usage = sumUsage(nodes.map((n) => n.usage));
+    return this.importBatch(scope, head, usage, nodes.length ? JSON.stringify(nodes) : null, nodes.length);
+  }
+
+  /** importSession with the nodes as JSON (`count` of them, id order; null: none), as an import prepares them. */
+  async importBatch(
+    scope: Scope,
+    head: ImportSessionHead,
+    usage: Usage,
+    nodesJson: string | null,
+    count: number,
+  ): Promise<SessionRecord> {
+    const id = head.id ?? newSessionId();
     return this.db.withTenantSql(scope, async (tx) => {
-      const [row] = await query<SessionRow>(
-        tx,
-        sql`
-        INSERT INTO sessions (tenant_id, id, user_id, title, model, system, opts, tools, metadata, pinned, path,
-                              cursors, head, next_node_id, usage, created_at, updated_at)
-        VALUES (${scope.tenantId}::uuid, ${id}::text, ${userId}::text, ${input.title}::text, ${input.model}::text,
-                ${input.system}::text, ${json(input.opts)}, ${json(input.tools)}, ${json(input.metadata)},
-                ${input.pinned}::boolean, ${input.position.path}::int[], ${json(input.position.cursors)},
-                ${input.position.head}::int, ${input.nextNodeId}::int, ${json(toUsage(usage))},
-                COALESCE(${input.createdAt ?? null}::timestamptz, now()),
-                COALESCE(${input.updatedAt ?? null}::timestamptz, now()))
-        ON CONFLICT (tenant_id, id) DO NOTHING
-        RETURNING ${SESSION_COLUMNS}`,
-      );
-      if (!row)
-        throw new CanopyException('already_exists', `session ${id} already exists`, { id, field: 'id' });
-      if (input.nodes.length) {
-        // Parents inserted by the same statement satisfy the parent check, made at its end. Each node's path
-        // usage (root -> it, summed in path order: what a fork of it costs) is its parent's plus its own, down
-        // each tree from its root; a node whose parent is not among them is stored without one (the check
-        // refuses it anyway).
-        const inserted = await query<{ id: number }>(
-          tx,
-          sql`
-          INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, path_usage)
-          WITH RECURSIVE added AS (
-              SELECT n.id, n."parentId" AS parent_id, n.message, n.usage
-                FROM jsonb_to_recordset(${json(input.nodes)}) AS n(id INTEGER, "parentId" INTEGER, message JSONB, usage JSONB)
-          ), down AS (
-              SELECT added.*, CASE WHEN added.parent_id IS NULL THEN canopy_usage_vector(added.usage) END AS path_usage
-                FROM added
-               WHERE NOT EXISTS (SELECT 1 FROM added AS above WHERE above.id = added.parent_id)
-              UNION ALL
-              SELECT added.*, canopy_path_usage(down.path_usage, added.usage)
-                FROM down JOIN added ON added.parent_id = down.id
-          )
-          SELECT ${scope.tenantId}::uuid, ${id}::text, down.id, down.parent_id,
-                 (down.message ->> 'role')::message_role, down.message, down.usage, down.path_usage
-            FROM down
-          RETURNING id`,
-        );
-        // The formats check the tree before (parents known and older); a node no walk reached would be lost here.
-        if (inserted.length !== input.nodes.length)
-          throw new Error(
-            `import of session ${id}: ${inserted.length} of ${input.nodes.length} nodes form a tree`,
-          );
-      }
+      const row = await insertSession(tx, scope, id, head, usage, null);
+      if (nodesJson !== null && count > 0) await insertNodes(tx, scope, id, nodesJson, count);
       return toSession(row);
     });
+  }
+
+  /**
+   * The first step of an import written in batches: the session, STAGED (hidden from every transaction but those
+   * given `token`, until publishImport; migration 20261218020000_staged_imports), without nodes. already_exists for
+   * a taken id (a staged one's included). `expiresAt`: past it, an untouched staged session is the sweep's.
+   */
+  async stageImport(
+    scope: Scope,
+    input: ImportSessionHead,
+    usage: Usage,
+    token: string,
+    expiresAt: Date,
+  ): Promise<string> {
+    const id = input.id ?? newSessionId();
+    await this.db.withImportSql(scope, token, (tx) =>
+      insertSession(tx, scope, id, input, usage, { token, expiresAt }),
+    );
+    return id;
+  }
+
+  /**
+   * One batch of a staged import's nodes (JSON of `count` nodes in id order, each one's parent in this batch or an
+   * earlier one), in its own transaction; the staged session's expiry moves to `expiresAt`.
+   */
+  async addImportNodes(
+    scope: Scope,
+    id: string,
+    token: string,
+    batchJson: string,
+    count: number,
+    expiresAt: Date,
+  ): Promise<void> {
+    await this.db.withImportSql(scope, token, async (tx) => {
+      const touched = await query(
+        tx,
+        sql`UPDATE sessions SET import_expires_at = ${expiresAt}::timestamptz
+             WHERE tenant_id = ${scope.tenantId}::uuid AND id = ${id}::text AND import_token = ${token}::text
+             RETURNING 1`,
+      );
+      if (!touched.length) throw CanopyException.unavailable(`the staged import of session ${id} is gone`);
+      await insertNodes(tx, scope, id, batchJson, count);
+    });
+  }
+
+  /** Ends a staged import: the session becomes visible, as it is now; its times are the document's. */
+  async publishImport(
+    scope: Scope,
+    id: string,
+    token: string,
+    times: { createdAt?: Date; updatedAt?: Date },
+  ): Promise<SessionRecord> {
+    const [row] = await this.db.withImportSql(scope, token, (tx) =>
+      query<SessionRow>(
+        tx,
+        sql`
+        UPDATE sessions
+           SET import_token = NULL, import_expires_at = NULL,
+               created_at = COALESCE(${times.createdAt ?? null}::timestamptz, now()),
+               updated_at = COALESCE(${times.updatedAt ?? null}::timestamptz, now())
+         WHERE tenant_id = ${scope.tenantId}::uuid AND id = ${id}::text AND import_token = ${token}::text
+        RETURNING ${SESSION_COLUMNS}`,
+      ),
+    );
+    if (!row) throw CanopyException.unavailable(`the staged import of session ${id} is gone`);
+    return toSession(row);
+  }
+
+  /**
+   * Deletes a staged import that failed, `batch` nodes per transaction (a short one each, like its writes), then
+   * the session. Nobody saw it: no webhook, no audit event.
+   */
+  async discardImport(scope: Scope, id: string, token: string, batch: number): Promise<void> {
+    for (;;) {
+      const deleted = await this.db.withImportSql(scope, token, (tx) =>
+        query(
+          tx,
+          sql`
+          DELETE FROM nodes
+           WHERE tenant_id = ${scope.tenantId}::uuid AND session_id = ${id}::text
+             AND id IN (SELECT id FROM nodes
+                         WHERE tenant_id = ${scope.tenantId}::uuid AND session_id = ${id}::text
+                         ORDER BY id DESC LIMIT ${batch}::int)
+          RETURNING 1`,
+        ),
+      );
+      if (deleted.length < batch) break;
+    }
+    await this.db.withImportSql(scope, token, (tx) =>
+      query(
+        tx,
+        sql`DELETE FROM sessions
+             WHERE tenant_id = ${scope.tenantId}::uuid AND id = ${id}::text AND import_token = ${token}::text`,
+      ),
+    );
   }
 
   /**
@@ -274,4 +339,75 @@ function decodeExportCursor(cursor: string): { createdAt: string; id: string } {
     // fall through: not base64url JSON
   }
   throw CanopyException.badRequest('invalid cursor', { field: 'cursor' });
+}
+
+function newSessionId(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+/** The session row of an import; `staged`: hidden until published (stageImport). already_exists for a taken id. */
+async function insertSession(
+  tx: SqlTx,
+  scope: Scope,
+  id: string,
+  input: ImportSessionHead,
+  usage: Usage,
+  staged: { token: string; expiresAt: Date } | null,
+): Promise<SessionRow> {
+  const userId = scope.userId ?? input.userId;
+  const [row] = await query<SessionRow>(
+    tx,
+    sql`
+    INSERT INTO sessions (tenant_id, id, user_id, title, model, system, opts, tools, metadata, pinned, path,
+                          cursors, head, next_node_id, usage, created_at, updated_at, import_token, import_expires_at)
+    VALUES (${scope.tenantId}::uuid, ${id}::text, ${userId}::text, ${input.title}::text, ${input.model}::text,
+            ${input.system}::text, ${json(input.opts)}, ${json(input.tools)}, ${json(input.metadata)},
+            ${input.pinned}::boolean, ${input.position.path}::int[], ${json(input.position.cursors)},
+            ${input.position.head}::int, ${input.nextNodeId}::int, ${json(toUsage(usage))},
+            COALESCE(${input.createdAt ?? null}::timestamptz, now()),
+            COALESCE(${input.updatedAt ?? null}::timestamptz, now()),
+            ${staged?.token ?? null}::text, ${staged?.expiresAt ?? null}::timestamptz)
+    ON CONFLICT (tenant_id, id) DO NOTHING
+    RETURNING ${SESSION_COLUMNS}`,
+  );
+  if (!row) throw new CanopyException('already_exists', `session ${id} already exists`, { id, field: 'id' });
+  return row;
+}
+
+/**
+ * Inserts `count` nodes (JSON, id order) of a session. Parents inserted by the same statement satisfy the parent
+ * check, made at its end; so do parents stored before (an earlier batch of a staged import). Each node's path
+ * usage (root -> it, summed in path order: what a fork of it costs) is its parent's plus its own, down each tree
+ * from the nodes whose parent is a root's place or an earlier batch's node; a node whose parent is neither is
+ * stored without one (the check refuses it anyway). The walk joins each level to the batch: batches stay bounded.
+ */
+async function insertNodes(tx: SqlTx, scope: Scope, id: string, batchJson: string, count: number): Promise<void> {
+  const inserted = await query<{ id: number }>(
+    tx,
+    sql`
+    INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, path_usage)
+    WITH RECURSIVE added AS (
+        SELECT n.id, n."parentId" AS parent_id, n.message, n.usage
+          FROM jsonb_to_recordset(${batchJson}::jsonb) AS n(id INTEGER, "parentId" INTEGER, message JSONB, usage JSONB)
+    ), down AS (
+        SELECT added.*,
+               CASE WHEN added.parent_id IS NULL THEN canopy_usage_vector(added.usage)
+                    ELSE canopy_path_usage(earlier.path_usage, added.usage) END AS path_usage
+          FROM added
+          LEFT JOIN nodes AS earlier
+            ON earlier.tenant_id = ${scope.tenantId}::uuid AND earlier.session_id = ${id}::text
+           AND earlier.id = added.parent_id
+         WHERE NOT EXISTS (SELECT 1 FROM added AS above WHERE above.id = added.parent_id)
+        UNION ALL
+        SELECT added.*, canopy_path_usage(down.path_usage, added.usage)
+          FROM down JOIN added ON added.parent_id = down.id
+    )
+    SELECT ${scope.tenantId}::uuid, ${id}::text, down.id, down.parent_id,
+           (down.message ->> 'role')::message_role, down.message, down.usage, down.path_usage
+      FROM down
+    RETURNING id`,
+  );
+  // The formats check the tree before (parents known and older); a node no walk reached would be lost here.
+  if (inserted.length !== count)
+    throw new Error(`import of session ${id}: ${inserted.length} of ${count} nodes form a tree`);
 }

@@ -20,6 +20,7 @@ import { PostgresSessionStore } from './postgres-session.store';
 import { ProviderKeysRepository } from './provider-keys.repository';
 import { QuotasRepository } from './quotas.repository';
 import { RetentionRepository } from './retention.repository';
+import { HeavyOperationsRepository } from './heavy-operations.repository';
 import { SecretBox, resolveEncryptionKey } from './secret-box';
 import { SessionCatalogStore } from './session-catalog.store';
 import { SESSION_STORE } from './session-store.port';
@@ -159,6 +160,7 @@ export class StoreModule {
         repository(RetentionRepository),
         repository(QuotasRepository),
         repository(WebhooksRepository),
+        repository(HeavyOperationsRepository),
         {
           // Provider keys a tenant brought (sealed under the deployment's encryption key).
           provide: ProviderKeysRepository,
@@ -179,6 +181,7 @@ export class StoreModule {
         RetentionRepository,
         QuotasRepository,
         WebhooksRepository,
+        HeavyOperationsRepository,
         ProviderKeysRepository,
       ],
     };

@@ -55,8 +55,10 @@ export class SessionTransferController {
     summary:
       'Import a conversation as a new session: canopy (exact tree, its id kept), openai / anthropic messages (a linear path), chatgpt (one conversations.json entry, branches kept). All or nothing; bad input names the field.',
   })
-  import(@CurrentScope() scope: Scope, @Body() body: ImportDto) {
-    return this.transfer.import(scope, body);
+  @ApiBody({ type: ImportDto })
+  import(@CurrentScope() scope: Scope, @Req() req: Request) {
+    // The body arrives as bytes (app.factory.ts): the import parses and checks it, off the event loop when large.
+    return this.transfer.importBody(scope, jsonBodyBytes(req));
   }
 
   @Get('export')
@@ -123,8 +125,13 @@ export class SessionTransferController {
         ...(query.model !== undefined ? { model: query.model } : {}),
       },
     );
+    // The first line's report is made before the answer starts, so a refusal of the whole import (too many heavy
+    // operations in flight, the database away) is an error answer, not a line.
+    const first = await reports.next();
     res.status(200).type(NDJSON);
+    res.flushHeaders();
     try {
+      if (!first.done) await writeLine(res, first.value);
       for await (const report of reports) await writeLine(res, report);
     } catch (err) {
       // A failure that is no bad line (the database went away): said on a last line; lines reported ok before it
@@ -135,4 +142,21 @@ export class SessionTransferController {
     }
     res.end();
   }
+}
+
+/**
+ * A JSON body's bytes, as the raw parser left them; the answers for none or another content type are the JSON
+ * routes' own (a schema failure at the body's root, saying what to send).
+ */
+function jsonBodyBytes(req: Request): Uint8Array {
+  const type = req.headers['content-type'];
+  const body: unknown = req.body;
+  if (!/^application\/([\w.+-]+\+)?json\b/i.test(type ?? '') || !Buffer.isBuffer(body) || body.length === 0) {
+    const sent = type ? `content-type ${type.split(';')[0]!.trim()}` : 'no content-type';
+    throw CanopyException.badRequest(
+      `the request body must be JSON sent with "content-type: application/json" (this request had ${sent})`,
+      { issues: [{ path: '', message: 'expected object, received undefined' }], expected: 'application/json' },
+    );
+  }
+  return body;
 }

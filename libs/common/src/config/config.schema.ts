@@ -117,6 +117,15 @@ export const envSchema = z.object({
     .string()
     .regex(/^\d+(b|kb|mb)$/i, 'a size such as 512kb or 20mb')
     .default('20mb'),
+  /** Heavy operations (imports, bulk exports and deletes, forks) one tenant may have in flight across the deployment; more answer 429 too_many_operations. */
+  HEAVY_OPERATIONS_PER_TENANT: z.coerce.number().int().min(1).max(1_000).default(2),
+  /** Nodes an import writes per transaction: a larger import is written in batches into a session hidden until complete. */
+  IMPORT_BATCH_NODES: z.coerce.number().int().min(10).max(100_000).default(500),
+  /**
+   * After each batch, an import waits this many times as long as the batch took, leaving the database to other
+   * tenants (default: 2 on the embedded database, which runs one statement at a time; 0.25 on Postgres).
+   */
+  IMPORT_BATCH_PAUSE_RATIO: z.coerce.number().min(0).max(100).optional(),
   /** How often the retention sweeper runs (deletes sessions older than their tenant's policy). */
   RETENTION_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(86_400_000).default(3_600_000),
   /** Sessions one sweep statement deletes (it repeats until a tenant has none left to expire). */
@@ -242,6 +251,11 @@ export interface CanopyConfig {
     readonly port: number;
     readonly bodyLimit: string;
     readonly importBodyLimit: string;
+  };
+  readonly imports: {
+    readonly heavyOperationsPerTenant: number;
+    readonly batchNodes: number;
+    readonly batchPauseRatio: number;
   };
   readonly log: { readonly level: Env['LOG_LEVEL'] };
   readonly database: {
@@ -376,6 +390,11 @@ export function loadConfig(
     instanceId: e.CANOPY_INSTANCE_ID ?? options.defaultInstanceId ?? 'canopy',
     http: { host: e.HOST, port: e.PORT, bodyLimit: e.HTTP_BODY_LIMIT, importBodyLimit: e.IMPORT_BODY_LIMIT },
     log: { level: e.LOG_LEVEL },
+    imports: {
+      heavyOperationsPerTenant: e.HEAVY_OPERATIONS_PER_TENANT,
+      batchNodes: e.IMPORT_BATCH_NODES,
+      batchPauseRatio: e.IMPORT_BATCH_PAUSE_RATIO ?? (e.DATABASE_URL ? 0.25 : 2),
+    },
     database: {
       url: e.DATABASE_URL ?? null,
       poolMax: e.DATABASE_POOL_MAX ?? defaultPoolMax(),

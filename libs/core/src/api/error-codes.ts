@@ -25,6 +25,8 @@ export const ERROR_STATUS = {
   rate_limited: 429,
   /** A run over one of its tenant's or user's quotas (details: the limit, the usage, when it resets). */
   quota_exceeded: 429,
+  /** The tenant has as many heavy operations (imports, bulk exports and deletes, forks) in flight as it may: retry later. */
+  too_many_operations: 429,
   internal: 500,
   unavailable: 503,
 } as const;

@@ -1,5 +1,6 @@
 // The population of a tenant's sessions, beside SessionManager: search and count with the list
-// filters, fork, and bulk delete and cancel. Bulk operations are capped per call and answer what they did; each
+// filters, fork, and bulk delete and cancel. Forks and bulk deletes are heavy operations of their tenant's (a few in
+// flight at most: heavy-operations.ts). Bulk operations are capped per call and answer what they did; each
 // session goes through the same steps as its single-session command (a busy session's run is stopped before it
 // is deleted, a live one closed everywhere).
 
@@ -11,6 +12,7 @@ import type { SearchHit, SessionCatalogStore } from '@canopy/store';
 import { toSessionInfo, type SessionService } from '@canopy/session';
 import type { SessionManager } from '../session-manager.service';
 import { mapLimit, resolveFilter, type CatalogFilter } from './catalog-filter';
+import type { HeavyOperations } from './heavy-operations';
 
 /** Sessions one bulk call acts on at most. */
 export const BULK_LIMIT = 500;
@@ -38,6 +40,7 @@ export class SessionCatalogService {
     private readonly registry: LiveRegistry,
     private readonly bus: EventBus,
     private readonly control: RunControl,
+    private readonly heavy: HeavyOperations,
   ) {}
 
   async search(
@@ -61,6 +64,10 @@ export class SessionCatalogService {
 
   /** A new session: the source's path up to the node (default its active tip); metadata.forkedFrom names it. */
   async fork(scope: Scope, sessionId: string, input: ForkRequest): Promise<SessionInfo> {
+    return this.heavy.run(scope, 'fork', () => this.forkNow(scope, sessionId, input));
+  }
+
+  private async forkNow(scope: Scope, sessionId: string, input: ForkRequest): Promise<SessionInfo> {
     const forked = await this.catalog.fork(scope, {
       sessionId,
       ...(input.nodeId !== undefined ? { nodeId: input.nodeId } : {}),
@@ -77,7 +84,11 @@ export class SessionCatalogService {
   }
 
   /** Deletes the target's sessions (at most BULK_LIMIT); `more`: the filter matched more than were deleted. */
-  async deleteMany(
+  deleteMany(scope: Scope, target: BulkTarget): Promise<{ deleted: number; ids: string[]; more: boolean }> {
+    return this.heavy.run(scope, 'delete', () => this.deleteNow(scope, target));
+  }
+
+  private async deleteNow(
     scope: Scope,
     target: BulkTarget,
   ): Promise<{ deleted: number; ids: string[]; more: boolean }> {

@@ -2,15 +2,14 @@
 // active path) or markdown; imported from canopy, OpenAI / Anthropic message arrays or a ChatGPT export's
 // conversation; and in bulk, a tenant's (or a user's) sessions streamed as canopy documents, one per line, and
 // lines of documents imported each on its own, all or nothing per session. The conversions are libs/core's pure
-// formats; this service adds the store and the rules of a session (its model's form, its tools, its user).
+// formats, run by the import converter (off the event loop for large inputs); this service adds the store and the
+// rules of a session (its model's form, its tools, its user). A large import is written in batches into a staged
+// session, published when complete; large imports and bulk streams are heavy operations of their tenant's.
 
+import { randomBytes } from 'node:crypto';
 import { CanopyException } from '@canopy/common';
 import {
   FormatError,
-  fromAnthropic,
-  fromCanopyDocument,
-  fromChatGpt,
-  fromOpenAi,
   modelSchema,
   toAnthropic,
   toCanopyDocument,
@@ -23,15 +22,26 @@ import {
 } from '@canopy/core';
 import type { ToolRegistry } from '@canopy/agent';
 import type { LiveRegistry } from '@canopy/realtime';
-import type { SessionCatalogStore, SessionStore } from '@canopy/store';
+import type { ImportSessionHead, SessionCatalogStore, SessionFilter, SessionStore } from '@canopy/store';
 import { checkMockDelays, checkTools, toSessionInfo } from '@canopy/session';
 import { resolveFilter, type CatalogFilter } from './catalog-filter';
+import type { HeavyOperations } from './heavy-operations';
+import { INLINE_PREPARATION_BYTES, type ImportConverter } from './import-converter';
+import type {
+  ImportFormat,
+  PreparationError,
+  PreparationResult,
+  PreparedImport,
+} from './import-preparation';
 
 export type ExportFormat = 'canopy' | 'openai' | 'anthropic' | 'markdown';
-export type ImportFormat = 'canopy' | 'openai' | 'anthropic' | 'chatgpt';
+export type { ImportFormat };
 
 /** The model of an imported conversation that names none. */
 export const DEFAULT_IMPORT_MODEL = 'mock:echo';
+
+/** A staged import nobody touched for this long (its process died) is the sweep's. */
+const STAGED_IMPORT_EXPIRY_MS = 10 * 60_000;
 
 export interface ImportRequest {
   format: ImportFormat;
@@ -53,6 +63,9 @@ export class SessionTransferService {
     private readonly catalog: SessionCatalogStore,
     private readonly registry: LiveRegistry,
     private readonly tools: ToolRegistry,
+    private readonly converter: ImportConverter,
+    private readonly heavy: HeavyOperations,
+    private readonly imports: { batchNodes: number },
   ) {}
 
   /** One session in a format: JSON for canopy / openai / anthropic, text for markdown. */
@@ -97,52 +110,99 @@ export class SessionTransferService {
 
   /**
    * Imports one conversation as a new session; all of it or nothing. Bad input is a bad_request naming the field
-   * (`field` is prefixed by `base`: `data...` for one import, `line 3: ...` in bulk).
+   * (`data...`).
    */
-  async import(scope: Scope, request: ImportRequest, base = 'data'): Promise<SessionInfo> {
-    return (await this.importConversation(scope, request, base)).session;
+  async import(scope: Scope, request: ImportRequest): Promise<SessionInfo> {
+    const { data, ...options } = request;
+    const input = { kind: 'data' as const, data, options, now: Date.now(), batchNodes: this.imports.batchNodes };
+    return (await this.save(scope, await this.converter.prepare(input, 0))).session;
   }
 
-  private async importConversation(
+  /**
+   * POST /v1/sessions/import with its body as received (JSON bytes): parsed, checked and converted off the event
+   * loop when large, then stored like import(). A large one is a heavy operation of the tenant's.
+   */
+  async importBody(scope: Scope, body: Uint8Array): Promise<SessionInfo> {
+    const input = { kind: 'request' as const, body, now: Date.now(), batchNodes: this.imports.batchNodes };
+    const work = async () => (await this.save(scope, await this.converter.prepare(input, body.byteLength))).session;
+    return body.byteLength > INLINE_PREPARATION_BYTES ? this.heavy.run(scope, 'import', work) : work();
+  }
+
+  /** Converts and stores one prepared conversation; bad_request for what the preparation refused. */
+  private async save(
     scope: Scope,
-    request: ImportRequest,
-    base: string,
+    result: PreparationResult,
   ): Promise<{ session: SessionInfo; nodes: number }> {
-    const conversation = this.read(request, base);
-    const s = conversation.session;
-    const model = request.model ?? s.model ?? DEFAULT_IMPORT_MODEL;
+    if (!result.ok) throw preparationError(result.error);
+    const { prepared } = result;
+    const { options, session: s } = prepared;
+    const model = options.model ?? s.model ?? DEFAULT_IMPORT_MODEL;
     if (!modelSchema.safeParse(model).success || !/^[a-z][a-z0-9-]*:./.test(model)) {
-      throw badRequest(
-        new FormatError(request.model ? 'model' : `${base}.model`, `not a model name "${model}"`),
-      );
+      throw badRequest(new FormatError(options.model ? 'model' : 'data.model', `not a model name "${model}"`));
     }
     const tools = s.tools ?? [];
     checkTools(this.tools, tools, s.opts);
     checkMockDelays(s.opts);
-    const record = await this.catalog.importSession(scope, {
+    const head: ImportSessionHead = {
       ...(s.id !== undefined ? { id: s.id } : {}),
       title: s.title,
       model,
       system: s.system,
       opts: s.opts ?? {},
       tools,
-      metadata: { ...s.metadata, ...(request.metadata ?? {}) },
-      userId: scope.userId ?? request.userId ?? s.userId ?? null,
+      metadata: { ...s.metadata, ...(options.metadata ?? {}) },
+      userId: scope.userId ?? options.userId ?? s.userId ?? null,
       pinned: s.pinned ?? false,
       ...(s.createdAt ? { createdAt: new Date(s.createdAt) } : {}),
       ...(s.updatedAt ? { updatedAt: new Date(s.updatedAt) } : {}),
-      nodes: conversation.tree.nodes,
-      position: {
-        path: conversation.tree.path,
-        cursors: conversation.tree.cursors,
-        head: conversation.tree.path.at(-1) ?? null,
-      },
-      nextNodeId: conversation.tree.nextId,
-    });
-    return { session: toSessionInfo(record), nodes: conversation.tree.nodes.length };
+      position: { path: prepared.path, cursors: prepared.cursors, head: prepared.path.at(-1) ?? null },
+      nextNodeId: prepared.nextId,
+    };
+    const record =
+      prepared.batches.length <= 1
+        ? await this.catalog.importBatch(scope, head, prepared.usage, prepared.batches[0] ?? null, prepared.nodes)
+        : await this.importStaged(scope, head, prepared);
+    return { session: toSessionInfo(record), nodes: prepared.nodes };
   }
 
-  /** Sessions as canopy documents, oldest created first, from `cursor` on (each document's cursor resumes after it). */
+  /**
+   * An import larger than one batch: the session staged (hidden), its nodes a batch per transaction taking turns
+   * with other imports of this process, then published; on any failure the staged session is deleted, so the
+   * import is all or nothing without one long transaction holding the database.
+   */
+  private async importStaged(scope: Scope, head: ImportSessionHead, prepared: PreparedImport) {
+    const token = randomBytes(18).toString('base64url');
+    const expiry = () => new Date(Date.now() + STAGED_IMPORT_EXPIRY_MS);
+    const id = await this.heavy.batch(() =>
+      this.catalog.stageImport(scope, head, prepared.usage, token, expiry()),
+    );
+    try {
+      const size = this.imports.batchNodes;
+      for (let i = 0; i < prepared.batches.length; i++) {
+        const count = Math.min(size, prepared.nodes - i * size);
+        await this.heavy.batch(() =>
+          this.catalog.addImportNodes(scope, id, token, prepared.batches[i]!, count, expiry()),
+        );
+      }
+      return await this.heavy.batch(() =>
+        this.catalog.publishImport(scope, id, token, {
+          ...(head.createdAt ? { createdAt: head.createdAt } : {}),
+          ...(head.updatedAt ? { updatedAt: head.updatedAt } : {}),
+        }),
+      );
+    } catch (err) {
+      // Left behind if this fails too (the database is away): the sweep deletes it once it expires.
+      await this.catalog
+        .discardImport(scope, id, token, this.imports.batchNodes)
+        .catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * Sessions as canopy documents, oldest created first, from `cursor` on (each document's cursor resumes after it);
+   * a heavy operation of the tenant's while it streams.
+   */
   async *exportAll(
     scope: Scope,
     filter: CatalogFilter,
@@ -151,6 +211,20 @@ export class SessionTransferService {
   ): AsyncGenerator<CanopyDocument> {
     const resolved = await resolveFilter(scope, filter, this.registry);
     if (!resolved) return;
+    const end = await this.heavy.begin(scope, 'export');
+    try {
+      yield* this.exportPages(scope, resolved, cursor, pageSize);
+    } finally {
+      await end();
+    }
+  }
+
+  private async *exportPages(
+    scope: Scope,
+    resolved: SessionFilter,
+    cursor: string | null,
+    pageSize: number,
+  ): AsyncGenerator<CanopyDocument> {
     let after = cursor;
     do {
       const page = await this.catalog.exportPage(scope, resolved, pageSize, after);
@@ -166,61 +240,47 @@ export class SessionTransferService {
     } while (after);
   }
 
-  /** Imports each line (a JSON document of `format`) on its own; reports every line. Blank lines are skipped. */
+  /**
+   * Imports each line (a JSON document of `format`) on its own; reports every line. Blank lines are skipped. The
+   * whole stream is one heavy operation of the tenant's (429 too_many_operations before the first line when it has
+   * too many in flight).
+   */
   async *importLines(
     scope: Scope,
     lines: AsyncIterable<{ line: number; text: string } | { line: number; error: string }>,
     options: Omit<ImportRequest, 'data'>,
   ): AsyncGenerator<ImportLineReport> {
-    for await (const entry of lines) {
-      const { line } = entry;
-      if ('error' in entry) {
-        yield { line, ok: false, error: { code: 'bad_request', message: entry.error } };
-        continue;
-      }
-      if (entry.text.trim() === '') continue;
-      let data: unknown;
-      try {
-        data = JSON.parse(entry.text);
-      } catch (err) {
-        yield {
-          line,
-          ok: false,
-          error: { code: 'bad_request', message: `not JSON: ${(err as Error).message}` },
-        };
-        continue;
-      }
-      try {
-        const imported = await this.importConversation(scope, { ...options, data }, 'data');
-        yield { line, ok: true, id: imported.session.id, nodes: imported.nodes };
-      } catch (err) {
-        if (!(err instanceof CanopyException) || err.status >= 500) throw err;
-        const field = (err.details as { field?: unknown } | undefined)?.field;
-        yield {
-          line,
-          ok: false,
-          error: { code: err.code, message: err.message, ...(typeof field === 'string' ? { field } : {}) },
-        };
-      }
-    }
-  }
-
-  private read(request: ImportRequest, base: string): Conversation {
-    const now = Date.now();
+    const end = await this.heavy.begin(scope, 'import');
     try {
-      switch (request.format) {
-        case 'canopy':
-          return fromCanopyDocument(request.data, base);
-        case 'openai':
-          return fromOpenAi(request.data, now, base);
-        case 'anthropic':
-          return fromAnthropic(request.data, now, base);
-        case 'chatgpt':
-          return fromChatGpt(request.data, now, base);
+      for await (const entry of lines) {
+        const { line } = entry;
+        if ('error' in entry) {
+          yield { line, ok: false, error: { code: 'bad_request', message: entry.error } };
+          continue;
+        }
+        if (entry.text.trim() === '') continue;
+        const input = {
+          kind: 'line' as const,
+          text: entry.text,
+          options,
+          now: Date.now(),
+          batchNodes: this.imports.batchNodes,
+        };
+        try {
+          const imported = await this.save(scope, await this.converter.prepare(input, entry.text.length));
+          yield { line, ok: true, id: imported.session.id, nodes: imported.nodes };
+        } catch (err) {
+          if (!(err instanceof CanopyException) || err.status >= 500) throw err;
+          const field = (err.details as { field?: unknown } | undefined)?.field;
+          yield {
+            line,
+            ok: false,
+            error: { code: err.code, message: err.message, ...(typeof field === 'string' ? { field } : {}) },
+          };
+        }
       }
-    } catch (err) {
-      if (err instanceof FormatError) throw badRequest(err);
-      throw err;
+    } finally {
+      await end();
     }
   }
 }
@@ -230,4 +290,21 @@ function badRequest(err: FormatError): CanopyException {
     field: err.field,
     issues: [{ path: err.field, message: err.message }],
   });
+}
+
+/** A preparation's refusal as the API says it: the same answers the validation pipe and the formats give. */
+function preparationError(error: PreparationError): CanopyException {
+  switch (error.kind) {
+    case 'json':
+      return CanopyException.badRequest(`not JSON: ${error.message}`);
+    case 'invalid': {
+      const first = error.issues[0];
+      return CanopyException.badRequest(
+        first ? `invalid request: ${first.path || '(body)'}: ${first.message}` : 'invalid request',
+        { issues: error.issues },
+      );
+    }
+    case 'format':
+      return badRequest(new FormatError(error.field, error.message));
+  }
 }
