@@ -114,13 +114,21 @@ export class ManagerModule {
         {
           // The sweep runs where timers run (the embedded api, workers): the processor registers it there.
           provide: RetentionSweeper,
-          inject: [CANOPY_CONFIG, RetentionRepository, ACTIVITY_FEED, EVENT_BUS, RUN_CONTROL],
+          inject: [
+            CANOPY_CONFIG,
+            RetentionRepository,
+            ACTIVITY_FEED,
+            EVENT_BUS,
+            RUN_CONTROL,
+            SessionCatalogStore,
+          ],
           useFactory: (
             c: CanopyConfig,
             retention: RetentionRepository,
             feed: ActivityFeed,
             bus: EventBus,
             control: RunControl,
+            catalog: SessionCatalogStore,
           ) =>
             new RetentionSweeper(
               retention,
@@ -129,6 +137,7 @@ export class ManagerModule {
               control,
               engineLogger(),
               c.sessions.retentionSweepBatch,
+              catalog,
             ),
         },
         {

@@ -864,3 +864,70 @@ describe('retention', () => {
     await expect(retention.setPolicy(randomUUID(), policy)).rejects.toMatchObject({ code: 'not_found' });
   });
 });
+
+describe('staged imports', () => {
+  const token = 'staged-import-token-0123';
+  const other = 'another-import-token-0123';
+
+  it('a staged session is hidden from every transaction but its import’s until published, its batches exact', async () => {
+    const scope = await newTenant();
+    const { nodes, ...head } = linear(['q1', 'a1', 'q2', 'a2', 'q3'], { id: 'staged' });
+    const usage = sumUsage(nodes.map((n) => n.usage));
+    const expires = new Date(Date.now() + 60_000);
+    await catalog.stageImport(scope, head, usage, token, expires);
+    const listed = async () => (await catalog.select(scope, {}, 100)).map((t) => t.id);
+    expect(await listed()).toEqual([]);
+    expect(await store.loadTree(scope, 'staged')).toBeNull();
+    // Its id is taken meanwhile.
+    await expect(catalog.importSession(scope, linear(['x'], { id: 'staged' }))).rejects.toMatchObject({
+      code: 'already_exists',
+    });
+    // Batches: each node's parent in this batch or an earlier one; path usage summed across them.
+    await catalog.addImportNodes(scope, 'staged', token, JSON.stringify(nodes.slice(0, 2)), 2, expires);
+    await catalog.addImportNodes(scope, 'staged', token, JSON.stringify(nodes.slice(2)), 3, expires);
+    // Another token neither sees nor writes it.
+    await expect(
+      catalog.addImportNodes(scope, 'staged', other, JSON.stringify([]), 0, expires),
+    ).rejects.toMatchObject({ code: 'unavailable' });
+    expect(await listed()).toEqual([]);
+    const published = await catalog.publishImport(scope, 'staged', token, {});
+    expect(published.id).toBe('staged');
+    expect(await listed()).toEqual(['staged']);
+    const loaded = await store.loadTree(scope, 'staged');
+    expect(loaded!.nodes.map((n) => n.id)).toEqual([1, 2, 3, 4, 5]);
+    // The path usage of the last node is the whole path's, as a whole-tree import stores it.
+    const whole = await catalog.importSession(scope, linear(['q1', 'a1', 'q2', 'a2', 'q3'], { id: 'whole' }));
+    const pathUsage = async (id: string) =>
+      (
+        await db.withTenantSql(scope, (tx) =>
+          tx.query<{ path_usage: number[] }>(
+            `SELECT path_usage FROM nodes WHERE tenant_id = $1::uuid AND session_id = $2 AND id = 5`,
+            [scope.tenantId, id],
+          ),
+        )
+      )[0]!.path_usage;
+    expect(await pathUsage('staged')).toEqual(await pathUsage(whole.id));
+  });
+
+  it('a failed import is discarded; an abandoned one is found by the sweep once expired', async () => {
+    const scope = await newTenant();
+    const { nodes, ...head } = linear(['q1', 'a1', 'q2'], { id: 'failed' });
+    const usage = sumUsage(nodes.map((n) => n.usage));
+    await catalog.stageImport(scope, head, usage, token, new Date(Date.now() + 60_000));
+    await catalog.addImportNodes(scope, 'failed', token, JSON.stringify(nodes), 3, new Date(Date.now() + 60_000));
+    await catalog.discardImport(scope, 'failed', token, 2);
+    expect(await realNodes(scope, 'failed')).toBe(0);
+    await catalog.stageImport(scope, { ...head, id: 'abandoned' }, usage, other, new Date(Date.now() - 1_000));
+    const abandoned = (await catalog.abandonedImports(new Date(), 100)).filter(
+      (a) => a.scope.tenantId === scope.tenantId,
+    );
+    expect(abandoned.map((a) => [a.id, a.token])).toEqual([['abandoned', other]]);
+    await catalog.discardImport(abandoned[0]!.scope, 'abandoned', other, 100);
+    expect(await catalog.abandonedImports(new Date(), 100)).not.toContainEqual(
+      expect.objectContaining({ id: 'abandoned' }),
+    );
+    // Both ids are free again.
+    await catalog.importSession(scope, linear(['x'], { id: 'failed' }));
+    await catalog.importSession(scope, linear(['x'], { id: 'abandoned' }));
+  });
+});

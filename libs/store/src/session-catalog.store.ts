@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { CanopyException } from '@canopy/common';
-import { sumUsage, type Scope, type SessionStatus, type TreeNode, type Usage } from '@canopy/core';
+import { sumUsage, systemScope, type Scope, type SessionStatus, type TreeNode, type Usage } from '@canopy/core';
 import { Database, type SqlTx } from './database';
 import { filterConditions, type SessionFilter } from './session-filters';
 import { countSessions, declareSearch, searchMatches, searchPage, type SearchPage } from './session-search';
@@ -236,6 +236,22 @@ export class SessionCatalogStore {
              WHERE tenant_id = ${scope.tenantId}::uuid AND id = ${id}::text AND import_token = ${token}::text`,
       ),
     );
+  }
+
+  /** Staged imports nobody touched since before `now` (their process died): the sweep discards them. */
+  async abandonedImports(
+    now: Date,
+    limit: number,
+  ): Promise<Array<{ scope: Scope; id: string; token: string }>> {
+    const rows = await this.db.withAdminSql('import sweep: abandoned staged imports', (tx) =>
+      query<{ tenant_id: string; id: string; import_token: string }>(
+        tx,
+        sql`SELECT tenant_id::text AS tenant_id, id, import_token FROM sessions
+             WHERE import_token IS NOT NULL AND import_expires_at < ${now}::timestamptz
+             ORDER BY import_expires_at LIMIT ${limit}::int`,
+      ),
+    );
+    return rows.map((r) => ({ scope: systemScope(r.tenant_id), id: r.id, token: r.import_token }));
   }
 
   /**

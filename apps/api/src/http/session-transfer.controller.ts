@@ -158,5 +158,10 @@ function jsonBodyBytes(req: Request): Uint8Array {
       { issues: [{ path: '', message: 'expected object, received undefined' }], expected: 'application/json' },
     );
   }
+  // As the JSON parser: UTF-8 only.
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(type!)?.[1];
+  if (charset && !/^utf-?8$/i.test(charset)) {
+    throw new CanopyException('unsupported_media_type', 'unsupported body encoding');
+  }
   return body;
 }

@@ -118,7 +118,7 @@ export const envSchema = z.object({
     .regex(/^\d+(b|kb|mb)$/i, 'a size such as 512kb or 20mb')
     .default('20mb'),
   /** Heavy operations (imports, bulk exports and deletes, forks) one tenant may have in flight across the deployment; more answer 429 too_many_operations. */
-  HEAVY_OPERATIONS_PER_TENANT: z.coerce.number().int().min(1).max(1_000).default(2),
+  HEAVY_OPERATIONS_PER_TENANT: z.coerce.number().int().min(1).max(1_000).default(4),
   /** Nodes an import writes per transaction: a larger import is written in batches into a session hidden until complete. */
   IMPORT_BATCH_NODES: z.coerce.number().int().min(10).max(100_000).default(500),
   /**
