@@ -246,18 +246,23 @@ export function deliveryFigures(
   };
 }
 
-/** The reports of a bulk import's NDJSON answer: nodes imported and the failed lines by error code. */
+/**
+ * The reports of a bulk import's NDJSON answer: the lines imported, their nodes, the lines refused by error code,
+ * and the last line the api writes when the import broke off (no `line`: the lines not reported are not imported).
+ */
 export function bulkImportOutcome(text: string): {
   okLines: number;
   nodes: number;
   failed: Record<string, number>;
+  interrupted: string | null;
 } {
   let okLines = 0;
   let nodes = 0;
   const failed: Record<string, number> = {};
+  let interrupted: string | null = null;
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
-    let report: { ok?: boolean; nodes?: number; error?: { code?: string } };
+    let report: { line?: number; ok?: boolean; nodes?: number; error?: { code?: string; message?: string } };
     try {
       report = JSON.parse(line) as typeof report;
     } catch {
@@ -267,12 +272,20 @@ export function bulkImportOutcome(text: string): {
     if (report.ok) {
       okLines++;
       nodes += report.nodes ?? 0;
+    } else if (report.line === undefined) {
+      interrupted = errorText(report.error?.code ?? null, report.error?.message ?? null);
     } else {
       const code = report.error?.code ?? 'error';
       failed[code] = (failed[code] ?? 0) + 1;
     }
   }
-  return { okLines, nodes, failed };
+  return { okLines, nodes, failed, interrupted };
+}
+
+/** An error's code and the start of its message. */
+export function errorText(code: string | null, message: string | null): string {
+  const text = [code, message].filter(Boolean).join(': ') || 'error';
+  return text.length > 90 ? `${text.slice(0, 89)}…` : text;
 }
 
 // Results
@@ -488,12 +501,15 @@ async function importPhase(
     const bulk = bulkImportOutcome(done.text);
     nodesImported = bulk.nodes;
     const failed = Object.entries(bulk.failed).map(([code, n]) => `${n} ${code}`);
-    outcome = `${bulk.okLines}/${NDJSON_LINES} lines ok${failed.length ? `, failed: ${failed.join(', ')}` : ''}`;
+    outcome =
+      `${bulk.okLines}/${NDJSON_LINES} lines ok` +
+      (failed.length ? `, refused: ${failed.join(', ')}` : '') +
+      (bulk.interrupted ? `, broke off: ${bulk.interrupted}` : '');
   } else if (done.status >= 200 && done.status < 300) {
     nodesImported = job.nodes;
     outcome = 'ok';
   } else {
-    outcome = done.code ?? 'no answer';
+    outcome = done.status === 0 ? (done.code ?? 'no answer') : errorText(done.code, errorMessage(done.text));
   }
   return {
     windowMs,
@@ -509,6 +525,15 @@ async function importPhase(
 }
 
 // HTTP
+
+/** The `error.message` of an error body, if it is one. */
+function errorMessage(text: string): string | null {
+  try {
+    return (JSON.parse(text) as { error?: { message?: string } }).error?.message ?? null;
+  } catch {
+    return null;
+  }
+}
 
 interface Reply extends Answer {
   text: string;

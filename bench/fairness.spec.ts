@@ -6,6 +6,7 @@ jest.mock('../scripts/lib/service-process.mjs', () => ({}));
 import {
   bulkImportOutcome,
   deliveryFigures,
+  errorText,
   fairnessOptions,
   fairnessVerdict,
   kindFigures,
@@ -82,7 +83,18 @@ describe('fairness bench figures', () => {
       '{"ok":false,"error":{"code":"unavailable","message":"import interrupted"}}',
       '',
     ].join('\n');
-    expect(bulkImportOutcome(text)).toEqual({ okLines: 2, nodes: 50_000, failed: { unavailable: 2 } });
+    expect(bulkImportOutcome(text)).toEqual({
+      okLines: 2,
+      nodes: 50_000,
+      failed: { unavailable: 1 },
+      interrupted: 'unavailable: import interrupted',
+    });
+  });
+
+  it('shortens an error to its code and the start of its message', () => {
+    expect(errorText('unavailable', 'the database is busy')).toBe('unavailable: the database is busy');
+    expect(errorText(null, null)).toBe('error');
+    expect(errorText('x', 'y'.repeat(200))).toHaveLength(90);
   });
 
   it('reads its options from the command line or the environment, within bounds', () => {
