@@ -19,6 +19,11 @@
 //   usage   GET /v1/usage and the quota check over 1,000,000 runs of a year (CANOPY_BENCH_USAGE_RUNS to resize)
 //   soak    the chaos suite's deployment and load for 30 minutes (CANOPY_BENCH_SOAK_MINUTES) with a fault every
 //           minute: runs lost / duplicated / stuck, 5xx, recovery time, memory each minute. Only when named.
+//   fairness one tenant's load never takes another's latency: a bystander tenant's request and webhook delivery
+//           latency (p50/p99/max, non-2xx answers) while another imports 100,000 nodes (one canopy document, then a
+//           bulk NDJSON import) or piles up deliveries to a webhook endpoint that never answers, as a ratio of its
+//           idle p99 (target <= 2x), on the embedded runtime and the machine's Postgres (--fairness-runtimes,
+//           --fairness-runs=N repeats it and prints the spread, --fairness-import-nodes, --fairness-measure-ms)
 
 import { cpus, totalmem } from 'node:os';
 
@@ -31,6 +36,7 @@ import {
 } from './cluster.bench';
 import { runCoreBench } from './core.bench';
 import { printEngineReport, runEngineBench } from './engine.bench';
+import { fairnessOptions, printFairnessReport, runFairnessBench } from './fairness.bench';
 import { httpBenchOptions, printHttpReport, runHttpBench } from './http.bench';
 import { printPublishReport, runPublishBench } from './publish.bench';
 import { printReports } from './report';
@@ -88,6 +94,13 @@ const SECTIONS: Section[] = [
     name: 'publish',
     title: "The worker's publish path alone (Redis event bus) against one PUBLISH per delta",
     run: async (title) => printPublishReport(title, await runPublishBench()),
+  },
+  {
+    name: 'fairness',
+    title:
+      "Fairness between tenants (a bystander's latency while another tenant imports or its webhook hangs)",
+    run: async (title) =>
+      printFairnessReport(title, await runFairnessBench(fairnessOptions(process.argv.slice(2), process.env))),
   },
   {
     name: 'soak',
