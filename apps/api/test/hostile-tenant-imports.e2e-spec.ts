@@ -7,8 +7,6 @@
 // bystander tenant is answered. A tenant's heavy operations are limited: past HEAVY_OPERATIONS_PER_TENANT in
 // flight its next answers 429 too_many_operations with Retry-After, while another tenant's go through.
 
-/* eslint-disable @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-member-access -- JSON bodies read loosely */
-
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -123,7 +121,11 @@ describe.each(RUNTIMES)('%s', (runtime) => {
     // shows, it is whole (its last node there) and stays.
     const rounds: Array<{ shown: boolean; listed: boolean; whole?: boolean }> = [];
     let done = false;
-    const { result: imported, p99Ms, statuses } = await besideBystander(b, bSession, async () => {
+    const {
+      result: imported,
+      p99Ms,
+      statuses,
+    } = await besideBystander(b, bSession, async () => {
       const request = post(a, '/v1/sessions/import', body).finally(() => (done = true));
       while (!done) {
         const [one, list] = await Promise.all([a.get(`/v1/sessions/${id}`), a.get('/v1/sessions?limit=100')]);
@@ -143,9 +145,9 @@ describe.each(RUNTIMES)('%s', (runtime) => {
     const firstShown = rounds.findIndex((r) => r.shown || r.listed);
     const hidden = firstShown === -1 ? rounds : rounds.slice(0, firstShown);
     expect(hidden.length).toBeGreaterThan(0);
-    expect(rounds.slice(firstShown === -1 ? rounds.length : firstShown).filter((r) => !r.shown || !r.whole)).toEqual(
-      [],
-    );
+    expect(
+      rounds.slice(firstShown === -1 ? rounds.length : firstShown).filter((r) => !r.shown || !r.whole),
+    ).toEqual([]);
     expectAnswered(statuses);
     expect(p99Ms).toBeLessThan(LOOP_DELAY_P99_MS);
     // Whole: its first and last nodes, and a prompt continues after the last.
@@ -157,7 +159,10 @@ describe.each(RUNTIMES)('%s', (runtime) => {
   });
 
   it('refuses what is over the limits: 413 for the body, 400 for the node count and the depth', async () => {
-    const big = JSON.stringify({ format: 'openai', data: [{ role: 'user', content: 'x'.repeat(21 * 1024 * 1024) }] });
+    const big = JSON.stringify({
+      format: 'openai',
+      data: [{ role: 'user', content: 'x'.repeat(21 * 1024 * 1024) }],
+    });
     const tooBig = await post(a, '/v1/sessions/import', big);
     expect(tooBig.status).toBe(413);
     expect(tooBig.body.error.code).toBe('payload_too_large');
@@ -184,9 +189,11 @@ describe.each(RUNTIMES)('%s', (runtime) => {
 
   it('imports the shape that was superlinear (ChatGPT, 40,000 message-less nodes) with the loop responsive', async () => {
     const body = JSON.stringify({ format: 'chatgpt', data: emptyChain(40_000) });
-    const { result: imported, p99Ms, statuses } = await besideBystander(b, bSession, () =>
-      post(a, '/v1/sessions/import', body),
-    );
+    const {
+      result: imported,
+      p99Ms,
+      statuses,
+    } = await besideBystander(b, bSession, () => post(a, '/v1/sessions/import', body));
     expect(imported.status).toBe(201);
     expectAnswered(statuses);
     expect(p99Ms).toBeLessThan(LOOP_DELAY_P99_MS);
@@ -198,7 +205,11 @@ describe.each(RUNTIMES)('%s', (runtime) => {
   it('imports NDJSON lines of large documents, each all or nothing, with the loop responsive', async () => {
     const line = (n: number) => JSON.stringify(canopyDocument(n));
     const body = [line(15_000), '{"format": "canopy", "version": 1}', line(15_000)].join('\n');
-    const { result: res, p99Ms, statuses } = await besideBystander(b, bSession, () =>
+    const {
+      result: res,
+      p99Ms,
+      statuses,
+    } = await besideBystander(b, bSession, () =>
       post(a, '/v1/import?format=canopy', body, 'application/x-ndjson'),
     );
     expect(res.status).toBe(200);
@@ -247,7 +258,8 @@ async function openImportStream(baseUrl: string, key: string): Promise<{ end(): 
   let push!: (chunk: string | null) => void;
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
-      push = (chunk) => (chunk === null ? controller.close() : controller.enqueue(new TextEncoder().encode(chunk)));
+      push = (chunk) =>
+        chunk === null ? controller.close() : controller.enqueue(new TextEncoder().encode(chunk));
     },
   });
   push(`${JSON.stringify([{ role: 'user', content: 'hi' }])}\n`);
@@ -256,7 +268,7 @@ async function openImportStream(baseUrl: string, key: string): Promise<{ end(): 
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/x-ndjson' },
     body,
     duplex: 'half',
-  } as RequestInit);
+  });
   expect(res.status).toBe(200);
   const reader = res.body!.getReader();
   const first = await reader.read();

@@ -914,10 +914,23 @@ describe('staged imports', () => {
     const { nodes, ...head } = linear(['q1', 'a1', 'q2'], { id: 'failed' });
     const usage = sumUsage(nodes.map((n) => n.usage));
     await catalog.stageImport(scope, head, usage, token, new Date(Date.now() + 60_000));
-    await catalog.addImportNodes(scope, 'failed', token, JSON.stringify(nodes), 3, new Date(Date.now() + 60_000));
+    await catalog.addImportNodes(
+      scope,
+      'failed',
+      token,
+      JSON.stringify(nodes),
+      3,
+      new Date(Date.now() + 60_000),
+    );
     await catalog.discardImport(scope, 'failed', token, 2);
     expect(await realNodes(scope, 'failed')).toBe(0);
-    await catalog.stageImport(scope, { ...head, id: 'abandoned' }, usage, other, new Date(Date.now() - 1_000));
+    await catalog.stageImport(
+      scope,
+      { ...head, id: 'abandoned' },
+      usage,
+      other,
+      new Date(Date.now() - 1_000),
+    );
     const abandoned = (await catalog.abandonedImports(new Date(), 100)).filter(
       (a) => a.scope.tenantId === scope.tenantId,
     );

@@ -6,7 +6,14 @@
 import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { CanopyException } from '@canopy/common';
-import { sumUsage, systemScope, type Scope, type SessionStatus, type TreeNode, type Usage } from '@canopy/core';
+import {
+  sumUsage,
+  systemScope,
+  type Scope,
+  type SessionStatus,
+  type TreeNode,
+  type Usage,
+} from '@canopy/core';
 import { Database, type SqlTx } from './database';
 import { filterConditions, type SessionFilter } from './session-filters';
 import { countSessions, declareSearch, searchMatches, searchPage, type SearchPage } from './session-search';
@@ -397,7 +404,13 @@ async function insertSession(
  * from the nodes whose parent is a root's place or an earlier batch's node; a node whose parent is neither is
  * stored without one (the check refuses it anyway). The walk joins each level to the batch: batches stay bounded.
  */
-async function insertNodes(tx: SqlTx, scope: Scope, id: string, batchJson: string, count: number): Promise<void> {
+async function insertNodes(
+  tx: SqlTx,
+  scope: Scope,
+  id: string,
+  batchJson: string,
+  count: number,
+): Promise<void> {
   const inserted = await query<{ id: number }>(
     tx,
     sql`

@@ -155,7 +155,10 @@ function jsonBodyBytes(req: Request): Uint8Array {
     const sent = type ? `content-type ${type.split(';')[0]!.trim()}` : 'no content-type';
     throw CanopyException.badRequest(
       `the request body must be JSON sent with "content-type: application/json" (this request had ${sent})`,
-      { issues: [{ path: '', message: 'expected object, received undefined' }], expected: 'application/json' },
+      {
+        issues: [{ path: '', message: 'expected object, received undefined' }],
+        expected: 'application/json',
+      },
     );
   }
   // As the JSON parser: UTF-8 only.

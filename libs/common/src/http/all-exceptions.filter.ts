@@ -35,7 +35,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
     }
     // A refusal to come back later says when: over a rate or operations limit (429), or a dependency down or
     // restarting (503).
-    if ((d.code === 'rate_limited' || d.code === 'too_many_operations' || d.status === 503) && !res.getHeader('retry-after')) {
+    if (
+      (d.code === 'rate_limited' || d.code === 'too_many_operations' || d.status === 503) &&
+      !res.getHeader('retry-after')
+    ) {
       const retry = d.details?.retryAfterSeconds;
       res.setHeader('retry-after', String(typeof retry === 'number' ? Math.ceil(retry) : 1));
     }

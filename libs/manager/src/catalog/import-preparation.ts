@@ -55,7 +55,8 @@ export type PreparationError =
   | { kind: 'invalid'; issues: Array<{ path: string; message: string }> }
   | { kind: 'format'; field: string; message: string };
 
-export type PreparationResult = { ok: true; prepared: PreparedImport } | { ok: false; error: PreparationError };
+export type PreparationResult =
+  { ok: true; prepared: PreparedImport } | { ok: false; error: PreparationError };
 
 export function prepareImport(input: PreparationInput): PreparationResult {
   let options: ImportOptions;
@@ -82,7 +83,10 @@ export function prepareImport(input: PreparationInput): PreparationResult {
           ok: false,
           error: {
             kind: 'invalid',
-            issues: checked.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message })),
+            issues: checked.error.issues.map((i) => ({
+              path: i.path.map(String).join('.'),
+              message: i.message,
+            })),
           },
         };
       }

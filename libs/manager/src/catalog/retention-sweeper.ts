@@ -45,7 +45,10 @@ export class RetentionSweeper {
     try {
       for (const staged of await this.catalog.abandonedImports(now, 100)) {
         await this.catalog.discardImport(staged.scope, staged.id, staged.token, this.batch);
-        this.logger.warn('discarded an abandoned import', { tenantId: staged.scope.tenantId, sessionId: staged.id });
+        this.logger.warn('discarded an abandoned import', {
+          tenantId: staged.scope.tenantId,
+          sessionId: staged.id,
+        });
       }
     } catch (err) {
       this.logger.error('the sweep of abandoned imports failed', { err });

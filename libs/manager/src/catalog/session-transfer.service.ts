@@ -16,7 +16,6 @@ import {
   toMarkdown,
   toOpenAi,
   type CanopyDocument,
-  type Conversation,
   type Scope,
   type SessionInfo,
 } from '@canopy/core';
@@ -27,12 +26,7 @@ import { checkMockDelays, checkTools, toSessionInfo } from '@canopy/session';
 import { resolveFilter, type CatalogFilter } from './catalog-filter';
 import type { HeavyOperations } from './heavy-operations';
 import { INLINE_PREPARATION_BYTES, type ImportConverter } from './import-converter';
-import type {
-  ImportFormat,
-  PreparationError,
-  PreparationResult,
-  PreparedImport,
-} from './import-preparation';
+import type { ImportFormat, PreparationError, PreparationResult, PreparedImport } from './import-preparation';
 
 export type ExportFormat = 'canopy' | 'openai' | 'anthropic' | 'markdown';
 export type { ImportFormat };
@@ -114,7 +108,13 @@ export class SessionTransferService {
    */
   async import(scope: Scope, request: ImportRequest): Promise<SessionInfo> {
     const { data, ...options } = request;
-    const input = { kind: 'data' as const, data, options, now: Date.now(), batchNodes: this.imports.batchNodes };
+    const input = {
+      kind: 'data' as const,
+      data,
+      options,
+      now: Date.now(),
+      batchNodes: this.imports.batchNodes,
+    };
     return (await this.save(scope, await this.converter.prepare(input, 0))).session;
   }
 
@@ -124,7 +124,8 @@ export class SessionTransferService {
    */
   async importBody(scope: Scope, body: Uint8Array): Promise<SessionInfo> {
     const input = { kind: 'request' as const, body, now: Date.now(), batchNodes: this.imports.batchNodes };
-    const work = async () => (await this.save(scope, await this.converter.prepare(input, body.byteLength))).session;
+    const work = async () =>
+      (await this.save(scope, await this.converter.prepare(input, body.byteLength))).session;
     return body.byteLength > INLINE_PREPARATION_BYTES ? this.heavy.run(scope, 'import', work) : work();
   }
 
@@ -138,7 +139,9 @@ export class SessionTransferService {
     const { options, session: s } = prepared;
     const model = options.model ?? s.model ?? DEFAULT_IMPORT_MODEL;
     if (!modelSchema.safeParse(model).success || !/^[a-z][a-z0-9-]*:./.test(model)) {
-      throw badRequest(new FormatError(options.model ? 'model' : 'data.model', `not a model name "${model}"`));
+      throw badRequest(
+        new FormatError(options.model ? 'model' : 'data.model', `not a model name "${model}"`),
+      );
     }
     const tools = s.tools ?? [];
     checkTools(this.tools, tools, s.opts);
@@ -160,7 +163,13 @@ export class SessionTransferService {
     };
     const record =
       prepared.batches.length <= 1
-        ? await this.catalog.importBatch(scope, head, prepared.usage, prepared.batches[0] ?? null, prepared.nodes)
+        ? await this.catalog.importBatch(
+            scope,
+            head,
+            prepared.usage,
+            prepared.batches[0] ?? null,
+            prepared.nodes,
+          )
         : await this.importStaged(scope, head, prepared);
     return { session: toSessionInfo(record), nodes: prepared.nodes };
   }
@@ -192,9 +201,7 @@ export class SessionTransferService {
       );
     } catch (err) {
       // Left behind if this fails too (the database is away): the sweep deletes it once it expires.
-      await this.catalog
-        .discardImport(scope, id, token, this.imports.batchNodes)
-        .catch(() => undefined);
+      await this.catalog.discardImport(scope, id, token, this.imports.batchNodes).catch(() => undefined);
       throw err;
     }
   }
