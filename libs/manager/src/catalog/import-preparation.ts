@@ -33,8 +33,7 @@ export interface ImportOptions {
 /** What to prepare: a whole request body, or one NDJSON line with the options of the query. */
 export type PreparationInput =
   | { kind: 'request'; body: Uint8Array | string; now: number; batchNodes: number }
-  | { kind: 'line'; text: string; options: ImportOptions; now: number; batchNodes: number }
-  | { kind: 'data'; data: unknown; options: ImportOptions; now: number; batchNodes: number };
+  | { kind: 'line'; text: string; options: ImportOptions; now: number; batchNodes: number };
 
 /** A conversation ready to store. */
 export interface PreparedImport {
@@ -61,39 +60,34 @@ export type PreparationResult =
 export function prepareImport(input: PreparationInput): PreparationResult {
   let options: ImportOptions;
   let data: unknown;
-  if (input.kind === 'data') {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(
+      input.kind === 'line' ? input.text : typeof input.body === 'string' ? input.body : decode(input.body),
+    );
+  } catch (err) {
+    return { ok: false, error: { kind: 'json', message: (err as Error).message } };
+  }
+  if (input.kind === 'line') {
     options = input.options;
-    data = input.data;
+    data = parsed;
   } else {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(
-        input.kind === 'line' ? input.text : typeof input.body === 'string' ? input.body : decode(input.body),
-      );
-    } catch (err) {
-      return { ok: false, error: { kind: 'json', message: (err as Error).message } };
+    const checked = importSchema.safeParse(parsed);
+    if (!checked.success) {
+      return {
+        ok: false,
+        error: {
+          kind: 'invalid',
+          issues: checked.error.issues.map((i) => ({
+            path: i.path.map(String).join('.'),
+            message: i.message,
+          })),
+        },
+      };
     }
-    if (input.kind === 'line') {
-      options = input.options;
-      data = parsed;
-    } else {
-      const checked = importSchema.safeParse(parsed);
-      if (!checked.success) {
-        return {
-          ok: false,
-          error: {
-            kind: 'invalid',
-            issues: checked.error.issues.map((i) => ({
-              path: i.path.map(String).join('.'),
-              message: i.message,
-            })),
-          },
-        };
-      }
-      const { data: conversation, ...rest } = checked.data;
-      options = rest;
-      data = conversation;
-    }
+    const { data: conversation, ...rest } = checked.data;
+    options = rest;
+    data = conversation;
   }
   let conversation: Conversation;
   try {

@@ -103,24 +103,9 @@ export class SessionTransferService {
   }
 
   /**
-   * Imports one conversation as a new session; all of it or nothing. Bad input is a bad_request naming the field
-   * (`data...`).
-   */
-  async import(scope: Scope, request: ImportRequest): Promise<SessionInfo> {
-    const { data, ...options } = request;
-    const input = {
-      kind: 'data' as const,
-      data,
-      options,
-      now: Date.now(),
-      batchNodes: this.imports.batchNodes,
-    };
-    return (await this.save(scope, await this.converter.prepare(input, 0))).session;
-  }
-
-  /**
-   * POST /v1/sessions/import with its body as received (JSON bytes): parsed, checked and converted off the event
-   * loop when large, then stored like import(). A large one is a heavy operation of the tenant's.
+   * Imports one conversation (POST /v1/sessions/import's body as received: JSON bytes) as a new session; all of it
+   * or nothing. Parsed, checked and converted off the event loop when large; a large one is a heavy operation of
+   * the tenant's. Bad input is a bad_request naming the field (`data...`).
    */
   async importBody(scope: Scope, body: Uint8Array): Promise<SessionInfo> {
     const input = { kind: 'request' as const, body, now: Date.now(), batchNodes: this.imports.batchNodes };
