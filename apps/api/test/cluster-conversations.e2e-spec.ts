@@ -2,10 +2,10 @@
 // machine's Postgres and Redis): search and fork of sessions whose runs the worker executed, a fork while the
 // source's run is in flight on the worker, a bulk cancel from the api reaching the worker, NDJSON export / import,
 // and the retention sweep as a BullMQ repeatable job run by the worker, announced on the api's activity feed (via
-// Redis) and counted in the api's /metrics.
+// Redis) and counted in the api's /metrics; a large import through the built api (its import thread, its batches).
 
 import { toCanopyDocument } from '@canopy/core';
-import { Cluster, eventually } from '@canopy/testing';
+import { canopyDocument, Cluster, eventually } from '@canopy/testing';
 import { Api, newTenant, SseReader } from './support/api-client';
 
 let cluster: Cluster;
@@ -62,6 +62,18 @@ it('searches and forks sessions whose runs the worker executed, and forks one wh
       .every((l) => JSON.parse(l).ok === true),
   ).toBe(true);
   expect((await target.get('/v1/sessions/search?q=lantern')).body.data).toHaveLength(2);
+});
+
+it('imports a large document through the built api: converted on its import thread, written in batches', async () => {
+  const doc = canopyDocument(3_000);
+  const body = JSON.stringify({ format: 'canopy', data: doc });
+  expect(body.length).toBeGreaterThan(64 * 1024);
+  const imported = await api.request('POST', '/v1/sessions/import', body, {
+    'content-type': 'application/json',
+  });
+  expect(imported.status).toBe(201);
+  const tree = await api.get(`/v1/sessions/${imported.body.id as string}/tree`);
+  expect(tree.body.path).toHaveLength(3_000);
 });
 
 it('expires old sessions from the worker’s repeatable sweep, announced through Redis and counted by the api', async () => {

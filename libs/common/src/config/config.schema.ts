@@ -119,8 +119,11 @@ export const envSchema = z.object({
     .default('20mb'),
   /** Heavy operations (imports, bulk exports and deletes, forks) one tenant may have in flight across the deployment; more answer 429 too_many_operations. */
   HEAVY_OPERATIONS_PER_TENANT: z.coerce.number().int().min(1).max(1_000).default(4),
-  /** Nodes an import writes per transaction: a larger import is written in batches into a session hidden until complete. */
-  IMPORT_BATCH_NODES: z.coerce.number().int().min(10).max(100_000).default(500),
+  /**
+   * Nodes an import writes per transaction: a larger import is written in batches into a session hidden until
+   * complete (default: 100 on the embedded database, where a batch is a moment nothing else runs; 500 on Postgres).
+   */
+  IMPORT_BATCH_NODES: z.coerce.number().int().min(10).max(100_000).optional(),
   /**
    * After each batch, an import waits this many times as long as the batch took, leaving the database to other
    * tenants (default: 2 on the embedded database, which runs one statement at a time; 0.25 on Postgres).
@@ -392,7 +395,7 @@ export function loadConfig(
     log: { level: e.LOG_LEVEL },
     imports: {
       heavyOperationsPerTenant: e.HEAVY_OPERATIONS_PER_TENANT,
-      batchNodes: e.IMPORT_BATCH_NODES,
+      batchNodes: e.IMPORT_BATCH_NODES ?? (e.DATABASE_URL ? 500 : 100),
       batchPauseRatio: e.IMPORT_BATCH_PAUSE_RATIO ?? (e.DATABASE_URL ? 0.25 : 2),
     },
     database: {
