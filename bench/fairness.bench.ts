@@ -457,6 +457,8 @@ async function measureRuntime(
       results.push({ phase, windowMs, kinds, deliveries, importOutcome, webhookLoad, readyBefore });
     }
     return results;
+  } catch (err) {
+    throw service ? service.explain(err) : err;
   } finally {
     await service?.stop();
     await Promise.all([bReceiver.close(), aAnswering.close(), aHanging.close()]);
@@ -682,6 +684,21 @@ class Api {
     } catch {
       return false;
     }
+  }
+
+  /** The error with what became of the api process and the end of its output (it may have been stopped). */
+  explain(err: unknown): Error {
+    const state =
+      this.proc.exitCode !== null || this.proc.signalCode !== null
+        ? `exited (${this.proc.exitCode ?? this.proc.signalCode})`
+        : 'still running';
+    const message = err instanceof Error ? err.message : String(err);
+    return new Error(
+      `${message}\nthe ${this.runtime} api, ${state}; its last output:\n${this.output.join('').slice(-2_000)}`,
+      {
+        cause: err,
+      },
+    );
   }
 
   async newTenant(name: string): Promise<string> {
