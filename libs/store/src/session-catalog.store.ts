@@ -171,7 +171,8 @@ export class SessionCatalogStore {
 
   /**
    * One batch of a staged import's nodes (JSON of `count` nodes in id order, each one's parent in this batch or an
-   * earlier one), in its own transaction; the staged session's expiry moves to `expiresAt`.
+   * earlier one), in its own transaction; the staged session's expiry moves to `expiresAt` when one is given (a
+   * statement less when not: on the embedded database every transaction holds all others up while it is open).
    */
   async addImportNodes(
     scope: Scope,
@@ -179,16 +180,18 @@ export class SessionCatalogStore {
     token: string,
     batchJson: string,
     count: number,
-    expiresAt: Date,
+    expiresAt: Date | null,
   ): Promise<void> {
     await this.db.withImportSql(scope, token, async (tx) => {
-      const touched = await query(
-        tx,
-        sql`UPDATE sessions SET import_expires_at = ${expiresAt}::timestamptz
-             WHERE tenant_id = ${scope.tenantId}::uuid AND id = ${id}::text AND import_token = ${token}::text
-             RETURNING 1`,
-      );
-      if (!touched.length) throw CanopyException.unavailable(`the staged import of session ${id} is gone`);
+      if (expiresAt) {
+        const touched = await query(
+          tx,
+          sql`UPDATE sessions SET import_expires_at = ${expiresAt}::timestamptz
+               WHERE tenant_id = ${scope.tenantId}::uuid AND id = ${id}::text AND import_token = ${token}::text
+               RETURNING 1`,
+        );
+        if (!touched.length) throw CanopyException.unavailable(`the staged import of session ${id} is gone`);
+      }
       await insertNodes(tx, scope, id, batchJson, count);
     });
   }

@@ -126,7 +126,7 @@ export const envSchema = z.object({
   IMPORT_BATCH_NODES: z.coerce.number().int().min(10).max(100_000).optional(),
   /**
    * After each batch, an import waits this many times as long as the batch took, leaving the database to other
-   * tenants (default: 2 on the embedded database, which runs one statement at a time; 0.25 on Postgres).
+   * tenants (default: 2 on the embedded database, which runs one statement at a time; 1 on Postgres).
    */
   IMPORT_BATCH_PAUSE_RATIO: z.coerce.number().min(0).max(100).optional(),
   /** How often the retention sweeper runs (deletes sessions older than their tenant's policy). */
@@ -396,7 +396,7 @@ export function loadConfig(
     imports: {
       heavyOperationsPerTenant: e.HEAVY_OPERATIONS_PER_TENANT,
       batchNodes: e.IMPORT_BATCH_NODES ?? (e.DATABASE_URL ? 500 : 100),
-      batchPauseRatio: e.IMPORT_BATCH_PAUSE_RATIO ?? (e.DATABASE_URL ? 0.25 : 2),
+      batchPauseRatio: e.IMPORT_BATCH_PAUSE_RATIO ?? (e.DATABASE_URL ? 1 : 2),
     },
     database: {
       url: e.DATABASE_URL ?? null,

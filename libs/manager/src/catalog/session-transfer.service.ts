@@ -36,6 +36,8 @@ export const DEFAULT_IMPORT_MODEL = 'mock:echo';
 
 /** A staged import nobody touched for this long (its process died) is the sweep's. */
 const STAGED_IMPORT_EXPIRY_MS = 10 * 60_000;
+/** How often an import in progress touches its staged session. */
+const STAGED_IMPORT_TOUCH_MS = 60_000;
 
 export interface ImportRequest {
   format: ImportFormat;
@@ -170,12 +172,16 @@ export class SessionTransferService {
     const id = await this.heavy.batch(() =>
       this.catalog.stageImport(scope, head, prepared.usage, token, expiry()),
     );
+    // The expiry moves on with a batch once a minute, not with every one.
+    let touched = Date.now();
     try {
       const size = this.imports.batchNodes;
       for (let i = 0; i < prepared.batches.length; i++) {
         const count = Math.min(size, prepared.nodes - i * size);
+        const touch = Date.now() - touched >= STAGED_IMPORT_TOUCH_MS;
+        if (touch) touched = Date.now();
         await this.heavy.batch(() =>
-          this.catalog.addImportNodes(scope, id, token, prepared.batches[i]!, count, expiry()),
+          this.catalog.addImportNodes(scope, id, token, prepared.batches[i]!, count, touch ? expiry() : null),
         );
       }
       return await this.heavy.batch(() =>
