@@ -151,7 +151,10 @@ export class SessionTransferController {
 function jsonBodyBytes(req: Request): Uint8Array {
   const type = req.headers['content-type'];
   const body: unknown = req.body;
-  if (!/^application\/([\w.+-]+\+)?json\b/i.test(type ?? '') || !Buffer.isBuffer(body) || body.length === 0) {
+  const json = /^application\/([\w.+-]+\+)?json\b/i.test(type ?? '');
+  // An empty JSON body is an empty object, as the JSON parser reads it: the schema then names what is missing.
+  if (json && (!Buffer.isBuffer(body) || body.length === 0)) return new TextEncoder().encode('{}');
+  if (!json || !Buffer.isBuffer(body)) {
     const sent = type ? `content-type ${type.split(';')[0]!.trim()}` : 'no content-type';
     throw CanopyException.badRequest(
       `the request body must be JSON sent with "content-type: application/json" (this request had ${sent})`,
