@@ -1,6 +1,7 @@
 // Fairness between tenants: one tenant's load never takes another's latency. Tenant B, a bystander, runs a closed
 // loop of BYSTANDER_CLIENTS clients against the built api process (each alternating `GET /v1/sessions?limit=20` and
-// a `wait: true` prompt on its own mock:echo sessions) while tenant A, the heavy one, does in turn:
+// a `wait: true` prompt on its own mock:echo sessions, a new one after every PROMPTS_PER_SESSION prompts) while
+// tenant A, the heavy one, does in turn:
 //   idle             nothing (the baseline);
 //   import canopy    the largest canopy document an import takes (MAX_IMPORT_NODES nodes, POST /v1/sessions/import);
 //   import ndjson    as many nodes in NDJSON_LINES documents of one bulk import (POST /v1/import);
@@ -49,6 +50,12 @@ export const TARGET_RATIO = 2;
 const BYSTANDER_CLIENTS = 2;
 /** B's sessions per client: a client prompts only its own, so B never finds one of them busy. */
 const SESSIONS_PER_CLIENT = 2;
+/**
+ * Prompts a session of B's takes before its client moves on to a new one (created unmeasured). A prompt's cost grows
+ * with its session's path (the model reads the whole conversation): without the turnover B's sessions would hold
+ * thousands of turns by the last phase and ten in the idle one, and the ratios would measure B's own growth.
+ */
+const PROMPTS_PER_SESSION = 20;
 /** Unmeasured turns of B's loop after boot, so the idle baseline is a running service's, not a cold one's. */
 const WARMUP_MS = 5_000;
 /** A pause between phases, so one phase's tail (a commit's aftermath, the table upkeep) is not the next one's. */
@@ -609,6 +616,11 @@ function request(
   });
 }
 
+/** The variables of `names` this process has, to hand on to the api. */
+function passThrough(names: readonly string[]): Record<string, string> {
+  return Object.fromEntries(names.flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : [])));
+}
+
 /** The built api process on a runtime of its own: a fresh embedded data directory, or a fresh database. */
 class Api {
   private constructor(
@@ -643,6 +655,8 @@ class Api {
         MAX_CONCURRENT_RUNS_PER_TENANT: '10000',
         // The webhook receivers listen on 127.0.0.1.
         ALLOW_PRIVATE_TARGETS: '*',
+        // The import settings to try other values with (their defaults otherwise).
+        ...passThrough(['IMPORT_BATCH_NODES', 'IMPORT_BATCH_PAUSE_RATIO', 'HEAVY_OPERATIONS_PER_TENANT']),
         ...(database ? { DATABASE_URL: database.url } : { CANOPY_DATA_DIR: dataDir! }),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -774,6 +788,10 @@ class Bystander {
   /** Run id -> when its prompt was sent (performance.now()), for the prompts of the phase's windows. */
   private prompted = new Map<string, number>();
   private measuring = false;
+  /** Per client, the prompts each of its sessions has taken. */
+  private readonly promptCounts = Array.from({ length: BYSTANDER_CLIENTS }, () =>
+    new Array<number>(SESSIONS_PER_CLIENT).fill(0),
+  );
 
   private constructor(
     private readonly tenant: Tenant,
@@ -807,6 +825,7 @@ class Bystander {
     );
     await Promise.all(
       this.clients.map(async (sessions, client) => {
+        const prompts = this.promptCounts[client]!;
         // The clients start on different kinds, so both are in flight at any time.
         for (let turn = client; !stopped; turn++) {
           if (turn % 2 === 0) {
@@ -817,7 +836,12 @@ class Bystander {
             });
             this.record('list', res);
           } else {
-            const session = sessions[Math.floor(turn / 2) % sessions.length]!;
+            const slot = Math.floor(turn / 2) % sessions.length;
+            if (++prompts[slot]! > PROMPTS_PER_SESSION) {
+              sessions[slot] = (await this.tenant.sessions(1))[0]!;
+              prompts[slot] = 1;
+            }
+            const session = sessions[slot]!;
             const sentAt = performance.now();
             const res = await this.tenant.post(`/v1/sessions/${session}/prompt`, {
               content: `turn ${turn}`,
