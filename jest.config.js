@@ -1,4 +1,4 @@
-// Three depths of tests (STYLE.md §9): unit tests beside the code (*.spec.ts, pure logic, no I/O), integration
+// Three depths of tests: unit tests beside the code (*.spec.ts, pure logic, no I/O), integration
 // tests against the machine's real Postgres and Redis (*.int-spec.ts, each file in its own database), and
 // end-to-end tests that boot the app and speak HTTP/SSE/WebSocket (*.e2e-spec.ts).
 
@@ -35,6 +35,7 @@ module.exports = {
   // Per-test deadline (a global option: jest ignores it inside projects). Booting an app with its own database
   // takes seconds; a hung test still fails instead of stalling the run.
   testTimeout: 60_000,
+  reporters: ['default', '<rootDir>/scripts/lib/slowest-files-reporter.cjs'],
   projects: [
     // The benches' pure helpers (bench/) have unit tests too.
     { ...base, displayName: 'unit', roots: [...base.roots, '<rootDir>/bench'], testMatch: ['**/*.spec.ts'] },

@@ -67,7 +67,7 @@ const WORKERS = 2;
 /** Requests (session creation, prompts) and subscribes in flight at once. */
 const REQUESTS_IN_FLIGHT = 50;
 const RAW_MS = 3_000;
-/** The target: p99 emit -> receipt under this at TARGET_SESSIONS, with no event lost or reordered. */
+/** The target: p99 emit -> receipt under this at TARGET_SESSIONS, with no event lost or reordered. */
 const TARGET_P99_MS = 50;
 const TARGET_SESSIONS = 1_000;
 

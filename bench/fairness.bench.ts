@@ -618,7 +618,7 @@ function request(
 
 /** The variables of `names` this process has, to hand on to the api. */
 function passThrough(names: readonly string[]): Record<string, string> {
-  return Object.fromEntries(names.flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : [])));
+  return Object.fromEntries(names.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])));
 }
 
 /** The built api process on a runtime of its own: a fresh embedded data directory, or a fresh database. */

@@ -38,7 +38,7 @@ import { measureEngineAt } from './engine.bench';
 import { benchOption } from './options';
 import { formatTime, printTable } from './report';
 
-/** The target: rows fetched (pg_stat_database.tup_fetched) per run. */
+/** The target: rows fetched (pg_stat_database.tup_fetched) per run. */
 const ROWS_PER_RUN_TARGET = 50;
 
 const ROOT = resolve(__dirname, '..');

@@ -2,7 +2,8 @@
 // web UI (and installs chromium for the browser test when it is missing), then runs every jest project
 // (unit, integration, e2e). The integration and e2e projects prepare their databases on the machine's Postgres
 // themselves (jest global setup: a test role without superuser or BYPASSRLS, a migrated template database, one
-// copy per test file). Extra arguments go to jest: `npm test -- --selectProjects unit`.
+// copy per test file). Extra arguments go to jest: `npm test -- --selectProjects unit`; without the e2e project
+// nothing is built (`npm run test:quick`: unit and integration, the edit loop's run).
 
 import { join } from 'node:path';
 import {
@@ -43,12 +44,14 @@ await main(async () => {
   run(tsc, ['--noEmit', '-p', 'apps/web/tsconfig.node.json']);
   // The examples are ES modules run with tsx against the SDK's sources (libs/client/src/examples.e2e-spec.ts).
   run(tsc, ['--noEmit', '-p', 'examples/tsconfig.json']);
-  // The cluster tests start the built api and worker as real processes.
-  ensureBuilt('api');
-  ensureBuilt('worker');
-  // The browser journey (apps/web/test) opens the built UI in Debian's chromium.
-  ensureWebBuilt();
-  if (runsEndToEnd(process.argv.slice(2))) ensureChromium();
+  if (runsEndToEnd(process.argv.slice(2))) {
+    // The cluster tests start the built api and worker as real processes.
+    ensureBuilt('api');
+    ensureBuilt('worker');
+    // The browser journey (apps/web/test) opens the built UI in Debian's chromium.
+    ensureWebBuilt();
+    ensureChromium();
+  }
   log('running the tests');
   // VM modules: PGlite (the embedded database, exercised by e2e tests) loads parts of itself with import().
   run(process.execPath, [

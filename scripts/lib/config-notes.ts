@@ -1,4 +1,4 @@
-// What docs/operations.md adds to a configuration variable's schema comment (libs/common/src/config/
+// What docs/configuration.md adds to a configuration variable's schema comment (libs/common/src/config/
 // config.schema.ts), mostly for entries that have none. Prefer a comment on the schema entry; a variable with
 // neither is still listed (with its type and default), so a new variable never goes undocumented.
 

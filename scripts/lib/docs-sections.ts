@@ -3,7 +3,7 @@
 //
 //   docs/api.md         routes (the OpenAPI document + each route's access level), schemas, session events and
 //                       activity events (libs/core/src/events.ts), error codes (libs/core/src/api/error-codes.ts)
-//   docs/operations.md  configuration variables (libs/common/src/config/config.schema.ts)
+//   docs/configuration.md  configuration variables (libs/common/src/config/config.schema.ts)
 //
 // A section sits between `<!-- generated:NAME -->` and `<!-- /generated:NAME -->`.
 
@@ -17,7 +17,7 @@ import { envSchema } from '../../libs/common/src/config/config.schema';
 import { CONFIG_NOTES } from './config-notes';
 
 export const ROOT = resolve(__dirname, '../..');
-export const DOCS_FILES = ['docs/api.md', 'docs/operations.md'] as const;
+export const DOCS_FILES = ['docs/api.md', 'docs/configuration.md'] as const;
 export type DocsFile = (typeof DOCS_FILES)[number];
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -481,7 +481,7 @@ export function renderSections(inputs: DocsInputs): Record<DocsFile, Record<stri
       'activity-events': renderEvents('ActivityEventMap'),
       'error-codes': renderErrorCodes(),
     },
-    'docs/operations.md': { config: renderConfig() },
+    'docs/configuration.md': { config: renderConfig() },
   };
 }
 

@@ -1,4 +1,4 @@
-// The acting caller (seed 001's Agentix.Turn) over the public API: a run records who started it (GET /v1/runs/:id
+// The acting caller (the per-turn context hooks and server tools get) over the public API: a run records who started it (GET /v1/runs/:id
 // `actor`), and its hooks and server tools act in that caller's scope — a tenant key's (with the key's id), an
 // end user's (with the user id) — with the turn's user message, context, injections and ids. A resume that
 // approves a tool runs it (and the turn that follows) as the approver; a decision that expires is the system's.
@@ -138,7 +138,7 @@ describe('a run acts as its caller', () => {
     return new Api(t.url, minted.body.token);
   }
 
-  it('runs hooks and tools as the tenant key that prompted, with the seed’s turn fields', async () => {
+  it('runs hooks and tools as the tenant key that prompted, with the turn’s fields', async () => {
     const session = (await keyApi.post('/v1/sessions', { model: 'mock:script', opts: SCRIPT })).body;
     const res = await keyApi.post<TurnResult>(`/v1/sessions/${session.id}/prompt`, {
       content: 'who am i?',

@@ -226,7 +226,7 @@ describe.each(runtimes)('on %s', (name, start) => {
   });
 
   describe('ifBusy: "interrupt"', () => {
-    // The case: the interrupted run had completed a tool round and was streaming its answer slowly.
+    // The interrupted run had completed a tool round and was streaming its answer slowly.
     it('keeps the interrupted prompt, its completed tool round and the text it streamed (marked), then the new prompt', async () => {
       const slow =
         'Let me put that answer into many words so that it takes a good while to stream all of them out';

@@ -1,4 +1,4 @@
-// POST /v1/sessions/:id/open: seed 004's load reconciliation over the API. A controller's start options meet the
+// POST /v1/sessions/:id/open: reconciling start options with what was stored, over the API. A controller's start options meet the
 // persisted state field by field — the persisted model wins while it is usable and the start model replaces one
 // that is not; system and opts from the start options win and are persisted; the title is never a start option —
 // and a `state` event reports the result. An observer opens a session as it is. The answer says whether the open

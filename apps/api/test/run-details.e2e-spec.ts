@@ -1,7 +1,7 @@
-// Smaller deviations from the seeds a black-box audit found, each checked over the public API: mock:script's
+// Details of runs and branches a black-box audit checked, each over the public API: mock:script's
 // entry rule (each model step consumes the next entry; an error entry is consumed by the attempt that hit it)
 // across retries, tool rounds and branches; a title from the first prompt that has text; a new session's
-// snapshot resumable with `after=<its seq>` on both runtimes; a branch's start and rollback in seed order (tree
+// snapshot resumable with `after=<its seq>` on both runtimes; a branch's start and rollback in order (tree
 // then store; the rollback ending with `state`); turns that say their last run failed.
 
 import { Cluster, eventually } from '@canopy/testing';
@@ -95,7 +95,7 @@ describe('the embedded runtime', () => {
     expect(resumed.events.map((e) => e.event)).not.toContain('snapshot');
   });
 
-  it('orders a failed branch like the seed (tree then store; the rollback ends with state); its turn says it failed', async () => {
+  it('orders a failed branch: tree then store, the rollback ending with state; its turn says it failed', async () => {
     const s = await create({ model: 'mock:script', opts: { script: [{ text: 'fine' }] } });
     await api.post(`/v1/sessions/${s.id}/prompt`, { content: 'q', wait: true });
     await api.patch(`/v1/sessions/${s.id}`, { opts: { script: [{ error: 'model exploded' }] } });

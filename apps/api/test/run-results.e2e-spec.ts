@@ -1,4 +1,4 @@
-// Results that say what happened (seed 003) and commands that refuse what would corrupt a conversation, over the
+// Results that say what happened and commands that refuse what would corrupt a conversation, over the
 // public API. A `wait: true` answer (TurnResult, or format "json") carries the run's id and status — completed,
 // paused (with the tool calls awaiting a decision), cancelled (with the partial text it streamed), error,
 // max_steps — and its message ids stay the same across a pause and resume; the SDK's run() reads the same. An
@@ -46,7 +46,7 @@ function expectError(res: { status: number; body: unknown }, status: number, cod
 }
 
 describe('wait: true says how the run stopped', () => {
-  it('completed: its runId and status, the seed’s fields unchanged', async () => {
+  it('completed: its runId and status, the result’s other fields unchanged', async () => {
     const id = await scripted([{ text: 'all good' }]);
     const res = await api.post<TurnResult>(`/v1/sessions/${id}/prompt`, { content: 'go', wait: true });
     expect(res.status).toBe(200);

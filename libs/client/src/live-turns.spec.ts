@@ -228,7 +228,7 @@ describe('TurnsProjection', () => {
     expect(seq).toBe(24);
   });
 
-  it('gives a streaming turn no timestamp until it is committed (seed 000)', () => {
+  it('gives a streaming turn no timestamp until it is committed', () => {
     const p = new TurnsProjection();
     p.apply(snapshot(committed, [1, 2]));
     feed(p, 11, [

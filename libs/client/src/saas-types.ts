@@ -1,4 +1,4 @@
-// Types of the SaaS routes (issue 16): keys, audit log, webhooks, quotas and usage, provider keys.
+// Types of the SaaS routes: keys, audit log, webhooks, quotas and usage, provider keys.
 
 import type { TenantInfo, WebhookEventType } from '@canopy/core';
 

@@ -1,4 +1,4 @@
-// The one map of live events, shared by the service, the SDK and the tests (STYLE §8). Session events carry a
+// The one map of live events, shared by the service, the SDK and the tests. Session events carry a
 // per-session, strictly increasing `seq`; the activity feed tells dashboards what happens across sessions.
 
 import type { Message, ToolResultBlock, ToolUseBlock } from './message';

@@ -1,4 +1,4 @@
-// The branching message tree (Omni.Session.Tree): every message is a node with a parent pointer; an active path
+// The branching message tree: every message is a node with a parent pointer; an active path
 // (root -> head) says which branch is live, and cursors remember the child last selected under each parent so
 // `extend` can walk back down a branch. Nodes are never removed or rewritten.
 //

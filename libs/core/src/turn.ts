@@ -1,4 +1,4 @@
-// The UI view of a conversation (Omni.UI.Turn): the active path cut into turns at every user message that is a
+// The UI view of a conversation (turns): the active path cut into turns at every user message that is a
 // prompt (tool-result user messages fold into the turn before them), with the branching metadata a chat UI
 // needs for its `‹ 2/3 ›` pickers, and the streaming reducers clients apply to live events. Reducers are pure:
 // they return a new turn and never touch the one they were given.

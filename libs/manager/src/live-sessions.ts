@@ -1,4 +1,4 @@
-// The live sessions this process serves (Omni.Session.Manager's tracker): opened on first use, shared by every
+// The live sessions this process serves: opened on first use, shared by every
 // subscriber and command here, reported to the live registry with their subscriber counts, announced on the
 // activity feed when they open and close, and shut down when idle across the deployment (a durable timer set when
 // a session becomes idle here; when it fires, the registry tells whether any instance still has a controller).

@@ -1,4 +1,4 @@
-// Every job Canopy runs on BullMQ, in one place (STYLE §7): its queue, payload schema, attempts, backoff and
+// Every job Canopy runs on BullMQ, in one place: its queue, payload schema, attempts, backoff and
 // how long a worker may hold it before it counts as stalled. Job ids are deterministic (a run's job id is the run
 // id) so a retried enqueue never runs the same work twice. A worker must register a handler for every job of the
 // queues it serves, and only those: start-up fails otherwise.

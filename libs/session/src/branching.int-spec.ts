@@ -1,4 +1,4 @@
-// Branching through the engine with Omni.Session's semantics (seeds 002 and 004): regenerate, edit, new root,
+// Branching through the engine: regenerate, edit, new root,
 // navigate; idle-only refusals; a branch that fails or is cancelled before its first commit rolls back.
 
 import { allTurns, Tree, type Scope } from '@canopy/core';

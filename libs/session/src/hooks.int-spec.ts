@@ -1,4 +1,4 @@
-// The hook pipeline (Agentix's hooks) through the engine: pre-hooks run in order, sequential then parallel, and
+// The hook pipeline through the engine: pre-hooks run in order, sequential then parallel, and
 // may inject content for one model call; post-hooks see each assistant message and may stop the tool loop. A
 // parallel hook that throws or times out is skipped; a sequential one that throws ends the run with a clear
 // error; injections over their budget halt the run naming the hook. Hooks report no progress (no tool call).

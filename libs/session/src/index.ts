@@ -1,4 +1,4 @@
-// @canopy/session: the session engine — commands with Omni.Session's semantics, live sessions with their
+// @canopy/session: the session engine — commands on a persisted tree, live sessions with their
 // projected state and subscribers, and the executor that drives runs and commits them.
 
 export * from './session-deps';

@@ -1,5 +1,5 @@
-// Opening a stored session with start options reconciles them with what was persisted (Omni.Session's
-// load-mode table): the persisted model wins unless it can no longer be used; system, opts and tools from
+// Opening a stored session with start options reconciles them with what was persisted, field
+// by field: the persisted model wins unless it can no longer be used; system, opts and tools from
 // the start options win; the title is the persisted one only.
 
 import type { ClientTool } from '@canopy/core';

@@ -134,7 +134,7 @@ export class SessionModule {
                 maxSteps: c.sessions.maxSteps,
                 retry: DEFAULT_RETRY_POLICY,
                 // Long enough for a `wait: true` command, which waits right after starting its run: every run of
-                // a live session is followed, so this bounds what they hold (was 10 min: ~100 results per session).
+                // a live session is followed, so this bounds what they hold to the results of the last minute.
                 resultTtlMs: 60_000,
                 shutdownGraceMs: c.shutdownGraceMs,
                 maxBusyPerTenant: c.limits.concurrentRunsPerTenant,

@@ -1,4 +1,4 @@
-// The commands on one session, with Omni.Session's semantics over a persisted tree: get, prompt (with steering or
+// The commands on one session over a persisted tree: get, prompt (with steering or
 // the queue of prompt-queue.ts),
 // branch (regenerate, edit, new root), navigate, cancel, resume, subscribe and wait; the executor that drives its
 // runs, their decisions and their recovery. Status changes are compare-and-set in the store, so two commands

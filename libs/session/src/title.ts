@@ -1,4 +1,4 @@
-// Titles for untitled sessions, from their first prompt (Omni's heuristic strategy): whitespace collapsed, then
+// Titles for untitled sessions, from their first prompt (a heuristic, no model call): whitespace collapsed, then
 // whole words up to 50 characters followed by "..." when something was cut (a single longer word is cut hard).
 
 export const TITLE_MAX = 50;

@@ -17,9 +17,9 @@
 // BEGIN ... COMMIT around one statement is two more of them.
 //
 // On the embedded database (pipelineCalls) those single statements share its one connection: each is written at
-// once, behind those still waiting for their answers (node-postgres's pipeline mode), where each used to hold the
-// connection for its whole round trip through this process's event loop while the database thread idled (HTTP
-// bench, 100 sessions: 131-140 runs/s, the database thread ~57% busy). Transactions still have it to themselves.
+// once, behind those still waiting for their answers (node-postgres's pipeline mode), rather than each holding the
+// connection for its whole round trip through this process's event loop while the database thread idles.
+// Transactions still have it to themselves.
 
 import type { Scope } from '@canopy/core';
 import { CanopyException } from '@canopy/common';

@@ -1,4 +1,4 @@
-// Runs the registered hooks with Agentix's rules. Pre: sequential hooks in order, each seeing the injections of
+// Runs the registered hooks. Pre: sequential hooks in order, each seeing the injections of
 // those before it (a halt or a throw stops the run), then parallel hooks together (a throw or a timeout skips
 // that hook); injections are collected in order and their size is capped (≈ chars / 4 tokens) so hooks cannot
 // crowd out the conversation: the hook whose injection crosses the budget halts the run. Post: in order; a halt

@@ -1,11 +1,11 @@
-// Hooks (Agentix): pre-hooks run before every model call and may inject content into that call's context
+// Hooks: pre-hooks run before every model call and may inject content into that call's context
 // (never persisted) or halt the run; post-hooks see each assistant message and may halt the tool loop.
 // Registered in code, like tools. Hooks and server tools get the same per-turn context (the Turn).
 
 import type { Block, Message, Scope } from '@canopy/core';
 
 /**
- * The per-turn context handed to hooks and server tools (Agentix.Turn): who acts, the message that opened the
+ * The per-turn context handed to hooks and server tools: who acts, the message that opened the
  * turn, the context sent to the model, and the hook pipeline's state.
  */
 export interface AgentTurn {

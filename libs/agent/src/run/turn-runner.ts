@@ -1,4 +1,4 @@
-// The turn runner (Omni.Agent's loop with Agentix's per-turn context): model steps and tool rounds until the
+// The turn runner (the agent loop, with a per-turn context for hooks and tools): model steps and tool rounds until the
 // model stops. It streams events as they happen, pauses when a tool call needs a decision, retries provider
 // failures that are safe to retry, and hands its messages to the caller at commit points. It persists nothing
 // itself: `RunIO` (the session layer) commits, pauses and supplies steered prompts.
@@ -436,7 +436,7 @@ class TurnRun {
     await Promise.all(
       calls.map(async (call) => {
         const tool = this.deps.tools.get(call.block.name)!;
-        // An approved tool runs in its approver's scope (Agentix's resolve), unless recovery re-runs it.
+        // An approved tool runs in its approver's scope, unless recovery re-runs it.
         const scope =
           this.spec.callerScopes !== false && call.decidedBy
             ? scopeOfActor(this.spec.scope.tenantId, call.decidedBy)

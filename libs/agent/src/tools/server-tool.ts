@@ -7,7 +7,7 @@ import type { z } from 'zod';
 import type { AgentTurn } from '../hooks/hook';
 
 /**
- * What a tool handler gets (Agentix's Turn): who acts (for an approved tool, its approver), the turn's context,
+ * What a tool handler gets (the turn's context): who acts (for an approved tool, its approver), the turn's context,
  * the call's id, a signal aborted when the run is cancelled or the tool times out, and `reportProgress`, which
  * emits `tool_progress` while this call is running (a no-op once it has finished).
  */

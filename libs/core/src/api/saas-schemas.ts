@@ -1,4 +1,4 @@
-// Request schemas of the SaaS routes (issue 16): audit log, webhooks, usage, quotas and per-tenant provider keys.
+// Request schemas of the SaaS routes: audit log, webhooks, usage, quotas and per-tenant provider keys.
 // Shared by the api (validation, OpenAPI) and the SDK (types).
 
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-// Integration-test helpers for the Redis adapters (STYLE §9): connections to the machine's Redis, a key prefix per
+// Integration-test helpers for the Redis adapters: connections to the machine's Redis, a key prefix per
 // test file, and removal of everything under it. Not exported from the library.
 
 import { randomUUID } from 'node:crypto';
