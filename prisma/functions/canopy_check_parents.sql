@@ -1,8 +1,8 @@
 -- canopy_check_parents()
 --
--- Defined last by prisma/migrations/20261209000000_cow_forks/migration.sql.
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 CREATE OR REPLACE FUNCTION public.canopy_check_parents()
  RETURNS trigger
  LANGUAGE plpgsql

@@ -1,8 +1,8 @@
 -- canopy_create_session(p_tenant uuid, p_id text, p_user text, p_title text, p_model text, p_system text, p_opts jsonb, p_tools jsonb, p_metadata jsonb, p_idle_shutdown_after_ms integer, p_timeout_ms integer)
 --
--- Defined last by prisma/migrations/20261216000000_hot_path_generic_plans/migration.sql (first by 20261213000000_create_session_function).
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 CREATE OR REPLACE FUNCTION public.canopy_create_session(p_tenant uuid, p_id text, p_user text, p_title text, p_model text, p_system text, p_opts jsonb, p_tools jsonb, p_metadata jsonb, p_idle_shutdown_after_ms integer, p_timeout_ms integer)
  RETURNS SETOF sessions
  LANGUAGE plpgsql

@@ -1,8 +1,8 @@
 -- canopy_enter(p_tenant uuid, p_timeout_ms integer)
 --
--- Defined last by prisma/migrations/20261122000000_hot_path_functions/migration.sql.
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- Declares the tenant a hot-path function acts for and bounds its lock waits by the store's transaction
 -- deadline, both transaction-local (set_config(..., true)): in autocommit, the calling statement only (called

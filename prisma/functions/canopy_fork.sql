@@ -1,8 +1,8 @@
 -- canopy_fork(p_tenant uuid, p_user text, p_source text, p_node integer, p_id text, p_title text, p_title_given boolean, p_metadata jsonb, p_owner text, p_timeout_ms integer, OUT outcome text, OUT session sessions, OUT copied integer)
 --
--- Defined last by prisma/migrations/20261212000000_fork_path_usage/migration.sql (first by 20261208000000_fork_function).
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- Fork: the new session shares the path's nodes with their session instead of copying them.
 CREATE OR REPLACE FUNCTION public.canopy_fork(p_tenant uuid, p_user text, p_source text, p_node integer, p_id text, p_title text, p_title_given boolean, p_metadata jsonb, p_owner text, p_timeout_ms integer, OUT outcome text, OUT session sessions, OUT copied integer)

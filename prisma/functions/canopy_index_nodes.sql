@@ -1,8 +1,8 @@
 -- canopy_index_nodes()
 --
--- Defined last by prisma/migrations/20261215000000_index_nodes_once/migration.sql (first by 20261204000000_find_fork_expire).
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- Indexes the nodes one INSERT statement added (a commit's turn, a fork's path, an import's tree) in one
 -- statement, each node's vector computed once; nodes without text get no row.

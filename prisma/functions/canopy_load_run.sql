@@ -1,8 +1,8 @@
 -- canopy_load_run(p_tenant uuid, p_user text, p_session text, p_run uuid, p_timeout_ms integer, OUT session sessions, OUT run runs, OUT path_nodes json)
 --
--- Defined last by prisma/migrations/20261216000000_hot_path_generic_plans/migration.sql (first by 20261122000000_hot_path_functions).
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- The run's path nodes, virtual ones included.
 CREATE OR REPLACE FUNCTION public.canopy_load_run(p_tenant uuid, p_user text, p_session text, p_run uuid, p_timeout_ms integer, OUT session sessions, OUT run runs, OUT path_nodes json)

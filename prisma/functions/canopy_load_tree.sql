@@ -1,8 +1,8 @@
 -- canopy_load_tree(p_tenant uuid, p_user text, p_session text, p_timeout_ms integer, OUT session sessions, OUT nodes json)
 --
--- Defined last by prisma/migrations/20261217000000_load_tree_function/migration.sql.
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- SessionStore.loadTree: the session (when p_user is given, only if it is p_user's) and its whole tree, fork's
 -- shared nodes included, in id order ([{id, parentId, message, usage}]). session NULL and nodes NULL when there is

@@ -1,8 +1,8 @@
 -- canopy_materialize_forks()
 --
--- Defined last by prisma/migrations/20261212000000_fork_path_usage/migration.sql (first by 20261209000000_cow_forks).
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- Before a session is deleted, its forks get their shared nodes as real rows (same ids, parents, messages, usage
 -- and times). Not when its tenant is being deleted: the forks go too.

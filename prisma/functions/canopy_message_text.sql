@@ -1,8 +1,8 @@
 -- canopy_message_text(message jsonb)
 --
--- Defined last by prisma/migrations/20261204000000_find_fork_expire/migration.sql.
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- The searchable text of a message: its text blocks in order, blank-line separated, cut at 100,000 characters
 -- (a tsvector holds at most 1 MB; 100,000 characters of the worst text stay well under it, so no commit can fail

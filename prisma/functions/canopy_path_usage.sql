@@ -1,8 +1,8 @@
 -- canopy_path_usage(parent double precision[], u jsonb)
 --
--- Defined last by prisma/migrations/20261212000000_fork_path_usage/migration.sql.
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- A node's path usage: its parent's (NULL: not known, and so is this one) plus its own usage, field by field. One
 -- expression (no FROM), so the planner inlines it into the statements calling it, planned once with them (see

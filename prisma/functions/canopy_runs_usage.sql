@@ -1,8 +1,8 @@
 -- canopy_runs_usage()
 --
--- Defined last by prisma/migrations/20261218000000_exact_run_quotas/migration.sql (first by 20261206020100_usage_rollup).
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- Usage rolled up per tenant, UTC day (of the run's start) and session: a run counts when it is created (runs),
 -- and its tokens and cost are settled whenever its recorded usage changes (a turn's end, a pause, the run's end),

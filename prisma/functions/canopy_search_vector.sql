@@ -1,8 +1,8 @@
 -- canopy_search_vector(message jsonb)
 --
--- Defined last by prisma/migrations/20261204000000_find_fork_expire/migration.sql.
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- The words of a message, as every tsvector and query reads them: configuration `simple` (lower-cased words, no
 -- stemming and no stop words), the same for every language a tenant's users write in. The text blocks' strings go

@@ -1,8 +1,8 @@
 -- canopy_session_nodes(p_tenant uuid, p_session text, p_ids integer[])
 --
--- Defined last by prisma/migrations/20261212000000_fork_path_usage/migration.sql (first by 20261209000000_cow_forks).
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- The nodes of a session, real and virtual (as in 20261209000000_cow_forks), now with their path usages, and read
 -- by primary key whatever the statistics say. Joined with unnest(p_ids), the wanted nodes were a join the planner

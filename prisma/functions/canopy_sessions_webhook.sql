@@ -1,8 +1,8 @@
 -- canopy_sessions_webhook()
 --
--- Defined last by prisma/migrations/20261218020000_staged_imports/migration.sql (first by 20261206020000_saas_admin_webhooks_quotas).
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- A session's webhooks follow what tenants see: created when it is published (a small import is never staged),
 -- deleted (with its audit event) only if it was ever published.

@@ -1,8 +1,8 @@
 -- canopy_start_run(p_tenant uuid, p_user text, p_session text, p_run uuid, p_kind run_kind, p_input jsonb, p_status run_status, p_position jsonb, p_rollback jsonb, p_timeout_ms integer, p_max_busy integer, p_actor jsonb, OUT outcome text, OUT session sessions, OUT run runs, OUT busy integer, OUT quota jsonb)
 --
--- Defined last by prisma/migrations/20261218000000_exact_run_quotas/migration.sql (first by 20261122000000_hot_path_functions).
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- SessionStore.startRun: only an idle session starts a run; it becomes busy, owned by the new run p_run.
 -- outcome: 'ok' with the claimed session and the new run; else 'busy', 'paused', 'not_found' (no such session

@@ -1,8 +1,8 @@
 -- canopy_usage(u jsonb)
 --
--- Defined last by prisma/migrations/20261211000000_usage_functions_inline/migration.sql (first by 20261122000000_hot_path_functions).
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- A stored usage read as the store reads it (makeUsage(toUsage(u)) in libs/store and libs/core): the ten Usage
 -- fields, a field that is missing or no number counting 0, and a missing total the sum of its parts. Numbers are

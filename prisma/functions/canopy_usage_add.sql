@@ -1,8 +1,8 @@
 -- canopy_usage_add(a jsonb, b jsonb)
 --
--- Defined last by prisma/migrations/20261211000000_usage_functions_inline/migration.sql (first by 20261122000000_hot_path_functions).
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- addUsage: two usages (each read as canopy_usage reads it) summed field by field.
 CREATE OR REPLACE FUNCTION public.canopy_usage_add(a jsonb, b jsonb)

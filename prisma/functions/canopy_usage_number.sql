@@ -1,8 +1,8 @@
 -- canopy_usage_number(u jsonb, field text)
 --
--- Defined last by prisma/migrations/20261122000000_hot_path_functions/migration.sql.
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- One field of a stored usage as float8; NULL unless it is a JSON number (`->` on a non-object is NULL too).
 CREATE OR REPLACE FUNCTION public.canopy_usage_number(u jsonb, field text)

@@ -1,8 +1,8 @@
 -- canopy_usage_vector(u jsonb)
 --
--- Defined last by prisma/migrations/20261212000000_fork_path_usage/migration.sql.
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- A usage as the vector of its ten fields, each read as canopy_usage reads it (a missing total the sum of parts).
 CREATE OR REPLACE FUNCTION public.canopy_usage_vector(u jsonb)

@@ -1,8 +1,8 @@
 -- canopy_webhook_enqueue(p_tenant uuid, p_type text, p_data jsonb)
 --
--- Defined last by prisma/migrations/20261206020000_saas_admin_webhooks_quotas/migration.sql.
--- Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
--- A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.
+-- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- The outbox writer: one delivery per enabled endpoint of the tenant that wants the event. SECURITY INVOKER, so
 -- row-level security applies (the transaction's tenant sees only its own endpoints).

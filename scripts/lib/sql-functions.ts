@@ -1,6 +1,8 @@
-// The SQL functions the migrations define (canopy_*), kept readable in prisma/functions/<name>.sql: what the
-// migrated database holds (pg_get_functiondef), under a header naming the migration that defined it last.
-// Used by `npm run functions` (writes the files) and by libs/store/src/functions.int-spec.ts (checks them).
+// The SQL functions of the schema (canopy_*), one file each in prisma/functions/<name>.sql: their source. A file is
+// what the migrated database holds (pg_get_functiondef) under a header naming the migration that defined it last
+// and describing it. A migration that changes functions is made from the files (`npm run functions --
+// --migration <name>`), and the files are rewritten from the database that migration builds. Used by
+// scripts/functions.ts and by libs/store/src/functions.int-spec.ts (which checks the files against the database).
 
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -99,8 +101,8 @@ export function renderFunctionFile(fn: SqlFunction, definitions: Definition[] = 
       ? `Defined last by prisma/migrations/${latest.migration}/migration.sql` +
         (definitions.length > 1 ? ` (first by ${definitions[0]!.migration}).` : '.')
       : 'Not found in prisma/migrations (created some other way).',
-    'Generated from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.',
-    'A change is a new migration (CREATE OR REPLACE, ALTER, or DROP and CREATE for a new signature) AND this file.',
+    'The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.',
+    'Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.',
     ...(described ? ['', ...described.comment] : []),
   ];
   const comment = header.map((line) => (line === '' ? '--' : `-- ${line}`)).join('\n');
@@ -109,4 +111,21 @@ export function renderFunctionFile(fn: SqlFunction, definitions: Definition[] = 
 
 export function functionFileName(name: string): string {
   return `${name}.sql`;
+}
+
+/** Lines of a file's header before its description: the signature, a blank, and three about the file. */
+const STANDARD_HEADER_LINES = 5;
+
+/**
+ * A function file as a migration states it: its description (the header after the standard lines) as a comment,
+ * then its definition (CREATE OR REPLACE FUNCTION ... ;).
+ */
+export function migrationText(file: string): string {
+  const lines = file.replace(/\r\n/g, '\n').split('\n');
+  let end = 0;
+  while (end < lines.length && lines[end]!.startsWith('--')) end++;
+  const description = lines
+    .slice(STANDARD_HEADER_LINES, end)
+    .filter((line, i) => i > 0 || line.trim() !== '--');
+  return [...description, lines.slice(end).join('\n').trim()].join('\n');
 }

@@ -8,6 +8,7 @@ import {
   installSourceMappedStacks,
   isDependencyUnavailable,
   loadConfig,
+  startFailureText,
   tolerateDependencyRejections,
   type CanopyConfig,
 } from '@canopy/common';
@@ -38,8 +39,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(
-    `canopy: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-  );
+  process.stderr.write(`canopy: ${startFailureText(err)}\n`);
   process.exit(1);
 });

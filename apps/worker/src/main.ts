@@ -10,6 +10,7 @@ import {
   installSourceMappedStacks,
   isDependencyUnavailable,
   loadConfig,
+  startFailureText,
   tolerateDependencyRejections,
   type CanopyConfig,
 } from '@canopy/common';
@@ -47,8 +48,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(
-    `canopy worker: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-  );
+  process.stderr.write(`canopy worker: ${startFailureText(err)}\n`);
   process.exit(1);
 });

@@ -13,7 +13,7 @@
 //
 // And one road with no BEGIN at all, for the session store's hot path: callSql sends ONE statement in autocommit
 // (its implicit transaction is the transaction) that declares its tenant itself, the canopy_* SQL functions
-// (see prisma/migrations/*_hot_path_functions). Each socket write costs real CPU (~140 µs on a small VM), and
+// (their source: prisma/functions/). Each socket write costs real CPU (~140 µs on a small VM), and
 // BEGIN ... COMMIT around one statement is two more of them.
 //
 // On the embedded database (pipelineCalls) those single statements share its one connection: each is written at
@@ -234,7 +234,7 @@ export class Database {
 
   /**
    * withTenantSql that also holds a staged import's token (canopy.import): its transactions see and write the
-   * staged session the restrictive policy hides from all others (migration 20261218020000_staged_imports).
+   * staged session the restrictive policy hides from all others (the staged_import policy).
    */
   withImportSql<T>(scope: Pick<Scope, 'tenantId'>, token: string, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
     if (!isUuid(scope.tenantId)) return Promise.reject(CanopyException.notFound('tenant'));

@@ -1,5 +1,5 @@
 // Leases of heavy operations (imports, bulk exports and deletes, forks): at most a few per tenant in flight across
-// the deployment (migration 20261218020000_staged_imports). A lease is taken under a transaction-level advisory
+// the deployment (table heavy_operations). A lease is taken under a transaction-level advisory
 // lock of its tenant (two takers of one tenant count one after the other), renewed while its operation works, and
 // given back at its end; a lease its process stopped renewing lapses at its expiry.
 

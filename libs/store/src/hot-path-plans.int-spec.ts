@@ -1,5 +1,5 @@
 // The hot path's functions run their statements on generic plans, planned once per connection instead of at every
-// call (migration 20261216000000_hot_path_generic_plans). auto_explain, loaded in a superuser session of a test
+// call (their plan_cache_mode setting). auto_explain, loaded in a superuser session of a test
 // database and sending its output to the client, shows the plan of each statement a function runs: a custom plan
 // carries the call's values as constants ('plan-probe'::text), a generic plan its parameters ($1). Postgres makes
 // custom plans for at least a statement's first five executions unless told otherwise, so the first call tells.

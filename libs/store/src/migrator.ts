@@ -2,6 +2,10 @@
 // `_prisma_migrations` bookkeeping is exactly what `prisma migrate deploy` keeps (and that command can take over
 // wherever the native engine is available). Already-applied migrations are skipped. Each migration script goes
 // to Postgres whole, as the native engine sends it (see wholeScripts), so it may define functions.
+//
+// The schema starts from one baseline migration. A database built by the migrations that came before it (whose end
+// state is exactly the baseline's schema) is recognised: the baseline is recorded as applied in their place. One
+// whose history holds migrations this version does not have is refused with what to do, before anything runs.
 
 import { readFile, readdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -19,7 +23,46 @@ export interface MigrateOptions {
 
 export interface MigrateResult {
   applied: string[];
+  /** The migrations before the baseline whose record the baseline took over (a database built by them). */
+  adopted: string[];
 }
+
+/** The baseline: the whole schema in one migration. */
+export const BASELINE_MIGRATION = '20261206000000_baseline';
+
+/**
+ * The migrations the baseline replaced, in order. A database that applied all of them has the baseline's schema,
+ * object for object (checked by comparing pg_dump's schema of both when the baseline was made).
+ */
+export const BEFORE_BASELINE: readonly string[] = [
+  '20261121000000_init',
+  '20261121100000_run_steer_rollback',
+  '20261122000000_hot_path_functions',
+  '20261123000000_steer_becomes_run_input',
+  '20261124000000_tenant_run_limit',
+  '20261125000000_run_stats_indexes',
+  '20261201000000_run_actor',
+  '20261204000000_find_fork_expire',
+  '20261205000000_commit_titles',
+  '20261206020000_saas_admin_webhooks_quotas',
+  '20261206020100_usage_rollup',
+  '20261206030000_fork_fewer_checks',
+  '20261207100000_unique_tenant_names',
+  '20261207110000_queued_prompts',
+  '20261208000000_fork_function',
+  '20261209000000_cow_forks',
+  '20261210000000_commit_reports_queue',
+  '20261211000000_usage_functions_inline',
+  '20261212000000_fork_path_usage',
+  '20261213000000_create_session_function',
+  '20261214000000_start_run_busy_count',
+  '20261215000000_index_nodes_once',
+  '20261216000000_hot_path_generic_plans',
+  '20261217000000_load_tree_function',
+  '20261218000000_exact_run_quotas',
+  '20261218010000_webhook_endpoint_leases',
+  '20261218020000_staged_imports',
+];
 
 let engineReady: Promise<void> | undefined;
 
@@ -95,20 +138,94 @@ export async function applyMigrations(options: MigrateOptions): Promise<MigrateR
       (line: string) => options.log?.(engineMessage(line)),
       bindMigrationAwareSqlAdapterFactory(wholeScripts(new PrismaPg(pool), pool)),
     );
+    const migrationsList = {
+      baseDir,
+      lockfile: { path: 'migration_lock.toml', content: lockfile },
+      shadowDbInitScript: '',
+      migrationDirectories,
+    };
+    const history = await appliedMigrations(pool);
+    const adopted = adoptable(history, dirs);
+    if (adopted.length) {
+      // The baseline's record first: stopped between the two steps, the next start finds both and ends the job.
+      if (!history.includes(BASELINE_MIGRATION)) {
+        await engine.markMigrationApplied({ migrationName: BASELINE_MIGRATION, migrationsList });
+      }
+      await pool.query('DELETE FROM _prisma_migrations WHERE migration_name = ANY($1::text[])', [adopted]);
+      options.log?.(
+        `the database was built by the ${adopted.length} migrations before ${BASELINE_MIGRATION}: its schema is ` +
+          "the baseline's, recorded as applied in their place",
+      );
+    } else {
+      refuseUnknownHistory(history, dirs);
+    }
     const out = await engine.applyMigrations({
-      migrationsList: {
-        baseDir,
-        lockfile: { path: 'migration_lock.toml', content: lockfile },
-        shadowDbInitScript: '',
-        migrationDirectories,
-      },
+      migrationsList,
       filters: { externalTables: [], externalEnums: [] },
     });
-    return { applied: out.appliedMigrationNames };
+    return { applied: out.appliedMigrationNames, adopted };
   } finally {
     engine?.free();
     await pool.end();
   }
+}
+
+/**
+ * A history this version cannot migrate from. Named as @canopy/common's StartupRefusal so the process prints its
+ * message alone; not that class, because the test setup loads this file without the libraries' path aliases.
+ */
+export class MigrationHistoryRefusal extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StartupRefusal';
+  }
+}
+
+/** The migrations the database records as applied (none when it has no history table yet). */
+async function appliedMigrations(pool: Pool): Promise<string[]> {
+  let rows: Array<{ name: string }>;
+  try {
+    ({ rows } = await pool.query<{ name: string }>(
+      'SELECT migration_name AS name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL',
+    ));
+  } catch (err) {
+    // 42P01: no such table, a database never migrated.
+    if ((err as { code?: string }).code === '42P01') return [];
+    throw err;
+  }
+  return rows.map((r) => r.name);
+}
+
+/**
+ * The records the baseline takes over: all of BEFORE_BASELINE when the database applied every one of them and
+ * nothing else this version lacks, and the baseline is among this version's migrations; none otherwise.
+ */
+export function adoptable(history: readonly string[], available: readonly string[]): string[] {
+  if (!available.includes(BASELINE_MIGRATION)) return [];
+  const applied = new Set(history);
+  if (!BEFORE_BASELINE.every((name) => applied.has(name))) return [];
+  const unknown = history.filter((name) => !available.includes(name) && !BEFORE_BASELINE.includes(name));
+  return unknown.length ? [] : [...BEFORE_BASELINE];
+}
+
+/** Refuses a history that holds migrations this version does not have: another version migrated the database. */
+export function refuseUnknownHistory(history: readonly string[], available: readonly string[]): void {
+  const unknown = history.filter((name) => !available.includes(name));
+  if (!unknown.length) return;
+  const shown =
+    unknown.slice(0, 3).join(', ') + (unknown.length > 3 ? ` and ${unknown.length - 3} more` : '');
+  const earlier = unknown.every((name) => BEFORE_BASELINE.includes(name));
+  const elsewhere =
+    'or start this version on a new database (another CANOPY_DATA_DIR or DATABASE_URL) and move the ' +
+    'conversations over with GET /v1/export and POST /v1/import.';
+  throw new MigrationHistoryRefusal(
+    earlier
+      ? `the database was migrated by an earlier version of Canopy, not to the end of its migrations (it records ` +
+          `${shown}, which this version does not have). Start that version on it once, so that it finishes its ` +
+          `migrations, then this one, which takes the database over; ${elsewhere}`
+      : `the database was migrated by another version of Canopy (it records ${shown}, which this version does ` +
+          `not have). Run the version that migrated it, ${elsewhere}`,
+  );
 }
 
 /**

@@ -3,7 +3,7 @@
 // (compare-and-set on status / active_run_id). The schema is Prisma's, but the statements go over node-postgres
 // (Database.withTenantSql): a Prisma interactive transaction costs several times the CPU of the statements it
 // carries. The hot path of a run (startRun, loadRun, commit) goes further: each is ONE call of a SQL function
-// (canopy_start_run, canopy_load_run, canopy_commit in prisma/migrations/*_hot_path_functions) sent in autocommit
+// (canopy_start_run, canopy_load_run, canopy_commit in prisma/functions/) sent in autocommit
 // by Database.callSql, one round trip where BEGIN ... COMMIT took three or four (each socket write costs the
 // engine ~140 µs of CPU on a small VM). Those functions hold the SQL of these three methods. Rows become domain
 // records in session-rows.ts; no database type leaves the store.

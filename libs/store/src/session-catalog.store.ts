@@ -105,8 +105,8 @@ export class SessionCatalogStore {
   /**
    * A new session whose tree is the source's path from its root to the node (ids renumbered from 1, each node's
    * message and usage kept): ONE call of canopy_fork in autocommit (one round trip, its statements planned once per
-   * connection), O(path length). Copy-on-write: the fork SHARES the path's nodes (its base, migration
-   * 20261209000000_cow_forks) instead of copying them; forking a fork shares what the source shares and copies
+   * connection), O(path length). Copy-on-write: the fork SHARES the path's nodes (its base)
+   * instead of copying them; forking a fork shares what the source shares and copies
    * only the source's own nodes on the path (`copied`). A node on the source's active path (the default: its tip)
    * takes the stored path's prefix; any other node walks up the parent pointers. Reads committed nodes only, so the
    * source may be busy; it is not touched.
@@ -152,7 +152,7 @@ export class SessionCatalogStore {
 
   /**
    * The first step of an import written in batches: the session, STAGED (hidden from every transaction but those
-   * given `token`, until publishImport; migration 20261218020000_staged_imports), without nodes. already_exists for
+   * given `token`, until publishImport: the staged_import policy), without nodes. already_exists for
    * a taken id (a staged one's included). `expiresAt`: past it, an untouched staged session is the sweep's.
    */
   async stageImport(

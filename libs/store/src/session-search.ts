@@ -1,6 +1,6 @@
 // Full-text search over a tenant's message text, and counting, with the shared session filters. The words are
 // found by node_search's GIN index (tenant, words); the query travels as the transaction setting canopy.search,
-// which node_search's SELECT policy applies (see the migration 20261204000000_find_fork_expire for why a policy:
+// which node_search's SELECT policy applies (docs/conversations.md says why a policy:
 // under forced row-level security only policy conditions may use the index). Sessions are ranked by their best
 // matching message (ts_rank), then newest first; each hit carries its best matching node ids and a snippet of the
 // best one with the matched words marked. A fork matches its shared messages too (matchRows).
@@ -99,7 +99,7 @@ export function searchStatement(
 
 /**
  * The matching messages of the sessions the filter keeps, as rows (session_id, node_id, rank): each session's own
- * node_search rows, and a fork's shared ones (copy-on-write forks, migration 20261209000000_cow_forks): a match on
+ * node_search rows, and a fork's shared ones (copy-on-write forks): a match on
  * node m of a base session is a match of each of its forks whose base holds m, under the fork's id for it (its
  * position in base_node_ids). The filter applies to the session that answers, the fork's own row for a shared
  * match; a base's forks are found by sessions_base_idx.
