@@ -64,13 +64,6 @@ export function chartPoints(stats: RunStats): Point[] {
 }
 
 const axis = { tick: { fontSize: 11 }, stroke: 'var(--line)' };
-const grid = <CartesianGrid strokeDasharray="3 3" stroke="var(--line)" vertical={false} />;
-const tooltip = (
-  <Tooltip
-    contentStyle={{ background: 'var(--panel)', border: '1px solid var(--line)', color: 'var(--text)' }}
-    labelStyle={{ color: 'var(--text)' }}
-  />
-);
 
 function Chart({
   id,
@@ -100,6 +93,82 @@ function Chart({
   );
 }
 
+interface Column {
+  header: string;
+  value: (p: Point) => ReactNode;
+  testId?: string;
+}
+
+/** A chart's figures: a row per minute of `rows`, the minute then each column. */
+function FigureTable({
+  testId,
+  rows,
+  columns,
+  rowTestId,
+}: {
+  testId: string;
+  rows: Point[];
+  columns: Column[];
+  rowTestId?: string;
+}) {
+  return (
+    <table data-testid={testId}>
+      <thead>
+        <tr>
+          <th>Minute</th>
+          {columns.map((c) => (
+            <th key={c.header}>{c.header}</th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((p) => (
+          <tr key={p.minute} data-testid={rowTestId}>
+            <td>{p.label}</td>
+            {columns.map((c) => (
+              <td key={c.header} data-testid={c.testId}>
+                {c.value(p)}
+              </td>
+            ))}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+const MARGIN = { top: 4, right: 8, bottom: 0, left: -20 };
+
+/** What every chart draws around its series: the grid, the minute axis, the value axis, the tooltip, the legend. */
+function frame(wholeNumbers = true): ReactElement[] {
+  return [
+    <CartesianGrid key="grid" strokeDasharray="3 3" stroke="var(--line)" vertical={false} />,
+    <XAxis key="x" dataKey="label" {...axis} minTickGap={24} />,
+    <YAxis key="y" allowDecimals={!wholeNumbers} {...axis} />,
+    <Tooltip
+      key="tooltip"
+      contentStyle={{ background: 'var(--panel)', border: '1px solid var(--line)', color: 'var(--text)' }}
+      labelStyle={{ color: 'var(--text)' }}
+    />,
+    <Legend key="legend" wrapperStyle={{ fontSize: 12 }} />,
+  ];
+}
+
+/** An area series of `key` in the chart colour `colour`. */
+function area(key: keyof Point, name: string, colour: number, extra: Record<string, unknown> = {}) {
+  return (
+    <Area
+      key={key}
+      dataKey={key}
+      name={name}
+      stroke={`var(--chart-${colour})`}
+      fill={`var(--chart-${colour})`}
+      isAnimationActive={false}
+      {...extra}
+    />
+  );
+}
+
 export function Charts({ stats }: { stats: RunStats }) {
   const points = chartPoints(stats);
   const active = points.filter((p) => p.started || p.finished || p.failed);
@@ -110,38 +179,20 @@ export function Charts({ stats }: { stats: RunStats }) {
         id="runs"
         title="Runs per minute"
         table={
-          <table data-testid="runs-per-minute">
-            <thead>
-              <tr>
-                <th>Minute</th>
-                <th>Started</th>
-                <th>Finished</th>
-                <th>Failed</th>
-              </tr>
-            </thead>
-            <tbody>
-              {active.map((p) => (
-                <tr key={p.minute} data-testid="minute-row">
-                  <td>{p.label}</td>
-                  <td data-testid="minute-started">{p.started}</td>
-                  <td data-testid="minute-finished">{p.finished}</td>
-                  <td data-testid="minute-failed">{p.failed}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <FigureTable
+            testId="runs-per-minute"
+            rows={active}
+            rowTestId="minute-row"
+            columns={[
+              { header: 'Started', value: (p) => p.started, testId: 'minute-started' },
+              { header: 'Finished', value: (p) => p.finished, testId: 'minute-finished' },
+              { header: 'Failed', value: (p) => p.failed, testId: 'minute-failed' },
+            ]}
+          />
         }
       >
-        <BarChart
-          accessibilityLayer={false}
-          data={points}
-          margin={{ top: 4, right: 8, bottom: 0, left: -20 }}
-        >
-          {grid}
-          <XAxis dataKey="label" {...axis} minTickGap={24} />
-          <YAxis allowDecimals={false} {...axis} />
-          {tooltip}
-          <Legend wrapperStyle={{ fontSize: 12 }} />
+        <BarChart accessibilityLayer={false} data={points} margin={MARGIN}>
+          {frame()}
           <Bar dataKey="started" name="started" fill="var(--chart-2)" isAnimationActive={false} />
           <Bar dataKey="finished" name="finished" fill="var(--chart-1)" isAnimationActive={false} />
           <Bar dataKey="failed" name="failed" fill="var(--chart-3)" isAnimationActive={false} />
@@ -151,92 +202,38 @@ export function Charts({ stats }: { stats: RunStats }) {
         id="tokens"
         title="Tokens per minute"
         table={
-          <table data-testid="tokens-per-minute">
-            <thead>
-              <tr>
-                <th>Minute</th>
-                <th>Input</th>
-                <th>Output</th>
-              </tr>
-            </thead>
-            <tbody>
-              {active.map((p) => (
-                <tr key={p.minute}>
-                  <td>{p.label}</td>
-                  <td data-testid="minute-input-tokens">{p.inputTokens}</td>
-                  <td data-testid="minute-output-tokens">{p.outputTokens}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <FigureTable
+            testId="tokens-per-minute"
+            rows={active}
+            columns={[
+              { header: 'Input', value: (p) => p.inputTokens, testId: 'minute-input-tokens' },
+              { header: 'Output', value: (p) => p.outputTokens, testId: 'minute-output-tokens' },
+            ]}
+          />
         }
       >
-        <AreaChart
-          accessibilityLayer={false}
-          data={points}
-          margin={{ top: 4, right: 8, bottom: 0, left: -20 }}
-        >
-          {grid}
-          <XAxis dataKey="label" {...axis} minTickGap={24} />
-          <YAxis allowDecimals={false} {...axis} />
-          {tooltip}
-          <Legend wrapperStyle={{ fontSize: 12 }} />
-          <Area
-            dataKey="inputTokens"
-            name="input"
-            stackId="t"
-            stroke="var(--chart-2)"
-            fill="var(--chart-2)"
-            fillOpacity={0.3}
-            isAnimationActive={false}
-          />
-          <Area
-            dataKey="outputTokens"
-            name="output"
-            stackId="t"
-            stroke="var(--chart-1)"
-            fill="var(--chart-1)"
-            fillOpacity={0.3}
-            isAnimationActive={false}
-          />
+        <AreaChart accessibilityLayer={false} data={points} margin={MARGIN}>
+          {frame()}
+          {area('inputTokens', 'input', 2, { stackId: 't', fillOpacity: 0.3 })}
+          {area('outputTokens', 'output', 1, { stackId: 't', fillOpacity: 0.3 })}
         </AreaChart>
       </Chart>
       <Chart
         id="latency"
         title="Run latency (ms, request to end)"
         table={
-          <table data-testid="latency-per-minute">
-            <thead>
-              <tr>
-                <th>Minute</th>
-                <th>p50</th>
-                <th>p95</th>
-              </tr>
-            </thead>
-            <tbody>
-              {points
-                .filter((p) => p.p50 !== null)
-                .map((p) => (
-                  <tr key={p.minute}>
-                    <td>{p.label}</td>
-                    <td data-testid="minute-p50">{p.p50}</td>
-                    <td data-testid="minute-p95">{p.p95}</td>
-                  </tr>
-                ))}
-            </tbody>
-          </table>
+          <FigureTable
+            testId="latency-per-minute"
+            rows={points.filter((p) => p.p50 !== null)}
+            columns={[
+              { header: 'p50', value: (p) => p.p50, testId: 'minute-p50' },
+              { header: 'p95', value: (p) => p.p95, testId: 'minute-p95' },
+            ]}
+          />
         }
       >
-        <LineChart
-          accessibilityLayer={false}
-          data={points}
-          margin={{ top: 4, right: 8, bottom: 0, left: -12 }}
-        >
-          {grid}
-          <XAxis dataKey="label" {...axis} minTickGap={24} />
-          <YAxis {...axis} />
-          {tooltip}
-          <Legend wrapperStyle={{ fontSize: 12 }} />
+        <LineChart accessibilityLayer={false} data={points} margin={{ ...MARGIN, left: -12 }}>
+          {frame(false)}
           <Line dataKey="p50" name="p50" stroke="var(--chart-1)" dot connectNulls isAnimationActive={false} />
           <Line dataKey="p95" name="p95" stroke="var(--chart-4)" dot connectNulls isAnimationActive={false} />
         </LineChart>
@@ -245,58 +242,21 @@ export function Charts({ stats }: { stats: RunStats }) {
         id="live"
         title="Live sessions"
         table={
-          <table data-testid="live-per-minute">
-            <thead>
-              <tr>
-                <th>Minute</th>
-                <th>Live</th>
-                <th>Busy</th>
-                <th>Paused</th>
-              </tr>
-            </thead>
-            <tbody>
-              {sampled.map((p) => (
-                <tr key={p.minute}>
-                  <td>{p.label}</td>
-                  <td data-testid="minute-live">{p.live}</td>
-                  <td>{p.busy}</td>
-                  <td>{p.paused}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <FigureTable
+            testId="live-per-minute"
+            rows={sampled}
+            columns={[
+              { header: 'Live', value: (p) => p.live, testId: 'minute-live' },
+              { header: 'Busy', value: (p) => p.busy },
+              { header: 'Paused', value: (p) => p.paused },
+            ]}
+          />
         }
       >
-        <AreaChart
-          accessibilityLayer={false}
-          data={points}
-          margin={{ top: 4, right: 8, bottom: 0, left: -20 }}
-        >
-          {grid}
-          <XAxis dataKey="label" {...axis} minTickGap={24} />
-          <YAxis allowDecimals={false} {...axis} />
-          {tooltip}
-          <Legend wrapperStyle={{ fontSize: 12 }} />
-          <Area
-            dataKey="live"
-            name="live"
-            stroke="var(--chart-1)"
-            fill="var(--chart-1)"
-            fillOpacity={0.2}
-            connectNulls
-            dot={{ r: 2 }}
-            isAnimationActive={false}
-          />
-          <Area
-            dataKey="busy"
-            name="busy"
-            stroke="var(--chart-4)"
-            fill="var(--chart-4)"
-            fillOpacity={0.2}
-            connectNulls
-            dot={{ r: 2 }}
-            isAnimationActive={false}
-          />
+        <AreaChart accessibilityLayer={false} data={points} margin={MARGIN}>
+          {frame()}
+          {area('live', 'live', 1, { fillOpacity: 0.2, connectNulls: true, dot: { r: 2 } })}
+          {area('busy', 'busy', 4, { fillOpacity: 0.2, connectNulls: true, dot: { r: 2 } })}
         </AreaChart>
       </Chart>
     </div>

@@ -31,7 +31,10 @@ describe('errorFromResponse', () => {
       requestId: 'from-header',
       retryAfterMs: 3000,
     });
-    expect(errorFromResponse(418, null, new Headers()).code).toBe('internal');
+    // The service's own mapping of a bare status (codeForStatus): a 4xx is the caller's, a 5xx the service's.
+    expect(errorFromResponse(418, null, new Headers()).code).toBe('bad_request');
+    expect(errorFromResponse(409, null, new Headers()).code).toBe('already_exists');
+    expect(errorFromResponse(502, null, new Headers()).code).toBe('internal');
     expect(errorFromResponse(404, null, new Headers()).code).toBe('not_found');
   });
 });

@@ -1,7 +1,7 @@
 // Errors of the Canopy API, typed by their stable codes (API.md "Errors"), plus the two a client meets on its own
 // side: the service could not be reached, or a request was aborted.
 
-import type { ErrorCode as CoreErrorCode } from '@canopy/core';
+import { codeForStatus, type ErrorCode as CoreErrorCode } from '@canopy/core';
 
 /** The codes the API answers with (API.md), as the service defines them. */
 export type ApiErrorCode = CoreErrorCode;
@@ -50,7 +50,7 @@ export function isCanopyError(err: unknown, ...codes: ErrorCode[]): err is Canop
 export function errorFromResponse(status: number, body: unknown, headers: Headers): CanopyError {
   const envelope = isRecord(body) && isRecord(body.error) ? body.error : null;
   const code =
-    envelope && typeof envelope.code === 'string' ? (envelope.code as ErrorCode) : codeOfStatus(status);
+    envelope && typeof envelope.code === 'string' ? (envelope.code as ErrorCode) : codeForStatus(status);
   const message =
     envelope && typeof envelope.message === 'string'
       ? envelope.message
@@ -74,27 +74,6 @@ export function retryAfterMs(value: string | null, now: number = Date.now()): nu
   if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
   const date = Date.parse(value);
   return Number.isNaN(date) ? null : Math.max(0, date - now);
-}
-
-function codeOfStatus(status: number): ApiErrorCode {
-  switch (status) {
-    case 400:
-      return 'bad_request';
-    case 401:
-      return 'unauthorized';
-    case 403:
-      return 'forbidden';
-    case 404:
-      return 'not_found';
-    case 413:
-      return 'payload_too_large';
-    case 429:
-      return 'rate_limited';
-    case 503:
-      return 'unavailable';
-    default:
-      return 'internal';
-  }
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -143,6 +143,21 @@ export const SESSION_EVENT_TYPES = [
   'store',
 ] as const satisfies readonly SessionEventType[];
 
+/** Events about the session as a whole rather than a step of the run in flight (an error may name a run too). */
+const SESSION_LEVEL_EVENTS: ReadonlySet<SessionEventType> = new Set([
+  'snapshot',
+  'error',
+  'state',
+  'tree',
+  'title',
+  'store',
+] as const);
+
+/** The events of a run in flight, each naming it (`runId`). */
+export const RUN_EVENT_TYPES: ReadonlySet<SessionEventType> = new Set(
+  SESSION_EVENT_TYPES.filter((type) => !SESSION_LEVEL_EVENTS.has(type)),
+);
+
 /** An event before the bus numbers it. */
 export type SessionEventInput = {
   [K in SessionEventType]: { type: K; data: SessionEventMap[K] };

@@ -5,11 +5,11 @@
 
 import {
   LiveState,
+  RUN_EVENT_TYPES,
   systemScope,
   type SessionEvent,
   type SessionSnapshot,
   type InFlight,
-  type SessionEventType,
 } from '@canopy/core';
 import { isPendingState, awaitingIds } from '@canopy/agent';
 import type { Unsubscribe } from '@canopy/realtime';
@@ -346,29 +346,9 @@ export class LiveSession {
   }
 }
 
-const RUN_EVENTS = new Set<SessionEventType>([
-  'message',
-  'text_start',
-  'text_delta',
-  'text_end',
-  'thinking_start',
-  'thinking_delta',
-  'thinking_end',
-  'tool_use_start',
-  'tool_use_delta',
-  'tool_use_end',
-  'tool_result',
-  'tool_progress',
-  'step',
-  'turn',
-  'pause',
-  'retry',
-  'cancelled',
-  'status',
-]);
 
 function runIdOf(e: SessionEvent): string | null {
-  if (!RUN_EVENTS.has(e.type)) return null;
+  if (!RUN_EVENT_TYPES.has(e.type)) return null;
   const data = e.data as { runId?: string | null };
   return data.runId ?? null;
 }

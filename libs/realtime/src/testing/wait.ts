@@ -1,14 +1,16 @@
 // Waiting in contract tests: for a condition, with a deadline (adapters may deliver asynchronously).
 
 import { randomUUID } from 'node:crypto';
+import { eventually } from '@canopy/testing/eventually';
 
 /** Resolves once condition() is true; rejects naming `what` when the deadline passes first. */
-export async function waitFor(what: string, condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
+export function waitFor(what: string, condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  return eventually(
+    () => {
+      if (!condition()) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+    },
+    { timeoutMs, intervalMs: 2 },
+  );
 }
 
 /** Resolves once the wall clock has moved past `ms`, so the next timestamp an adapter takes is later. */
