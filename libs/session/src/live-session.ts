@@ -346,7 +346,6 @@ export class LiveSession {
   }
 }
 
-
 function runIdOf(e: SessionEvent): string | null {
   if (!RUN_EVENT_TYPES.has(e.type)) return null;
   const data = e.data as { runId?: string | null };
