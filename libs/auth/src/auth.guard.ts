@@ -12,9 +12,8 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request } from 'express';
-import { CanopyException } from '@canopy/common';
+import { CanopyException, setAuditContext, type AuditActor } from '@canopy/common';
 import type { Scope } from '@canopy/core';
-import { setAuditContext, type AuditActor } from '@canopy/store';
 import { AuthService } from './auth.service';
 import { scopeOf, type Grant, type Principal } from './principal';
 

@@ -1,6 +1,7 @@
 // @canopy/common: what every deployable shares: validated configuration, the error model and its HTTP filter,
 // structured logging, the guard on outbound connections to tenant-given URLs.
 
+export * from './acting-context';
 export * from './config/config.schema';
 export * from './config/config.module';
 export * from './errors/error-code';

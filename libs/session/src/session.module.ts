@@ -133,9 +133,7 @@ export class SessionModule {
                 toolTimeoutMs: c.sessions.toolTimeoutMs,
                 maxSteps: c.sessions.maxSteps,
                 retry: DEFAULT_RETRY_POLICY,
-                // Long enough for a `wait: true` command, which waits right after starting its run: every run of
-                // a live session is followed, so this bounds what they hold to the results of the last minute.
-                resultTtlMs: 60_000,
+                resultTtlMs: c.sessions.resultTtlMs,
                 shutdownGraceMs: c.shutdownGraceMs,
                 maxBusyPerTenant: c.limits.concurrentRunsPerTenant,
                 retentionSweepMs: c.sessions.retentionSweepMs,

@@ -1,46 +1,11 @@
-// The audit log's writing side. Who acts is known per request (the api's guard fills it in the request's
-// AuditContext); every transaction opened while serving that request declares it (canopy.audit, base64 JSON, so
-// it can be spliced into the first round trip safely), which is what the session-deletion trigger records. The
-// repositories of management actions insert their audit event themselves, in the same transaction as the change.
+// The audit log's writing side. Who acts is known per request (@canopy/common's acting context, filled by the api's
+// guard); every transaction opened while serving that request declares it (Database: canopy.audit), which is what
+// the session-deletion trigger records. The repositories of management actions insert their audit event
+// themselves, in the same transaction as the change.
 
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { currentAudit, type AuditContext } from '@canopy/common';
 import type { SqlTx, Tx } from './database';
 import type { Prisma } from './generated/prisma/client';
-
-export type AuditActor =
-  { type: 'key'; keyId: string } | { type: 'user'; userId: string } | { type: 'admin' } | { type: 'system' };
-
-export interface AuditContext {
-  actor: AuditActor;
-  requestId: string | null;
-}
-
-/** The audit context of the request being served (mutable: the guard fills it once it knows the caller). */
-export interface AuditHolder {
-  context?: AuditContext;
-  requestId?: string | null;
-}
-
-const storage = new AsyncLocalStorage<AuditHolder>();
-
-/** Runs fn (a request's handling) with a holder the guard fills. */
-export function runWithAuditHolder<T>(holder: AuditHolder, fn: () => T): T {
-  return storage.run(holder, fn);
-}
-
-/** The current request's audit context, or the system's outside requests. */
-export function currentAudit(): AuditContext {
-  const holder = storage.getStore();
-  return holder?.context ?? { actor: { type: 'system' }, requestId: holder?.requestId ?? null };
-}
-
-/** set_config of the current audit context, as trusted SQL text (base64 only), or '' outside requests. */
-export function auditSetting(): string {
-  const context = storage.getStore()?.context;
-  if (!context) return '';
-  const encoded = Buffer.from(JSON.stringify(context), 'utf8').toString('base64');
-  return `, set_config('canopy.audit', '${encoded}', true)`;
-}
 
 export interface AuditEntry {
   tenantId: string;
@@ -84,10 +49,4 @@ export async function writeAuditPrisma(tx: Tx, entry: AuditEntry, context: Audit
       ...(entry.after ? { after: json(entry.after) } : {}),
     },
   });
-}
-
-/** Declares the current request's actor (the api's guard, once it knows the caller). */
-export function setAuditContext(context: AuditContext): void {
-  const holder = storage.getStore();
-  if (holder) holder.context = context;
 }

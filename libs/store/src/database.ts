@@ -22,11 +22,10 @@
 // Transactions still have it to themselves.
 
 import type { Scope } from '@canopy/core';
-import { CanopyException } from '@canopy/common';
+import { CanopyException, declaredAudit } from '@canopy/common';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool, type ClientBase, type PoolClient, type QueryResultRow } from 'pg';
 import { PrismaClient, type Prisma } from './generated/prisma/client';
-import { auditSetting } from './audit';
 import { ConnectionLanes, type Lane } from './connection-lanes';
 import { mapDbError, transactionTimeout } from './prisma-errors';
 
@@ -604,4 +603,15 @@ export class Database {
       this.giveBack(client, broken);
     }
   }
+}
+
+/**
+ * The current request's declared caller as a set_config for its transactions (canopy.audit: base64 JSON, so it can
+ * be spliced into the first round trip safely), or '' outside requests.
+ */
+function auditSetting(): string {
+  const context = declaredAudit();
+  if (!context) return '';
+  const encoded = Buffer.from(JSON.stringify(context), 'utf8').toString('base64');
+  return `, set_config('canopy.audit', '${encoded}', true)`;
 }

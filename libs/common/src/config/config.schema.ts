@@ -159,6 +159,11 @@ export const envSchema = z.object({
   /** Sessions with no controller and no run shut down (stop being live) after this; per-session override. */
   SESSION_IDLE_SHUTDOWN_MS: z.coerce.number().int().min(0).max(86_400_000).default(300_000),
   RUN_DECISION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(604_800_000).default(300_000),
+  /**
+   * How long a live session keeps a finished run's result for a `wait: true` command (it waits right after starting
+   * its run, so seconds are plenty): what a process holds of finished runs is the last this long.
+   */
+  RUN_RESULT_TTL_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
   /** Events kept per session for resume (`after`). */
   EVENT_REPLAY_LIMIT: z.coerce.number().int().min(10).max(100_000).default(1_000),
   /**
@@ -318,6 +323,7 @@ export interface CanopyConfig {
   readonly sessions: {
     readonly idleShutdownMs: number;
     readonly decisionTimeoutMs: number;
+    readonly resultTtlMs: number;
     readonly replayLimit: number;
     /** The embedded runtime's replay logs: events kept in memory across all sessions. */
     readonly replayMemoryEvents: number;
@@ -451,6 +457,7 @@ export function loadConfig(
     sessions: {
       idleShutdownMs: e.SESSION_IDLE_SHUTDOWN_MS,
       decisionTimeoutMs: e.RUN_DECISION_TIMEOUT_MS,
+      resultTtlMs: e.RUN_RESULT_TTL_MS,
       replayLimit: e.EVENT_REPLAY_LIMIT,
       replayMemoryEvents:
         e.EVENT_REPLAY_MEMORY_EVENTS ?? Math.max(DEFAULT_REPLAY_MEMORY_EVENTS, e.EVENT_REPLAY_LIMIT),
