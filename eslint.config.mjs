@@ -1,15 +1,64 @@
 // Lint rules that guard Canopy's architecture as well as its code: the core stays pure and isomorphic, imports
-// point down the layers only (apps -> manager -> session -> agent/store/realtime/queue -> core), and only entry
-// points and test tooling read process.env (everything else gets the validated config).
+// point down the layers only (LAYERS: apps -> manager -> session -> agent/auth/queue -> store/realtime ->
+// common/client -> core), and only entry points and test tooling read process.env (everything else gets the
+// validated config). libs/testing/src/architecture-lint.spec.ts checks that a forbidden import fails.
 
 import eslint from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
 
+/**
+ * The libraries by layer, lowest first. Code of a library (its tests and its `testing/` helpers aside: they may
+ * compose whatever they exercise) imports only libraries of lower layers; docs/architecture.md states this order.
+ * libs/core has a stricter rule of its own (it imports nothing), libs/testing is test tooling (no layer).
+ */
+export const LAYERS = [
+  ['core'],
+  ['common', 'client'],
+  ['store', 'realtime'],
+  ['agent', 'auth', 'queue'],
+  ['session'],
+  ['manager'],
+];
+
 const noApps = {
   group: ['**/apps/**', 'apps/**'],
   message: 'libraries never import an app: apps compose libraries, not the other way round.',
 };
+
+/** The no-restricted-imports block of each library of LAYERS above core: what it may not import, and why. */
+function layerRules() {
+  const all = LAYERS.flat();
+  const testing = {
+    files: ['libs/testing/src/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [noApps] }] },
+  };
+  const libraries = LAYERS.slice(1).flatMap((layer, i) =>
+    layer.map((lib) => {
+      const below = LAYERS.slice(0, i + 1).flat();
+      const forbidden = all.filter((other) => other !== lib && !below.includes(other)).concat('testing');
+      return {
+        files: [`libs/${lib}/src/**/*.ts`],
+        ignores: ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.e2e-spec.ts', `libs/${lib}/src/testing/**`],
+        rules: {
+          'no-restricted-imports': [
+            'error',
+            {
+              patterns: [
+                noApps,
+                {
+                  group: forbidden.flatMap((other) => [`@canopy/${other}`, `@canopy/${other}/*`]),
+                  message: `libs/${lib} imports only the layers below it (${below.join(', ')}): see LAYERS.`,
+                },
+              ],
+            },
+          ],
+        },
+      };
+    }),
+  );
+  return [...libraries, testing];
+}
 
 export default tseslint.config(
   {
@@ -59,57 +108,8 @@ export default tseslint.config(
       ],
     },
   },
-  {
-    // Layers import downwards only: no library reaches into an app (end-to-end tests boot one, that is all).
-    files: ['libs/*/src/**/*.ts'],
-    ignores: [
-      '**/*.e2e-spec.ts',
-      'libs/core/src/**',
-      'libs/session/src/**',
-      'libs/{store,agent,realtime,queue}/src/**',
-    ],
-    rules: { 'no-restricted-imports': ['error', { patterns: [noApps] }] },
-  },
-  {
-    // The session layer declares the ports it needs from the manager (LiveSessionHost); it never imports it.
-    // Its integration tests compose the whole engine through the manager's harness, as a deployable does.
-    files: ['libs/session/src/**/*.ts'],
-    ignores: ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.e2e-spec.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            noApps,
-            {
-              group: ['@canopy/manager', '@canopy/manager/*'],
-              message:
-                'libs/session is below the manager: declare a port here and let the manager implement it.',
-            },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    // Infrastructure is under the session engine and the manager.
-    files: ['libs/{store,agent,realtime,queue}/src/**/*.ts'],
-    ignores: ['**/*.e2e-spec.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            noApps,
-            {
-              group: ['@canopy/session', '@canopy/session/*', '@canopy/manager', '@canopy/manager/*'],
-              message: 'infrastructure libraries are below the session and manager layers.',
-            },
-          ],
-        },
-      ],
-    },
-  },
+  // Every library's imports point down the layers (LAYERS): one block per library, from the table.
+  ...layerRules(),
   {
     files: [
       'apps/*/src/main.ts',
