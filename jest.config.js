@@ -36,6 +36,9 @@ module.exports = {
   // takes seconds; a hung test still fails instead of stalling the run.
   testTimeout: 60_000,
   reporters: ['default', '<rootDir>/scripts/lib/slowest-files-reporter.cjs'],
+  // Two test files at a time even on two cores (jest's default there is one): most of a file's time is spent
+  // waiting for processes, databases and sockets, not computing (a serial run kept the cores ~37% busy).
+  maxWorkers: 2,
   projects: [
     // The benches' pure helpers (bench/) have unit tests too.
     { ...base, displayName: 'unit', roots: [...base.roots, '<rootDir>/bench'], testMatch: ['**/*.spec.ts'] },
