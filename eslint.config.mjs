@@ -117,6 +117,7 @@ export default tseslint.config(
       'libs/testing/**',
       'scripts/**',
       'prisma.config.ts',
+      'jest.config.js',
       'bench/**',
       'examples/**',
     ],
