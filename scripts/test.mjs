@@ -9,15 +9,15 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import {
-  ensureBuilt,
+  ensureAllBuilt,
   ensureChromium,
   ensureDependencies,
   ensurePrismaClient,
-  ensureWebBuilt,
   log,
   main,
   root,
   run,
+  runAsync,
 } from './lib/steps.mjs';
 
 /** Whether the jest arguments leave the e2e project in (the browser tests are e2e tests). */
@@ -37,25 +37,29 @@ await main(async () => {
   ensureDependencies();
   ensurePrismaClient();
   const tsc = join(root, 'node_modules', '.bin', 'tsc');
-  log('type-checking');
-  run(tsc, ['--noEmit', '-p', 'tsconfig.json']);
-  // libs/core is isomorphic: it must compile with no Node types at all.
-  run(tsc, ['--noEmit', '-p', 'libs/core/tsconfig.lib.json']);
-  // So is the SDK (browsers and Node, DOM types only).
-  run(tsc, ['--noEmit', '-p', 'libs/client/tsconfig.lib.json']);
-  // The web UI compiles for browsers (DOM, JSX) and its Vite config for Node: each with its own settings.
-  run(tsc, ['--noEmit', '-p', 'apps/web/tsconfig.app.json']);
-  run(tsc, ['--noEmit', '-p', 'apps/web/tsconfig.node.json']);
-  // The examples are ES modules run with tsx against the SDK's sources (libs/client/src/examples.e2e-spec.ts).
-  run(tsc, ['--noEmit', '-p', 'examples/tsconfig.json']);
-  if (runsEndToEnd(process.argv.slice(2))) {
-    // The cluster tests start the built api and worker as real processes.
-    ensureBuilt('api');
-    ensureBuilt('worker');
-    // The browser journey (apps/web/test) opens the built UI in Debian's chromium.
-    ensureWebBuilt();
-    ensureChromium();
-  }
+  // Two lanes side by side (two cores): the type checks, and the builds the end-to-end tests need.
+  const typeChecks = async () => {
+    log('type-checking');
+    for (const project of [
+      'tsconfig.json',
+      // libs/core is isomorphic: it must compile with no Node types at all.
+      'libs/core/tsconfig.lib.json',
+      // So is the SDK (browsers and Node, DOM types only).
+      'libs/client/tsconfig.lib.json',
+      // The web UI compiles for browsers (DOM, JSX) and its Vite config for Node: each with its own settings.
+      'apps/web/tsconfig.app.json',
+      'apps/web/tsconfig.node.json',
+      // The examples are ES modules run with tsx against the SDK's sources (libs/client/src/examples.e2e-spec.ts).
+      'examples/tsconfig.json',
+    ]) {
+      await runAsync(tsc, ['--noEmit', '-p', project]);
+    }
+  };
+  const endToEnd = runsEndToEnd(process.argv.slice(2));
+  // The cluster tests start the built api and worker as real processes; the browser journey (apps/web/test) opens
+  // the built UI in Debian's chromium.
+  await Promise.all([typeChecks(), endToEnd ? ensureAllBuilt(['api', 'worker'], true) : Promise.resolve()]);
+  if (endToEnd) ensureChromium();
   // VM modules: PGlite (the embedded database, exercised by e2e tests) loads parts of itself with import().
   const jest = (args, env = {}) =>
     run(

@@ -2,7 +2,7 @@
 // dependencies, because the first of them installs the dependencies. Each step is skipped when its inputs have
 // not changed since it last ran (a hash stamp), so repeated runs start fast.
 
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -25,6 +25,22 @@ export function run(command, args, options = {}) {
     err.exitCode = result.status ?? 1;
     throw err;
   }
+}
+
+/** run, without blocking: resolves when the command exits 0, rejects as run throws otherwise. */
+export function runAsync(command, args, options = {}) {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(command, args, { cwd: root, stdio: 'inherit', ...options });
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      if (code === 0) return resolvePromise();
+      const err = new Error(
+        `${relative(root, command) || command} ${args.join(' ')} exited with ${code ?? signal}`,
+      );
+      err.exitCode = code ?? 1;
+      reject(err);
+    });
+  });
 }
 
 function hashOf(parts) {
@@ -112,16 +128,43 @@ function sourceFingerprint() {
 }
 
 /** nest build of a deployable when any source changed. Returns the path of its entry file. */
-export function ensureBuilt(project) {
+/** What building a deployable takes: its stamp, the hash of its inputs, and the command. */
+function buildPlan(project) {
   const entry = join(root, 'dist', 'apps', project, 'apps', project, 'src', 'main.js');
   const stamp = join(root, 'dist', '.build-stamps', project);
-  const hash = sourceFingerprint();
   if (!existsSync(entry) && existsSync(stamp)) writeFileSync(stamp, '');
-  stamped(stamp, hash, () => {
-    log(`building ${project}`);
-    run(bin('nest'), ['build', project]);
+  return {
+    entry,
+    stamp,
+    hash: sourceFingerprint(),
+    label: `building ${project}`,
+    command: bin('nest'),
+    args: ['build', project],
+  };
+}
+
+export function ensureBuilt(project) {
+  const plan = buildPlan(project);
+  stamped(plan.stamp, plan.hash, () => {
+    log(plan.label);
+    run(plan.command, plan.args);
   });
-  return entry;
+  return plan.entry;
+}
+
+/** Runs a build plan unless its stamp says its inputs are unchanged; the stamp is written once it succeeded. */
+async function buildAsync(plan) {
+  if (existsSync(plan.stamp) && readFileSync(plan.stamp, 'utf8') === plan.hash) return;
+  log(plan.label);
+  await runAsync(plan.command, plan.args);
+  mkdirSync(dirname(plan.stamp), { recursive: true });
+  writeFileSync(plan.stamp, plan.hash);
+}
+
+/** ensureBuilt of each project, then of the web UI (when `web`), one after the other without blocking. */
+export async function ensureAllBuilt(projects, web) {
+  for (const project of projects) await buildAsync(buildPlan(project));
+  if (web) await buildAsync(webBuildPlan());
 }
 
 /** Sizes and times of the files under dir (recursively), skipping node_modules, dist and tests. */
@@ -138,11 +181,8 @@ function filesFingerprint(dir, parts, include) {
   }
 }
 
-/**
- * vite build of the web UI (apps/web, with the SDK and the core it bundles) into dist/apps/web when any of its
- * sources changed. Returns the directory the api serves.
- */
-export function ensureWebBuilt() {
+/** What building the web UI takes (see ensureWebBuilt). */
+function webBuildPlan() {
   const out = join(root, 'dist', 'apps', 'web');
   const stamp = join(root, 'dist', '.build-stamps', 'web');
   const parts = [];
@@ -153,11 +193,27 @@ export function ensureWebBuilt() {
     if (existsSync(join(root, f))) parts.push(f, statSync(join(root, f)).mtimeMs);
   }
   if (!existsSync(join(out, 'index.html')) && existsSync(stamp)) writeFileSync(stamp, '');
-  stamped(stamp, hashOf(parts), () => {
-    log('building the web UI');
-    run(bin('vite'), ['build', '--config', join(webRoot, 'vite.config.ts'), '--logLevel', 'warn']);
+  return {
+    entry: out,
+    stamp,
+    hash: hashOf(parts),
+    label: 'building the web UI',
+    command: bin('vite'),
+    args: ['build', '--config', join(webRoot, 'vite.config.ts'), '--logLevel', 'warn'],
+  };
+}
+
+/**
+ * vite build of the web UI (apps/web, with the SDK and the core it bundles) into dist/apps/web when any of its
+ * sources changed. Returns the directory the api serves.
+ */
+export function ensureWebBuilt() {
+  const plan = webBuildPlan();
+  stamped(plan.stamp, plan.hash, () => {
+    log(plan.label);
+    run(plan.command, plan.args);
   });
-  return out;
+  return plan.entry;
 }
 
 export const CHROMIUM = '/usr/bin/chromium';
