@@ -12,7 +12,7 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
-import { REDIS_REALTIME, RealtimeModule, duplicateConnection, type RedisRealtime } from '@canopy/realtime';
+import { REDIS_REALTIME, RealtimeModule, subscriberConnection, type RedisRealtime } from '@canopy/realtime';
 import { BullmqTimers } from './bullmq-timers';
 import { BullmqTurnQueue } from './bullmq-turn-queue';
 import { InProcessTimers } from './in-process-timers';
@@ -78,7 +78,7 @@ export class QueueModule {
             redis
               ? new RedisRunControl({
                   redis: redis.redis,
-                  subscriber: duplicateConnection(redis.redis, { enableAutoPipelining: false }),
+                  subscriber: subscriberConnection(redis.redis),
                   prefix: c.redis.prefix,
                   instanceId: c.instanceId,
                   onError: (err) => new Logger('RunControl').warn({ err }, 'run control connection error'),

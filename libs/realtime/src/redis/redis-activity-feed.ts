@@ -15,7 +15,7 @@
 
 import { Logger } from '@nestjs/common';
 import type { ActivityEvent } from '@canopy/core';
-import { duplicateConnection, publishInOrder, type RedisConnection } from './redis-connection';
+import { subscriberConnection, publishInOrder, type RedisConnection } from './redis-connection';
 
 import { callListener, logListenerError, type ListenerErrorHandler } from '../in-process/listener-errors';
 import type { ActivityFeed, Unsubscribe } from '../ports';
@@ -111,7 +111,7 @@ export class RedisActivityFeed implements ActivityFeed {
   private pubSub(): RedisPubSub {
     if (!this.pubsub) {
       if (!this.subscriber) {
-        this.subscriber = duplicateConnection(this.redis, { enableAutoPipelining: false });
+        this.subscriber = subscriberConnection(this.redis);
         this.ownsSubscriber = true;
         this.subscriber.on('error', (error: Error) =>
           this.logger.warn(`subscriber connection: ${error.message}`),

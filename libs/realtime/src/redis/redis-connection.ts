@@ -79,3 +79,20 @@ function clusterReady(cluster: Cluster, timeoutMs: number): Promise<void> {
 function address(node: Redis): string {
   return `${node.options.host}:${node.options.port}`;
 }
+
+/**
+ * A duplicate for SUBSCRIBE only, with no ready check: Redis accepts SUBSCRIBE before a connection is ready (it is
+ * allowed while the server loads its data), so ioredis sends one made in that moment at once; its ready check's INFO
+ * then meets a connection in subscriber mode, fails, and closes it, failing the SUBSCRIBE too (a process starting
+ * under load did not start). A subscriber needs no ready check: it reads no data.
+ */
+export function subscriberConnection(
+  connection: RedisConnection,
+  options: Partial<RedisOptions> & Partial<ClusterOptions> = {},
+): RedisConnection {
+  return duplicateConnection(connection, {
+    enableAutoPipelining: false,
+    enableReadyCheck: false,
+    ...options,
+  });
+}

@@ -8,7 +8,7 @@ import { Logger } from '@nestjs/common';
 
 import { callListener, logListenerError, type ListenerErrorHandler } from '../in-process/listener-errors';
 import type { CredentialNotice, CredentialNotices, Unsubscribe } from '../ports';
-import { duplicateConnection, publishInOrder, type RedisConnection } from './redis-connection';
+import { subscriberConnection, publishInOrder, type RedisConnection } from './redis-connection';
 import { checkNoKeyPrefix, checkPrefix } from './redis-keys';
 import { RedisPubSub, type Release } from './redis-pubsub';
 
@@ -102,7 +102,7 @@ export class RedisCredentialNotices implements CredentialNotices {
   private pubSub(): RedisPubSub {
     if (!this.pubsub) {
       if (!this.subscriber) {
-        this.subscriber = duplicateConnection(this.redis, { enableAutoPipelining: false });
+        this.subscriber = subscriberConnection(this.redis);
         this.ownsSubscriber = true;
         this.subscriber.on('error', (error: Error) =>
           this.logger.warn(`subscriber connection: ${error.message}`),

@@ -38,7 +38,7 @@ import type { SessionEvent, SessionEventInput } from '@canopy/core';
 import { callListener, logListenerError, type ListenerErrorHandler } from '../in-process/listener-errors';
 import type { EventBus, ReplayResult, Unsubscribe } from '../ports';
 import { LuaScript } from './lua-script';
-import { duplicateConnection, isCluster, type RedisConnection } from './redis-connection';
+import { subscriberConnection, isCluster, type RedisConnection } from './redis-connection';
 import { checkNoKeyPrefix, checkPrefix, keyPart } from './redis-keys';
 import { RedisPubSub, type Release } from './redis-pubsub';
 
@@ -478,7 +478,7 @@ export class RedisEventBus implements EventBus {
   private pubSub(): RedisPubSub {
     if (!this.pubsub) {
       if (!this.subscriber) {
-        this.subscriber = duplicateConnection(this.redis, { enableAutoPipelining: false });
+        this.subscriber = subscriberConnection(this.redis);
         this.ownsSubscriber = true;
         this.subscriber.on('error', (error: Error) =>
           this.logger.warn(`subscriber connection: ${error.message}`),

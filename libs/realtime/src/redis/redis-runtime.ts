@@ -9,7 +9,7 @@
 
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 
-import { duplicateConnection, type RedisConnection } from './redis-connection';
+import { duplicateConnection, subscriberConnection, type RedisConnection } from './redis-connection';
 import { RedisActivityFeed } from './redis-activity-feed';
 import { RedisCredentialNotices } from './redis-credential-notices';
 import { RedisEventBus } from './redis-event-bus';
@@ -72,10 +72,7 @@ export function createRedisRealtime(options: RedisRealtimeOptions): RedisRealtim
         redisOptions: { ...serverOptions(options.url), ...commandOptions },
       })
     : new Redis(options.url, commandOptions);
-  const subscriber = duplicateConnection(redis, {
-    autoResendUnfulfilledCommands: true,
-    enableAutoPipelining: false,
-  });
+  const subscriber = subscriberConnection(redis, { autoResendUnfulfilledCommands: true });
   const queueOptions: RedisOptions = {
     autoResendUnfulfilledCommands: true,
     enableAutoPipelining: false,
