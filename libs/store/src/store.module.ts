@@ -46,11 +46,16 @@ export async function openDatabase(config: CanopyConfig, logger: Logger): Promis
     const url = config.database.url ?? embedded!.url;
     if (embedded) logger.log(`embedded database (PGlite) in ${embedded.dataDir}`);
     if (config.database.migrateOnBoot) {
-      const { applied } = await applyMigrations({
+      const { applied, adopted } = await applyMigrations({
         url,
         migrationsDir: config.database.migrationsDir,
         log: (m) => logger.debug(m),
       });
+      if (adopted.length) {
+        logger.log(
+          `the database was built by the ${adopted.length} migrations the baseline replaced: recorded as the baseline`,
+        );
+      }
       logger.log(
         applied.length ? `applied migrations: ${applied.join(', ')}` : 'database schema is up to date',
       );
