@@ -85,10 +85,16 @@ export class Cluster {
     this.database = this.options.database ?? (await createTestDatabase());
     const apis = this.options.apis ?? 2;
     const workers = this.options.workers ?? 2;
-    await Promise.all([
+    const started = await Promise.allSettled([
       ...Array.from({ length: apis }, (_, i) => this.startApi(i + 1)),
       ...Array.from({ length: workers }, (_, i) => this.startWorker(i + 1)),
     ]);
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) {
+      // The caller holds no cluster to stop: what did start is stopped here, not left running after the test.
+      await this.stop().catch(() => undefined);
+      throw failed.reason;
+    }
     return this;
   }
 
