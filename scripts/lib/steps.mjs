@@ -49,11 +49,21 @@ function hashOf(parts) {
   return h.digest('hex');
 }
 
-function stamped(stampFile, hash, action) {
-  if (existsSync(stampFile) && readFileSync(stampFile, 'utf8') === hash) return false;
-  action();
+/** Whether a step's stamp says it ran on these inputs already. */
+function isStamped(stampFile, hash) {
+  return existsSync(stampFile) && readFileSync(stampFile, 'utf8') === hash;
+}
+
+/** Records that a step ran on these inputs (written once it succeeded). */
+function stamp(stampFile, hash) {
   mkdirSync(dirname(stampFile), { recursive: true });
   writeFileSync(stampFile, hash);
+}
+
+function stamped(stampFile, hash, action) {
+  if (isStamped(stampFile, hash)) return false;
+  action();
+  stamp(stampFile, hash);
   return true;
 }
 
@@ -144,21 +154,24 @@ function buildPlan(project) {
 }
 
 export function ensureBuilt(project) {
-  const plan = buildPlan(project);
+  return build(buildPlan(project));
+}
+
+/** Runs a build plan unless its stamp says its inputs are unchanged; the stamp is written once it succeeded. */
+async function buildAsync(plan) {
+  if (isStamped(plan.stamp, plan.hash)) return;
+  log(plan.label);
+  await runAsync(plan.command, plan.args);
+  stamp(plan.stamp, plan.hash);
+}
+
+/** Runs a build plan unless its stamp says its inputs are unchanged; answers what it built. */
+function build(plan) {
   stamped(plan.stamp, plan.hash, () => {
     log(plan.label);
     run(plan.command, plan.args);
   });
   return plan.entry;
-}
-
-/** Runs a build plan unless its stamp says its inputs are unchanged; the stamp is written once it succeeded. */
-async function buildAsync(plan) {
-  if (existsSync(plan.stamp) && readFileSync(plan.stamp, 'utf8') === plan.hash) return;
-  log(plan.label);
-  await runAsync(plan.command, plan.args);
-  mkdirSync(dirname(plan.stamp), { recursive: true });
-  writeFileSync(plan.stamp, plan.hash);
 }
 
 /** ensureBuilt of each project, then of the web UI (when `web`), one after the other without blocking. */
@@ -208,12 +221,7 @@ function webBuildPlan() {
  * sources changed. Returns the directory the api serves.
  */
 export function ensureWebBuilt() {
-  const plan = webBuildPlan();
-  stamped(plan.stamp, plan.hash, () => {
-    log(plan.label);
-    run(plan.command, plan.args);
-  });
-  return plan.entry;
+  return build(webBuildPlan());
 }
 
 export const CHROMIUM = '/usr/bin/chromium';

@@ -53,17 +53,9 @@ export function tolerateDependencyRejections(
 }
 
 /**
- * A refusal to start that says what to do about it: the process prints its message alone, without a stack. An
- * error of another class named 'StartupRefusal' counts as one (for code that cannot import this library).
+ * What a failed start prints: a refusal to start that says what to do about it (an Error named 'StartupRefusal',
+ * such as the migrator's MigrationHistoryRefusal) by its message alone, anything else with its stack.
  */
-export class StartupRefusal extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'StartupRefusal';
-  }
-}
-
-/** What a failed start prints: a refusal's message as it is, anything else with its stack. */
 export function startFailureText(err: unknown): string {
   if (err instanceof Error && err.name === 'StartupRefusal') return err.message;
   return `failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`;

@@ -170,10 +170,7 @@ export async function applyMigrations(options: MigrateOptions): Promise<MigrateR
   }
 }
 
-/**
- * A history this version cannot migrate from. Named as @canopy/common's StartupRefusal so the process prints its
- * message alone; not that class, because the test setup loads this file without the libraries' path aliases.
- */
+/** A history this version cannot migrate from. Named 'StartupRefusal': the process prints its message alone. */
 export class MigrationHistoryRefusal extends Error {
   constructor(message: string) {
     super(message);
