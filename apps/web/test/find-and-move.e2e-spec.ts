@@ -336,6 +336,9 @@ describe('web UI journey: finding, forking and moving conversations', () => {
     );
     await expectText(byTestId('import-done'), /^Imported “/);
     await expectText(turn(0).getByTestId('turn-prompt'), 'Imported hello');
+    // The list shows the imported session before it is counted (it is refreshed after the import).
+    const chatId = hashOf().slice('#/sessions/'.length);
+    await expectCount(page.locator(`[data-testid="session-item"][data-session-id="${chatId}"]`), 1);
 
     const count = await byTestId('session-item').count();
     const good = (text: string) =>
