@@ -1,5 +1,9 @@
 // A jest reporter that prints, after the run, the ten test files that took longest (wall time from their start to
-// their end, with their project), so the suite's time has names on it.
+// their end, with their project), so the suite's time has names on it; every file's time goes to
+// test-artifacts/test-times-<phase>.json.
+
+const { mkdirSync, writeFileSync } = require('node:fs');
+const { join } = require('node:path');
 
 const SHOWN = 10;
 
@@ -12,9 +16,13 @@ class SlowestFilesReporter {
         ms: r.perfStats.end - r.perfStats.start,
       }))
       .filter((f) => Number.isFinite(f.ms) && f.ms > 0)
-      .sort((a, b) => b.ms - a.ms)
-      .slice(0, SHOWN);
+      .sort((a, b) => b.ms - a.ms);
     if (files.length === 0) return;
+    const dir = join(process.cwd(), 'test-artifacts');
+    mkdirSync(dir, { recursive: true });
+    const phase = process.env.CANOPY_TEST_PHASE ?? 'run';
+    writeFileSync(join(dir, `test-times-${phase}.json`), `${JSON.stringify(files, null, 1)}\n`);
+    files.splice(SHOWN);
     const wall = (Date.now() - results.startTime) / 1000;
     const lines = files.map(
       (f) => `  ${(f.ms / 1000).toFixed(1).padStart(7)} s  ${f.project.padEnd(11)} ${f.path}`,
