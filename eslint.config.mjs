@@ -15,10 +15,12 @@ import tseslint from 'typescript-eslint';
 export const LAYERS = [
   ['core'],
   ['common', 'client'],
+  ['redis'],
   ['store', 'realtime'],
   ['agent', 'auth', 'queue'],
   ['session'],
   ['manager'],
+  ['tenancy'],
 ];
 
 const noApps = {
