@@ -1,5 +1,5 @@
 // Lint rules that guard Canopy's architecture as well as its code: the core stays pure and isomorphic, imports
-// point down the layers only (LAYERS: apps -> manager -> session -> agent/auth/queue -> store/realtime ->
+// point down the layers only (LAYERS: apps -> manager -> session -> agent/auth/queue -> store/realtime -> redis ->
 // common/client -> core), and only entry points and test tooling read process.env (everything else gets the
 // validated config). libs/testing/src/architecture-lint.spec.ts checks that a forbidden import fails.
 

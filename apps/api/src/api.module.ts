@@ -1,5 +1,6 @@
 // The api deployable: wiring only. Capabilities live in libs and are imported here: the manager layer in its 'api'
-// role (it executes runs itself only when embedded), the store, realtime and agent modules the controllers use.
+// role (it executes runs itself only when embedded), the store, Redis, realtime and agent modules the controllers
+// use.
 
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
@@ -15,7 +16,8 @@ import {
 import { AuthGuard, AuthModule } from '@canopy/auth';
 import { AgentModule } from '@canopy/agent';
 import { ManagerModule } from '@canopy/manager';
-import { REDIS_REALTIME, RealtimeModule, type RedisRealtime } from '@canopy/realtime';
+import { RealtimeModule } from '@canopy/realtime';
+import { REDIS_CONNECTIONS, RedisModule, type RedisConnections } from '@canopy/redis';
 import { StoreModule } from '@canopy/store';
 import { AdminController } from './http/admin.controller';
 import { AuditController } from './http/audit.controller';
@@ -54,14 +56,15 @@ export class ApiModule {
         ConfigModule.forRoot(config),
         LoggingModule,
         StoreModule.forRoot(),
+        RedisModule.forRoot(),
         RealtimeModule.forRoot(),
         AgentModule.forRoot(),
         ManagerModule.forRoot('api'),
         AuthModule,
         ThrottlerModule.forRootAsync({
-          imports: [RealtimeModule.forRoot()],
-          inject: [CANOPY_CONFIG, REDIS_REALTIME],
-          useFactory: (c: CanopyConfig, redis: RedisRealtime | null) => rateLimitOptions(c, redis),
+          imports: [RedisModule.forRoot()],
+          inject: [CANOPY_CONFIG, REDIS_CONNECTIONS],
+          useFactory: (c: CanopyConfig, redis: RedisConnections | null) => rateLimitOptions(c, redis),
         }),
       ],
       controllers: [

@@ -1,6 +1,6 @@
 // The queue of a deployable, picked by the configuration: embedded (no REDIS_URL) the inline turn queue,
-// in-process timers and run control; distributed (REDIS_URL) BullMQ and Redis run control over the realtime
-// module's Redis runtime. Run control is closed at shutdown, after the modules above that use it.
+// in-process timers and run control; distributed (REDIS_URL) BullMQ and Redis run control on the process's Redis
+// connections (@canopy/redis). Run control is closed at shutdown, after the modules above that use it.
 // QueueModule.forRoot() is one module per process however many import it.
 
 import {
@@ -12,7 +12,7 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
-import { REDIS_REALTIME, RealtimeModule, subscriberConnection, type RedisRealtime } from '@canopy/realtime';
+import { REDIS_CONNECTIONS, RedisModule, subscriberConnection, type RedisConnections } from '@canopy/redis';
 import { BullmqTimers } from './bullmq-timers';
 import { BullmqTurnQueue } from './bullmq-turn-queue';
 import { InProcessTimers } from './in-process-timers';
@@ -37,19 +37,19 @@ export class QueueModule {
   static forRoot(): DynamicModule {
     QueueModule.root ??= {
       module: QueueModule,
-      imports: [RealtimeModule.forRoot()],
+      imports: [RedisModule.forRoot()],
       providers: [
         {
           provide: TURN_QUEUE,
-          inject: [CANOPY_CONFIG, REDIS_REALTIME],
-          useFactory: (c: CanopyConfig, redis: RedisRealtime | null): TurnQueue => {
+          inject: [CANOPY_CONFIG, REDIS_CONNECTIONS],
+          useFactory: (c: CanopyConfig, connections: RedisConnections | null): TurnQueue => {
             const logger = new Logger('TurnQueue');
             const onError = (err: unknown, job: unknown) =>
               logger.error({ err, job }, 'run failed unexpectedly');
-            if (!redis) return new InlineTurnQueue(onError);
+            if (!connections) return new InlineTurnQueue(onError);
             return new BullmqTurnQueue({
               // BullMQ's blocking connections must never give up a command (and are not auto-pipelined).
-              connection: redis.queueConnection(),
+              connection: connections.queueConnection(),
               prefix: `${c.redis.prefix}:bull`,
               concurrency: c.redis.workerConcurrency,
               lockDurationMs: c.redis.runLockMs,
@@ -59,13 +59,13 @@ export class QueueModule {
         },
         {
           provide: TIMERS,
-          inject: [CANOPY_CONFIG, REDIS_REALTIME],
-          useFactory: (c: CanopyConfig, redis: RedisRealtime | null): Timers => {
+          inject: [CANOPY_CONFIG, REDIS_CONNECTIONS],
+          useFactory: (c: CanopyConfig, connections: RedisConnections | null): Timers => {
             const logger = new Logger('Timers');
             const onError = (err: unknown, timer: unknown) => logger.error({ err, timer }, 'timer failed');
-            if (!redis) return new InProcessTimers(onError);
+            if (!connections) return new InProcessTimers(onError);
             return new BullmqTimers({
-              connection: redis.queueConnection(),
+              connection: connections.queueConnection(),
               prefix: `${c.redis.prefix}:bull`,
               onError,
             });
@@ -73,12 +73,12 @@ export class QueueModule {
         },
         {
           provide: RUN_CONTROL,
-          inject: [CANOPY_CONFIG, REDIS_REALTIME],
-          useFactory: (c: CanopyConfig, redis: RedisRealtime | null): RunControl =>
-            redis
+          inject: [CANOPY_CONFIG, REDIS_CONNECTIONS],
+          useFactory: (c: CanopyConfig, connections: RedisConnections | null): RunControl =>
+            connections
               ? new RedisRunControl({
-                  redis: redis.redis,
-                  subscriber: subscriberConnection(redis.redis),
+                  redis: connections.redis,
+                  subscriber: subscriberConnection(connections.redis),
                   prefix: c.redis.prefix,
                   instanceId: c.instanceId,
                   onError: (err) => new Logger('RunControl').warn({ err }, 'run control connection error'),

@@ -1,6 +1,6 @@
 // The realtime transport of a deployable, picked by the configuration: embedded (no REDIS_URL) the in-process bus,
-// registry, feed and credential notices; distributed (REDIS_URL) their Redis adapters over one Redis runtime
-// (REDIS_REALTIME, null when embedded), closed at shutdown. RealtimeModule.forRoot() is one module per process
+// registry, feed and credential notices; distributed (REDIS_URL) their Redis adapters on the process's Redis
+// connections (@canopy/redis), assembled as REDIS_REALTIME (null when embedded) and closed at shutdown. RealtimeModule.forRoot() is one module per process
 // however many import it.
 
 import {
@@ -13,6 +13,7 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
+import { REDIS_CONNECTIONS, RedisModule, type RedisConnections } from '@canopy/redis';
 import { InProcessActivityFeed } from './in-process/in-process-activity-feed';
 import { InProcessCredentialNotices } from './in-process/in-process-credential-notices';
 import { InProcessEventBus } from './in-process/in-process-event-bus';
@@ -29,14 +30,15 @@ import {
 } from './ports';
 import { createRedisRealtime, type RedisRealtime } from './redis/redis-runtime';
 
-/** The Redis runtime of a distributed deployment, or null when embedded. */
+/** The Redis adapters of a distributed deployment, or null when embedded. */
 export const REDIS_REALTIME = Symbol('REDIS_REALTIME');
 
 @Injectable()
 class RealtimeLifecycle implements OnApplicationShutdown {
   constructor(@Optional() @Inject(REDIS_REALTIME) private readonly redis: RedisRealtime | null) {}
 
-  // The modules above (the manager's live sessions, run control) close first: this module is imported by them.
+  // The modules above (the manager's live sessions, run control) close first: this module is imported by them;
+  // the Redis connections close after (RedisModule is imported by this one).
   async onApplicationShutdown(): Promise<void> {
     await this.redis?.close();
   }
@@ -49,20 +51,18 @@ export class RealtimeModule {
   static forRoot(): DynamicModule {
     RealtimeModule.root ??= {
       module: RealtimeModule,
+      imports: [RedisModule.forRoot()],
       providers: [
         {
           provide: REDIS_REALTIME,
-          inject: [CANOPY_CONFIG],
-          useFactory: (c: CanopyConfig): RedisRealtime | null => {
-            if (!c.redis.url) return null;
+          inject: [CANOPY_CONFIG, REDIS_CONNECTIONS],
+          useFactory: (c: CanopyConfig, connections: RedisConnections | null): RedisRealtime | null => {
+            if (!connections) return null;
             const logger = new Logger('Redis');
-            return createRedisRealtime({
-              url: c.redis.url,
-              clusterNodes: c.redis.clusterNodes,
+            return createRedisRealtime(connections, {
               prefix: c.redis.prefix,
               replayLimit: c.sessions.replayLimit,
               replayTtlSeconds: c.redis.replayTtlSeconds,
-              commandTimeoutMs: c.redis.commandTimeoutMs,
               onError: (err) => logger.warn({ err }, 'redis error'),
             });
           },

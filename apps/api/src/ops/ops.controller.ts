@@ -7,7 +7,7 @@ import type { Response } from 'express';
 import { CanopyException } from '@canopy/common';
 import { Public } from '@canopy/auth';
 import { Database, EMBEDDED_DATABASE_SUPERVISOR, type EmbeddedDatabaseSupervisor } from '@canopy/store';
-import { REDIS_REALTIME, type RedisRealtime } from '@canopy/realtime';
+import { REDIS_CONNECTIONS, type RedisConnections } from '@canopy/redis';
 import { MetricsService } from './metrics.service';
 
 /** How long /readyz waits for each dependency (checked side by side: the answer comes within a second). */
@@ -34,7 +34,7 @@ export class OpsController {
   constructor(
     private readonly database: Database,
     private readonly metrics: MetricsService,
-    @Optional() @Inject(REDIS_REALTIME) private readonly redis: RedisRealtime | null,
+    @Optional() @Inject(REDIS_CONNECTIONS) private readonly redis: RedisConnections | null,
     @Optional()
     @Inject(EMBEDDED_DATABASE_SUPERVISOR)
     private readonly embedded: EmbeddedDatabaseSupervisor | null,

@@ -13,7 +13,7 @@ import {
 } from '@nestjs/throttler';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { CanopyException, type CanopyConfig } from '@canopy/common';
-import { duplicateConnection, isCluster, type RedisRealtime } from '@canopy/realtime';
+import { duplicateConnection, isCluster, type RedisConnections } from '@canopy/redis';
 import type { Cluster } from 'ioredis';
 import { credentialId, type Principal } from '@canopy/auth';
 import { FallbackThrottlerStorage } from './fallback-throttler-storage';
@@ -38,7 +38,7 @@ function principalOf(req: Record<string, unknown>): Principal | undefined {
   return (req as { principal?: Principal }).principal;
 }
 
-export function rateLimitOptions(config: CanopyConfig, redis: RedisRealtime | null): ThrottlerModuleOptions {
+export function rateLimitOptions(config: CanopyConfig, redis: RedisConnections | null): ThrottlerModuleOptions {
   const limited = budgets(config);
   return {
     ...(redis

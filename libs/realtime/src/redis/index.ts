@@ -6,9 +6,3 @@ export * from './redis-live-registry';
 export * from './redis-activity-feed';
 export * from './redis-credential-notices';
 export * from './redis-runtime';
-export {
-  duplicateConnection,
-  isCluster,
-  subscriberConnection,
-  type RedisConnection,
-} from './redis-connection';

@@ -4,7 +4,7 @@
 
 import { createHash } from 'node:crypto';
 
-import type { RedisConnection } from './redis-connection';
+import type { RedisConnection } from '@canopy/redis';
 
 export class LuaScript {
   private readonly sha: string;

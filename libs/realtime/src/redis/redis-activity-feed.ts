@@ -15,7 +15,7 @@
 
 import { Logger } from '@nestjs/common';
 import type { ActivityEvent } from '@canopy/core';
-import { subscriberConnection, publishInOrder, type RedisConnection } from './redis-connection';
+import { subscriberConnection, publishInOrder, type RedisConnection } from '@canopy/redis';
 
 import { callListener, logListenerError, type ListenerErrorHandler } from '../in-process/listener-errors';
 import type { ActivityFeed, Unsubscribe } from '../ports';

@@ -13,7 +13,7 @@ import {
 } from '../testing';
 import { uniqueId, waitFor } from '../testing/wait';
 import { RedisActivityFeed } from './redis-activity-feed';
-import { publishInOrder } from './redis-connection';
+import { publishInOrder } from '@canopy/redis';
 import { RedisCredentialNotices } from './redis-credential-notices';
 import { RedisEventBus } from './redis-event-bus';
 import { RedisLiveRegistry } from './redis-live-registry';

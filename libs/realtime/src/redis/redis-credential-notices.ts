@@ -8,7 +8,7 @@ import { Logger } from '@nestjs/common';
 
 import { callListener, logListenerError, type ListenerErrorHandler } from '../in-process/listener-errors';
 import type { CredentialNotice, CredentialNotices, Unsubscribe } from '../ports';
-import { subscriberConnection, publishInOrder, type RedisConnection } from './redis-connection';
+import { subscriberConnection, publishInOrder, type RedisConnection } from '@canopy/redis';
 import { checkNoKeyPrefix, checkPrefix } from './redis-keys';
 import { RedisPubSub, type Release } from './redis-pubsub';
 

@@ -38,7 +38,7 @@ import type { SessionEvent, SessionEventInput } from '@canopy/core';
 import { callListener, logListenerError, type ListenerErrorHandler } from '../in-process/listener-errors';
 import type { EventBus, ReplayResult, Unsubscribe } from '../ports';
 import { LuaScript } from './lua-script';
-import { subscriberConnection, isCluster, type RedisConnection } from './redis-connection';
+import { subscriberConnection, isCluster, type RedisConnection } from '@canopy/redis';
 import { checkNoKeyPrefix, checkPrefix, keyPart } from './redis-keys';
 import { RedisPubSub, type Release } from './redis-pubsub';
 

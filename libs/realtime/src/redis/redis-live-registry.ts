@@ -18,7 +18,7 @@
 // inside the script keeps the cleanup from racing an upsert of the same session.
 
 import { Logger } from '@nestjs/common';
-import type { RedisConnection } from './redis-connection';
+import type { RedisConnection } from '@canopy/redis';
 
 import type { LiveEntry, LivePresence, LiveRegistry } from '../ports';
 import { LuaScript } from './lua-script';

@@ -10,7 +10,7 @@
 // the connection was down.
 
 import { Logger } from '@nestjs/common';
-import type { RedisConnection } from './redis-connection';
+import type { RedisConnection } from '@canopy/redis';
 
 /** `shard`: a sharded channel (SSUBSCRIBE), for a Redis Cluster connection. */
 export type PubSubKind = 'channel' | 'pattern' | 'shard';

@@ -1,29 +1,31 @@
-// The runtime's connections across a Redis restart (kill -9, started again empty) under load: every command in
+// The Redis connections and the realtime adapters on them across a Redis restart (kill -9, started again empty) under load: every command in
 // flight or queued settles (done or failed), none hangs, and the connections work again afterwards. Before the
 // command timeout, commands in flight at the kill were dropped by ioredis unsettled (autoResendUnfulfilledCommands
 // off) and the auto-pipeline then held every later command behind them.
 
+import { createRedisConnections, type RedisConnections } from '@canopy/redis';
 import { PrivateRedis, eventually } from '@canopy/testing';
 import { createRedisRealtime, type RedisRealtime } from './redis-runtime';
 
 let server: PrivateRedis;
+let connections: RedisConnections;
 let runtime: RedisRealtime;
 
 beforeAll(async () => {
   server = await PrivateRedis.start();
-  runtime = createRedisRealtime({
-    url: server.url,
+  connections = createRedisConnections({ url: server.url, commandTimeoutMs: 1_000, onError: () => {} });
+  runtime = createRedisRealtime(connections, {
     prefix: 'restart-test',
     replayLimit: 100,
     replayTtlSeconds: 600,
-    commandTimeoutMs: 1_000,
     onError: () => {},
   });
-  await runtime.ping();
+  await connections.ping();
 }, 30_000);
 
 afterAll(async () => {
   await runtime?.close();
+  await connections?.close();
   await server?.down();
 }, 30_000);
 

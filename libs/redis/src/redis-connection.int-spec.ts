@@ -7,7 +7,9 @@ import Redis from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { eventually } from '@canopy/testing/eventually';
 import { subscriberConnection } from './redis-connection';
-import { TEST_REDIS_URL } from './redis-test-support';
+
+/** The machine's Redis. */
+const TEST_REDIS_URL = 'redis://127.0.0.1:6379';
 
 describe('subscriberConnection', () => {
   it('subscribes when SUBSCRIBE is sent before the connection is ready, and receives', async () => {
