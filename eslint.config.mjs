@@ -1,6 +1,6 @@
 // Lint rules that guard Canopy's architecture as well as its code: the core stays pure and isomorphic, imports
-// point down the layers only (LAYERS: apps -> manager -> session -> agent/auth/queue -> store/realtime -> redis ->
-// common/client -> core), and only entry points and test tooling read process.env (everything else gets the
+// point down the layers only (LAYERS: apps -> manager -> session -> agent/auth/queue -> tenancy -> store/realtime ->
+// redis -> common/client -> core), and only entry points and test tooling read process.env (everything else gets the
 // validated config). libs/testing/src/architecture-lint.spec.ts checks that a forbidden import fails.
 
 import eslint from '@eslint/js';
@@ -17,10 +17,10 @@ export const LAYERS = [
   ['common', 'client'],
   ['redis'],
   ['store', 'realtime'],
+  ['tenancy'],
   ['agent', 'auth', 'queue'],
   ['session'],
   ['manager'],
-  ['tenancy'],
 ];
 
 const noApps = {

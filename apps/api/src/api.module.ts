@@ -19,6 +19,7 @@ import { ManagerModule } from '@canopy/manager';
 import { RealtimeModule } from '@canopy/realtime';
 import { REDIS_CONNECTIONS, RedisModule, type RedisConnections } from '@canopy/redis';
 import { StoreModule } from '@canopy/store';
+import { TenancyModule } from '@canopy/tenancy';
 import { AdminController } from './http/admin.controller';
 import { AuditController } from './http/audit.controller';
 import { KeysController } from './http/keys.controller';
@@ -26,7 +27,7 @@ import { WebhooksController } from './http/webhooks.controller';
 import { QuotasController } from './http/quotas.controller';
 import { ProvidersController } from './http/providers.controller';
 import { CommandsController } from './http/commands.controller';
-import { CredentialWatch } from './http/credential-watch';
+import { CredentialWatchModule } from './http/credential-watch.module';
 import { LiveController, WebSocketDocController } from './http/live.controller';
 import { ModelsController } from './http/models.controller';
 import { LiveGateway } from './http/live.gateway';
@@ -61,6 +62,10 @@ export class ApiModule {
         AgentModule.forRoot(),
         ManagerModule.forRoot('api'),
         AuthModule,
+        CredentialWatchModule,
+        // The tenant-operations use cases, with the ports they need from above: the manager cancels a disabled
+        // tenant's runs, the credential watch forgets and closes what a change ends.
+        TenancyModule.forApi({ imports: [ManagerModule.forRoot('api'), CredentialWatchModule] }),
         ThrottlerModule.forRootAsync({
           imports: [RedisModule.forRoot()],
           inject: [CANOPY_CONFIG, REDIS_CONNECTIONS],
@@ -97,7 +102,6 @@ export class ApiModule {
         // Order matters: who is calling first, then how often.
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_GUARD, useClass: RateLimitGuard },
-        CredentialWatch,
         SseRegistry,
         SessionCommands,
         LiveGateway,

@@ -4,7 +4,7 @@
 
 import { Module, type DynamicModule } from '@nestjs/common';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
-import { ProviderKeysRepository, StoreModule } from '@canopy/store';
+import { ProviderKeysRepository, TenancyModule } from '@canopy/tenancy';
 import { HookRegistry } from './hooks/hook-registry';
 import { MODEL_GATEWAY } from './model/model-gateway.port';
 import { createModelGateway } from './model/model.gateway';
@@ -19,7 +19,7 @@ export class AgentModule {
   static forRoot(): DynamicModule {
     AgentModule.root ??= {
       module: AgentModule,
-      imports: [StoreModule.forRoot()],
+      imports: [TenancyModule.forRoot()],
       providers: [
         {
           provide: MODEL_GATEWAY,

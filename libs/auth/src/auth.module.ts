@@ -1,18 +1,18 @@
-// Authentication for the api: secrets, tenants and keys, user tokens, and the global guard.
+// Authentication for the api: secrets, user tokens, the global guard, and the lookups of keys and tenants (through
+// the tenants feature's repository).
 
 import { Logger, Module } from '@nestjs/common';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
-import { StoreModule } from '@canopy/store';
+import { TenancyModule, TenantsRepository } from '@canopy/tenancy';
 import { AuthGuard } from './auth.guard';
 import { AuthService } from './auth.service';
 import { describeSecretSources, resolveSecrets } from './secrets';
-import { TenantsRepository } from './tenants.repository';
+import { TokenIssuanceService } from './token-issuance.service';
 import { UserTokens } from './tokens';
 
 @Module({
-  imports: [StoreModule.forRoot()],
+  imports: [TenancyModule.forRoot()],
   providers: [
-    TenantsRepository,
     {
       provide: AuthService,
       inject: [CANOPY_CONFIG, TenantsRepository],
@@ -28,7 +28,8 @@ import { UserTokens } from './tokens';
       },
     },
     AuthGuard,
+    TokenIssuanceService,
   ],
-  exports: [AuthService, TenantsRepository, AuthGuard],
+  exports: [AuthService, AuthGuard, TokenIssuanceService],
 })
 export class AuthModule {}

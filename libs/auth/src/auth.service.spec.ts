@@ -1,6 +1,5 @@
 import { AuthService } from './auth.service';
-import { generateApiKey } from './api-keys';
-import type { KeyRecord, TenantsRepository } from './tenants.repository';
+import { generateApiKey, type KeyRecord, type TenantsRepository } from '@canopy/tenancy';
 import { UserTokens } from './tokens';
 
 /** A key table in memory whose lookups stay pending until released, counting the queries made. */

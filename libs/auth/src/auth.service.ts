@@ -10,9 +10,8 @@
 
 import { timingSafeEqual } from 'node:crypto';
 import { CanopyException } from '@canopy/common';
-import { hashApiKey, looksLikeApiKey } from './api-keys';
+import { hashApiKey, looksLikeApiKey, type TenantsRepository } from '@canopy/tenancy';
 import type { Grant, Principal } from './principal';
-import type { TenantsRepository } from './tenants.repository';
 import type { UserTokens } from './tokens';
 import { LookupCache } from './lookup-cache';
 

@@ -30,13 +30,13 @@ import { QueueModule } from '@canopy/queue';
 import {
   EMBEDDED_DATABASE_SUPERVISOR,
   HeavyOperationsRepository,
-  RetentionRepository,
   SESSION_STORE,
   SessionCatalogStore,
   StoreModule,
   type EmbeddedDatabaseSupervisor,
   type SessionStore,
 } from '@canopy/store';
+import { AuditService, RetentionRepository, TENANT_RUNS, TenancyModule } from '@canopy/tenancy';
 import {
   SESSION_ENGINE_DEPS,
   SessionModule,
@@ -51,6 +51,7 @@ import {
   RetentionSweeper,
   SessionCatalogService,
   SessionTransferService,
+  TenantRunsCanceller,
 } from './catalog';
 import { createSessionEngine, type SessionEngine } from './session-engine';
 import { SessionManager } from './session-manager.service';
@@ -106,6 +107,7 @@ export class ManagerModule {
       imports: [
         SessionModule.forRoot(role),
         StoreModule.forRoot(),
+        TenancyModule.forRoot(),
         RealtimeModule.forRoot(),
         QueueModule.forRoot(),
         AgentModule.forRoot(),
@@ -158,6 +160,7 @@ export class ManagerModule {
             EVENT_BUS,
             RUN_CONTROL,
             HeavyOperations,
+            AuditService,
           ],
           useFactory: (
             manager: SessionManager,
@@ -167,7 +170,8 @@ export class ManagerModule {
             bus: EventBus,
             control: RunControl,
             heavy: HeavyOperations,
-          ) => new SessionCatalogService(manager, sessions, catalog, registry, bus, control, heavy),
+            audit: AuditService,
+          ) => new SessionCatalogService(manager, sessions, catalog, registry, bus, control, heavy, audit),
         },
         {
           provide: SessionTransferService,
@@ -201,9 +205,16 @@ export class ManagerModule {
               batchPauseRatio: c.imports.batchPauseRatio,
             }),
         },
+        {
+          // The tenants feature's port: a disabled tenant's runs in flight are cancelled through the catalog.
+          provide: TENANT_RUNS,
+          inject: [SessionCatalogService],
+          useFactory: (catalog: SessionCatalogService) => new TenantRunsCanceller(catalog),
+        },
         ManagerLifecycle,
       ],
       exports: [
+        TENANT_RUNS,
         SessionService,
         SessionManager,
         SessionCatalogService,

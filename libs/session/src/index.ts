@@ -14,5 +14,4 @@ export * from './convert';
 export * from './title';
 export * from './reconcile';
 export * from './session.module';
-export * from './webhooks';
 export * from './quotas/quota-admission';

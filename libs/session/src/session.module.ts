@@ -1,5 +1,6 @@
 // The session engine's parts for a deployable: what it is built from (SESSION_ENGINE_DEPS: the store, realtime,
-// queue and agent modules' ports plus its settings) and the webhook outbox. Each infrastructure module picks its
+// queue and agent modules' ports, quota admission and a tenant's provider keys, plus its settings), and where the
+// webhook outbox (@canopy/tenancy's dispatcher) is sent: where runs execute. Each infrastructure module picks its
 // embedded or distributed adapter from the configuration; only the role says whether this process executes runs:
 // embedded, the api runs its own turns; distributed, only workers do (a worker needs REDIS_URL). The engine
 // itself (the live sessions, the commands, the population) is assembled above, by ManagerModule.
@@ -32,16 +33,15 @@ import {
   type EventBus,
   type LiveRegistry,
 } from '@canopy/realtime';
+import { SESSION_STORE, StoreModule, type SessionStore } from '@canopy/store';
 import {
   ProviderKeysRepository,
   QuotasRepository,
-  SESSION_STORE,
-  StoreModule,
+  TenancyModule,
+  WebhookDispatcher,
   WebhooksRepository,
-  type SessionStore,
-} from '@canopy/store';
+} from '@canopy/tenancy';
 import { SESSION_ENGINE_DEPS, type EngineLogger, type SessionEngineDeps } from './session-deps';
-import { WebhookDispatcher } from './webhooks';
 import { QuotaAdmission } from './quotas/quota-admission';
 
 export type EngineRole = 'api' | 'worker';
@@ -74,6 +74,7 @@ export class SessionModule {
       module: SessionModule,
       imports: [
         StoreModule.forRoot(),
+        TenancyModule.forRoot(),
         RealtimeModule.forRoot(),
         QueueModule.forRoot(),
         AgentModule.forRoot(),

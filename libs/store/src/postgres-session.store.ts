@@ -22,7 +22,7 @@ import {
   type Usage,
 } from '@canopy/core';
 import { Database, isUuid, type SqlTx } from './database';
-import { runsQuotaStatus, type RunsQuotaRow } from './quotas.repository';
+import { runsQuotaStatus, type RunsQuotaRow } from './quota-status';
 import { empty, join, query, raw, sql, type Sql } from './sql';
 import { filterConditions } from './session-filters';
 import {

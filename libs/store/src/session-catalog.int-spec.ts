@@ -16,7 +16,8 @@ import {
   type TreeNode,
 } from '@canopy/core';
 import { PostgresSessionStore } from './postgres-session.store';
-import { RetentionRepository } from './retention.repository';
+// The retention sweep's batches are the tenancy library's (above this one): composed here, as a test may.
+import { RetentionRepository, TenantsRepository } from '@canopy/tenancy';
 import { SessionCatalogStore, type ImportSessionInput } from './session-catalog.store';
 import { declareSearch, searchStatement } from './session-search';
 import type { SessionFilter } from './session-filters';
@@ -29,6 +30,7 @@ let db: CountingDatabase;
 let catalog: SessionCatalogStore;
 let store: PostgresSessionStore;
 let retention: RetentionRepository;
+let tenants: TenantsRepository;
 
 beforeAll(async () => {
   testDb = await createTestDatabase();
@@ -42,6 +44,7 @@ beforeAll(async () => {
   catalog = new SessionCatalogStore(db);
   store = new PostgresSessionStore(db);
   retention = new RetentionRepository(db);
+  tenants = new TenantsRepository(db);
 });
 
 afterAll(async () => {
@@ -841,11 +844,12 @@ describe('retention', () => {
     );
     const othersOld = await make(other);
 
-    expect(await retention.tenant(scope.tenantId)).toMatchObject({
+    expect(await tenants.detail(scope.tenantId)).toMatchObject({
       retention: { deleteAfterDays: null, keep: 'pinned' },
     });
-    const policy = (await retention.setPolicy(scope.tenantId, { deleteAfterDays: 30, keep: 'pinned' }))
-      .retention;
+    const policy = (
+      await tenants.update(scope.tenantId, { retention: { deleteAfterDays: 30, keep: 'pinned' } })
+    ).retention;
     expect((await retention.tenantsToSweep()).map((t) => t.tenantId)).toContain(scope.tenantId);
     expect((await retention.tenantsToSweep()).map((t) => t.tenantId)).not.toContain(other.tenantId);
 
@@ -861,7 +865,9 @@ describe('retention', () => {
     expect(await retention.expireBatch(scope.tenantId, { deleteAfterDays: 30, keep: 'none' }, 10)).toEqual([
       pinned,
     ]);
-    await expect(retention.setPolicy(randomUUID(), policy)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(tenants.update(randomUUID(), { retention: policy })).rejects.toMatchObject({
+      code: 'not_found',
+    });
   });
 });
 

@@ -16,7 +16,7 @@ import type {
   Usage,
 } from '@canopy/core';
 import type { SessionFilter } from './session-filters';
-import type { QuotaStatus } from './quotas.repository';
+import type { QuotaStatus } from './quota-status';
 import type { FailedTurn } from './turn-runs';
 
 export type { FailedTurn };

@@ -1,7 +1,7 @@
 // The store of a deployable: opens the database (the configured Postgres, or the embedded PGlite when DATABASE_URL
 // is unset, with the supervisor that restarts it), applies pending migrations when configured to, provides the
-// session store and the repositories over it, and closes everything on shutdown. Imported by each module that needs it (StoreModule.forRoot() is one
-// module per process however many import it).
+// session store and the repositories of the sessions' catalog over it, and closes everything on shutdown. Imported
+// by each module that needs it (StoreModule.forRoot() is one module per process however many import it).
 
 import {
   Inject,
@@ -14,17 +14,10 @@ import {
 } from '@nestjs/common';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
 import { Database } from './database';
-import { RunStatsRepository } from './run-stats';
-import { AuditRepository } from './audit.repository';
 import { PostgresSessionStore } from './postgres-session.store';
-import { ProviderKeysRepository } from './provider-keys.repository';
-import { QuotasRepository } from './quotas.repository';
-import { RetentionRepository } from './retention.repository';
 import { HeavyOperationsRepository } from './heavy-operations.repository';
-import { SecretBox, resolveEncryptionKey } from './secret-box';
 import { SessionCatalogStore } from './session-catalog.store';
 import { SESSION_STORE } from './session-store.port';
-import { WebhooksRepository } from './webhooks.repository';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
 import { EmbeddedDatabaseSupervisor } from './embedded-supervisor';
 import { applyMigrations } from './migrator';
@@ -159,35 +152,15 @@ export class StoreModule {
           inject: [Database],
           useFactory: (db: Database) => new PostgresSessionStore(db),
         },
-        repository(RunStatsRepository),
-        repository(AuditRepository),
         repository(SessionCatalogStore),
-        repository(RetentionRepository),
-        repository(QuotasRepository),
-        repository(WebhooksRepository),
         repository(HeavyOperationsRepository),
-        {
-          // Provider keys a tenant brought (sealed under the deployment's encryption key).
-          provide: ProviderKeysRepository,
-          inject: [CANOPY_CONFIG, Database],
-          useFactory: (c: CanopyConfig, db: Database) => {
-            const resolved = resolveEncryptionKey(c);
-            return new ProviderKeysRepository(db, resolved ? new SecretBox(resolved.key) : null);
-          },
-        },
       ],
       exports: [
         Database,
         EMBEDDED_DATABASE_SUPERVISOR,
         SESSION_STORE,
-        RunStatsRepository,
-        AuditRepository,
         SessionCatalogStore,
-        RetentionRepository,
-        QuotasRepository,
-        WebhooksRepository,
         HeavyOperationsRepository,
-        ProviderKeysRepository,
       ],
     };
     return StoreModule.root;

@@ -3,9 +3,8 @@
 
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CanopyException } from '@canopy/common';
 import { Access, CurrentPrincipal, type Principal } from '@canopy/auth';
-import { AuditRepository, type AuditFilter } from '@canopy/store';
+import { AuditService, type AuditFilter } from '@canopy/tenancy';
 import { AuditQueryDto } from './dto';
 
 @ApiTags('audit')
@@ -13,14 +12,14 @@ import { AuditQueryDto } from './dto';
 @Access('operator')
 @Controller('v1/audit')
 export class AuditController {
-  constructor(private readonly audit: AuditRepository) {}
+  constructor(private readonly audit: AuditService) {}
 
   @Get()
   @ApiOperation({
     summary:
       'Audit events, newest first: {data: [{id, tenantId, actor, action, targetType, targetId, requestId, before, after, createdAt}], nextCursor}. Filters: action (prefix), targetType, targetId, from, to, limit, cursor; tenantId (admin only)',
   })
-  async list(@CurrentPrincipal() principal: Principal, @Query() query: AuditQueryDto) {
+  list(@CurrentPrincipal() principal: Principal, @Query() query: AuditQueryDto) {
     const filter: AuditFilter = {
       limit: query.limit,
       ...(query.action !== undefined ? { action: query.action } : {}),
@@ -30,11 +29,6 @@ export class AuditController {
       ...(query.to !== undefined ? { to: new Date(query.to) } : {}),
       ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
     };
-    if (principal.kind === 'admin') return this.audit.listForAdmin(query.tenantId, filter);
-    if (principal.kind !== 'tenant')
-      throw new CanopyException('forbidden', 'this route needs a tenant API key or the admin key');
-    if (query.tenantId !== undefined && query.tenantId !== principal.tenantId)
-      throw CanopyException.badRequest('tenantId is for the admin key', { field: 'tenantId' });
-    return this.audit.listForTenant({ tenantId: principal.tenantId }, filter);
+    return this.audit.list(principal, query.tenantId, filter);
   }
 }

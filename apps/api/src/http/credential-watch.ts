@@ -11,6 +11,7 @@
 
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { AuthService, type Grant } from '@canopy/auth';
+import type { CredentialChanges } from '@canopy/tenancy';
 import {
   CREDENTIAL_NOTICES,
   type CredentialNotice,
@@ -82,7 +83,7 @@ export class WatchedConnection {
 }
 
 @Injectable()
-export class CredentialWatch implements OnModuleInit, OnApplicationShutdown {
+export class CredentialWatch implements CredentialChanges, OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(CredentialWatch.name);
   /** Watched connections of a tenant's credentials, by tenant (the admin key's are never cut by a notice). */
   private readonly byTenant = new Map<string, Set<WatchedConnection>>();

@@ -3,11 +3,10 @@
 
 import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CanopyException } from '@canopy/common';
 import type { Scope } from '@canopy/core';
-import { Access, CurrentScope, TenantsRepository } from '@canopy/auth';
+import { Access, CurrentScope } from '@canopy/auth';
+import { ApiKeysService } from '@canopy/tenancy';
 import { createdKeyView, keyView } from './admin.controller';
-import { CredentialWatch } from './credential-watch';
 import { CreateKeyDto } from './dto';
 
 @ApiTags('keys')
@@ -15,24 +14,21 @@ import { CreateKeyDto } from './dto';
 @Access('tenant')
 @Controller('v1/keys')
 export class KeysController {
-  constructor(
-    private readonly tenants: TenantsRepository,
-    private readonly credentials: CredentialWatch,
-  ) {}
+  constructor(private readonly keys: ApiKeysService) {}
 
   @Get()
   @ApiOperation({
     summary: 'The tenant’s API keys (prefix, name, created, last used, expiry, revoked), newest first',
   })
   async list(@CurrentScope() scope: Scope) {
-    return { data: (await this.tenants.listKeys(scope.tenantId)).map(keyView) };
+    return { data: (await this.keys.list(scope.tenantId)).map(keyView) };
   }
 
   @Post()
   @ApiOperation({ summary: 'Create an API key for the tenant: {name?, expiresAt?} (the key is shown once)' })
   async create(@CurrentScope() scope: Scope, @Body() body: CreateKeyDto) {
     return createdKeyView(
-      await this.tenants.createKey(scope.tenantId, {
+      await this.keys.create(scope.tenantId, {
         name: body?.name ?? null,
         expiresAt: body?.expiresAt ? new Date(body.expiresAt) : null,
       }),
@@ -45,9 +41,7 @@ export class KeysController {
     summary:
       'Revoke one of the tenant’s API keys (the calling key included): it and the user tokens it minted answer 401 at once, and their open WebSockets and SSE streams are closed',
   })
-  async revoke(@CurrentScope() scope: Scope, @Param('keyId') keyId: string): Promise<void> {
-    const key = await this.tenants.revokeKey(keyId, scope.tenantId);
-    if (!key) throw CanopyException.notFound('key');
-    await this.credentials.keyRevoked(key.tenantId, key.id);
+  revoke(@CurrentScope() scope: Scope, @Param('keyId') keyId: string): Promise<void> {
+    return this.keys.revoke(keyId, scope.tenantId);
   }
 }

@@ -6,7 +6,7 @@ import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swa
 import type { ModelInfo, ServerToolInfo } from '@canopy/core';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
 import { Access, CurrentPrincipal, type Principal } from '@canopy/auth';
-import { ProviderKeysRepository } from '@canopy/store';
+import { ProviderKeysService } from '@canopy/tenancy';
 import { listModels, ToolRegistry } from '@canopy/agent';
 
 @ApiTags('sessions')
@@ -19,7 +19,7 @@ export class ModelsController {
   constructor(
     @Inject(CANOPY_CONFIG) config: CanopyConfig,
     private readonly tools: ToolRegistry,
-    private readonly providerKeys: ProviderKeysRepository,
+    private readonly providerKeys: ProviderKeysService,
   ) {
     this.models = listModels(config);
   }
@@ -42,20 +42,7 @@ export class ModelsController {
   async list(@CurrentPrincipal() principal: Principal): Promise<{ data: ModelInfo[] }> {
     if (principal.kind === 'admin') return { data: this.models };
     // A tenant's own provider keys add the models it listed with them.
-    const own = await this.providerKeys.list({ tenantId: principal.tenantId });
-    const known = new Set(this.models.map((m) => m.id));
-    const added: ModelInfo[] = own.flatMap((p) =>
-      p.models
-        .map((name) => ({
-          id: `${p.provider}:${name}`,
-          provider: p.provider,
-          name,
-          tools: true,
-          description: 'With your own key',
-        }))
-        .filter((m) => !known.has(m.id)),
-    );
-    return { data: [...this.models, ...added] };
+    return { data: await this.providerKeys.modelsFor(principal.tenantId, this.models) };
   }
 
   @Get('tools')

@@ -4,12 +4,12 @@
 // A base URL that is or resolves to a loopback, private, link-local or reserved address is refused (400 on
 // `baseUrl`) unless the operator allows it (ALLOW_PRIVATE_TARGETS); every call to it is checked again.
 
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Put } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { assertTargetAllowed, CANOPY_CONFIG, CanopyException, type CanopyConfig } from '@canopy/common';
+import { CanopyException } from '@canopy/common';
 import { PROVIDERS, type ProviderName, type Scope } from '@canopy/core';
 import { Access, CurrentScope } from '@canopy/auth';
-import { ProviderKeysRepository } from '@canopy/store';
+import { ProviderKeysService } from '@canopy/tenancy';
 import { PutProviderDto } from './dto';
 
 @ApiTags('providers')
@@ -17,10 +17,7 @@ import { PutProviderDto } from './dto';
 @Access('tenant')
 @Controller('v1/providers')
 export class ProvidersController {
-  constructor(
-    @Inject(CANOPY_CONFIG) private readonly config: CanopyConfig,
-    private readonly keys: ProviderKeysRepository,
-  ) {}
+  constructor(private readonly keys: ProviderKeysService) {}
 
   @Get()
   @ApiOperation({ summary: 'The providers the tenant brought its own key for (never the keys)' })
@@ -33,19 +30,8 @@ export class ProvidersController {
     summary:
       'Store the tenant’s own key for a provider (anthropic, openai, openai-compatible): {apiKey, baseUrl? (required for openai-compatible), models?}. Encrypted at rest, never returned; the tenant’s runs use it before the deployment’s. 400 on a baseUrl that is or resolves to a loopback, private, link-local or reserved address the operator does not allow (ALLOW_PRIVATE_TARGETS); 503 when the deployment has no CANOPY_ENCRYPTION_KEY',
   })
-  async put(@CurrentScope() scope: Scope, @Param('provider') provider: string, @Body() body: PutProviderDto) {
-    const name = providerOf(provider);
-    if (name === 'openai-compatible' && !body.baseUrl)
-      throw CanopyException.badRequest('an openai-compatible provider needs its baseUrl', {
-        field: 'baseUrl',
-      });
-    if (body.baseUrl)
-      await assertTargetAllowed(body.baseUrl, this.config.targets.tenantUrls, 'baseUrl', 'provider baseUrl');
-    return this.keys.put(scope, name, {
-      apiKey: body.apiKey,
-      baseUrl: body.baseUrl ?? null,
-      models: [...new Set(body.models)],
-    });
+  put(@CurrentScope() scope: Scope, @Param('provider') provider: string, @Body() body: PutProviderDto) {
+    return this.keys.put(scope, providerOf(provider), body);
   }
 
   @Get(':provider')

@@ -6,7 +6,6 @@ import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Scope } from '@canopy/core';
 import { CurrentScope } from '@canopy/auth';
 import { SessionCatalogService, type BulkTarget } from '@canopy/manager';
-import { AuditRepository } from '@canopy/store';
 import { BulkTargetDto } from './dto';
 import { filterFromBody } from './session-filter.query';
 
@@ -14,10 +13,7 @@ import { filterFromBody } from './session-filter.query';
 @ApiBearerAuth()
 @Controller('v1/sessions')
 export class SessionBulkController {
-  constructor(
-    private readonly catalog: SessionCatalogService,
-    private readonly audit: AuditRepository,
-  ) {}
+  constructor(private readonly catalog: SessionCatalogService) {}
 
   @Post('delete')
   @HttpCode(200)
@@ -35,18 +31,8 @@ export class SessionBulkController {
     summary:
       'Cancel the runs in flight of sessions by ids or by filter (at most 500 a call): {cancelled, runIds, more}. A filter that narrows nothing needs all: true (every session)',
   })
-  async cancel(@CurrentScope() scope: Scope, @Body() body: BulkTargetDto) {
-    const done = await this.catalog.cancelMany(scope, target(body));
-    // Each deletion is audited with its row (a trigger); a bulk cancel, which stops runs in many processes, once.
-    if (done.cancelled > 0) {
-      await this.audit.record({
-        tenantId: scope.tenantId,
-        action: 'session.bulk_cancel',
-        targetType: 'run',
-        after: { cancelled: done.cancelled, runIds: done.runIds.slice(0, 50), more: done.more },
-      });
-    }
-    return done;
+  cancel(@CurrentScope() scope: Scope, @Body() body: BulkTargetDto) {
+    return this.catalog.cancelManyAudited(scope, target(body));
   }
 }
 

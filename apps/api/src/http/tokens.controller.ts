@@ -2,18 +2,14 @@
 
 import { Body, Controller, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { Access, AuthService, CurrentPrincipal, type Principal } from '@canopy/auth';
-import { AuditRepository } from '@canopy/store';
+import { Access, CurrentPrincipal, TokenIssuanceService, type Principal } from '@canopy/auth';
 import { CreateTokenDto } from './dto';
 
 @ApiTags('tokens')
 @ApiBearerAuth()
 @Controller('v1/tokens')
 export class TokensController {
-  constructor(
-    private readonly auth: AuthService,
-    private readonly audit: AuditRepository,
-  ) {}
+  constructor(private readonly tokens: TokenIssuanceService) {}
 
   @Post()
   @Access('tenant')
@@ -23,20 +19,7 @@ export class TokensController {
   })
   async mint(@CurrentPrincipal() principal: Principal, @Body() body: CreateTokenDto) {
     if (principal.kind !== 'tenant') throw new Error('unreachable: guarded by @Access("tenant")');
-    const { token, expiresAt } = await this.auth.tokens.mint(
-      principal.tenantId,
-      body.userId,
-      body.ttlSeconds,
-      principal.keyId,
-    );
-    // Issuance writes nothing else: its audit event is its only record (the user and the expiry, never the token).
-    await this.audit.record({
-      tenantId: principal.tenantId,
-      action: 'token.issue',
-      targetType: 'user',
-      targetId: body.userId,
-      after: { expiresAt: expiresAt.toISOString() },
-    });
+    const { token, expiresAt } = await this.tokens.issue(principal, body.userId, body.ttlSeconds);
     return { token, expiresAt: expiresAt.toISOString() };
   }
 }

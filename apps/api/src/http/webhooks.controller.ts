@@ -3,13 +3,11 @@
 // resolve to loopback, private, link-local or reserved addresses are refused (400 on `url`) unless the operator
 // allows them (ALLOW_PRIVATE_TARGETS, WEBHOOK_ALLOW_PRIVATE); every send checks again.
 
-import { randomBytes } from 'node:crypto';
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { assertTargetAllowed, CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
 import type { Scope } from '@canopy/core';
 import { Access, CurrentScope } from '@canopy/auth';
-import { WebhooksRepository } from '@canopy/store';
+import { WebhooksService } from '@canopy/tenancy';
 import { CreateWebhookDto, ListDeliveriesQueryDto, UpdateWebhookDto } from './dto';
 
 @ApiTags('webhooks')
@@ -17,27 +15,15 @@ import { CreateWebhookDto, ListDeliveriesQueryDto, UpdateWebhookDto } from './dt
 @Access('tenant')
 @Controller('v1/webhooks')
 export class WebhooksController {
-  constructor(
-    @Inject(CANOPY_CONFIG) private readonly config: CanopyConfig,
-    private readonly webhooks: WebhooksRepository,
-  ) {}
+  constructor(private readonly webhooks: WebhooksService) {}
 
   @Post()
   @ApiOperation({
     summary:
       'Create a webhook endpoint {url, events, enabled?, description?}; answers it with its signing `secret` (whsec_…, shown once). Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature)',
   })
-  async create(@CurrentScope() scope: Scope, @Body() body: CreateWebhookDto) {
-    await this.checkUrl(body.url);
-    const secret = `whsec_${randomBytes(32).toString('base64')}`;
-    const created = await this.webhooks.create(scope, {
-      url: body.url,
-      events: [...new Set(body.events)],
-      enabled: body.enabled,
-      description: body.description ?? null,
-      secret,
-    });
-    return { ...created, secret };
+  create(@CurrentScope() scope: Scope, @Body() body: CreateWebhookDto) {
+    return this.webhooks.create(scope, body);
   }
 
   @Get()
@@ -57,18 +43,12 @@ export class WebhooksController {
     summary:
       'Update an endpoint {url?, events?, enabled?, description?}; disabling one settles its pending deliveries as failed (not sent, lastError says why); enabling one again clears its failure streak',
   })
-  async update(
+  update(
     @CurrentScope() scope: Scope,
     @Param('webhookId') webhookId: string,
     @Body() body: UpdateWebhookDto,
   ) {
-    if (body.url !== undefined) await this.checkUrl(body.url);
-    return this.webhooks.update(scope, webhookId, {
-      ...(body.url !== undefined ? { url: body.url } : {}),
-      ...(body.events !== undefined ? { events: [...new Set(body.events)] } : {}),
-      ...(body.enabled !== undefined ? { enabled: body.enabled } : {}),
-      ...(body.description !== undefined ? { description: body.description } : {}),
-    });
+    return this.webhooks.update(scope, webhookId, body);
   }
 
   @Delete(':webhookId')
@@ -108,9 +88,5 @@ export class WebhooksController {
     @Param('deliveryId') deliveryId: string,
   ) {
     return this.webhooks.retry(scope, webhookId, deliveryId);
-  }
-
-  private checkUrl(url: string): Promise<void> {
-    return assertTargetAllowed(url, this.config.targets.webhooks, 'url', 'webhook URL');
   }
 }

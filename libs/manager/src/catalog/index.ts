@@ -5,6 +5,7 @@ export * from './catalog-filter';
 export * from './session-catalog.service';
 export * from './session-transfer.service';
 export * from './retention-sweeper';
+export * from './tenant-runs-canceller';
 export * from './heavy-operations';
 export * from './import-converter';
 export * from './import-preparation';

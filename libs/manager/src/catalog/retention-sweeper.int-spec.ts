@@ -15,7 +15,8 @@ import {
 } from '@canopy/core';
 import { InProcessRunControl } from '@canopy/queue';
 import { InProcessActivityFeed, InProcessEventBus } from '@canopy/realtime';
-import { Database, RetentionRepository, SessionCatalogStore, type ImportSessionHead } from '@canopy/store';
+import { Database, SessionCatalogStore, type ImportSessionHead } from '@canopy/store';
+import { RetentionRepository } from '@canopy/tenancy';
 import { createTestDatabase, type TestDatabase } from '@canopy/testing';
 import { RetentionSweeper } from './retention-sweeper';
 

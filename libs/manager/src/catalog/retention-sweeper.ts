@@ -6,7 +6,8 @@
 
 import type { ActivityFeed, EventBus } from '@canopy/realtime';
 import type { RunControl } from '@canopy/queue';
-import type { RetentionRepository, SessionCatalogStore } from '@canopy/store';
+import type { SessionCatalogStore } from '@canopy/store';
+import type { RetentionRepository } from '@canopy/tenancy';
 import type { EngineLogger } from '@canopy/session';
 
 export class RetentionSweeper {

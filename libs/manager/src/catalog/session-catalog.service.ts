@@ -2,13 +2,15 @@
 // filters, fork, and bulk delete and cancel. Forks and bulk deletes are heavy operations of their tenant's (a few in
 // flight at most: heavy-operations.ts). Bulk operations are capped per call and answer what they did; each
 // session goes through the same steps as its single-session command (a busy session's run is stopped before it
-// is deleted, a live one closed everywhere).
+// is deleted, a live one closed everywhere). A bulk cancel asked for by a tenant is audited once (each deletion is
+// audited with its row, by a trigger).
 
 import { CanopyException } from '@canopy/common';
 import type { Scope, SessionInfo } from '@canopy/core';
 import type { RunControl } from '@canopy/queue';
 import type { EventBus, LiveRegistry } from '@canopy/realtime';
 import type { SearchHit, SessionCatalogStore } from '@canopy/store';
+import type { AuditService } from '@canopy/tenancy';
 import { toSessionInfo, type SessionService } from '@canopy/session';
 import type { SessionManager } from '../session-manager.service';
 import { mapLimit, resolveFilter, type CatalogFilter } from './catalog-filter';
@@ -41,6 +43,7 @@ export class SessionCatalogService {
     private readonly bus: EventBus,
     private readonly control: RunControl,
     private readonly heavy: HeavyOperations,
+    private readonly audit: AuditService,
   ) {}
 
   async search(
@@ -107,6 +110,26 @@ export class SessionCatalogService {
     await Promise.all(deletedRest.map((id) => this.bus.forget(scope.tenantId, id)));
     const ids = [...deletedBusy.filter((id): id is string => id !== null), ...deletedRest];
     return { deleted: ids.length, ids, more };
+  }
+
+  /**
+   * The bulk cancel a tenant asks for: cancelMany, recorded in the audit log once when it cancelled anything (it
+   * stops runs in many processes; the first 50 run ids are named).
+   */
+  async cancelManyAudited(
+    scope: Scope,
+    target: BulkTarget,
+  ): Promise<{ cancelled: number; runIds: string[]; more: boolean }> {
+    const done = await this.cancelMany(scope, target);
+    if (done.cancelled > 0) {
+      await this.audit.record({
+        tenantId: scope.tenantId,
+        action: 'session.bulk_cancel',
+        targetType: 'run',
+        after: { cancelled: done.cancelled, runIds: done.runIds.slice(0, 50), more: done.more },
+      });
+    }
+    return done;
   }
 
   /** Cancels the runs in flight (busy or paused) of the target's sessions; answers the runs cancelled. */

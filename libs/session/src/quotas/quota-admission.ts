@@ -8,7 +8,8 @@
 
 import { CanopyException } from '@canopy/common';
 import type { Scope } from '@canopy/core';
-import type { QuotaMetric, QuotasRepository, QuotaStatus } from '@canopy/store';
+import type { QuotaMetric, QuotaStatus } from '@canopy/store';
+import type { QuotasRepository } from '@canopy/tenancy';
 import type { AdmissionKind, RunAdmission } from '../session-deps';
 
 const UNITS: Record<QuotaStatus['metric'], string> = { tokens: 'tokens', cost: 'in cost', runs: 'runs' };

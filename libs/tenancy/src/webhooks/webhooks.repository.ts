@@ -8,9 +8,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Scope } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
-import { writeAudit } from './audit';
-import { Database, isUuid, type SqlTx } from './database';
-import { query, raw, sql } from './sql';
+import { Database, isUuid, query, raw, sql, writeAudit, type SqlTx } from '@canopy/store';
 
 export interface WebhookView {
   id: string;

@@ -16,10 +16,8 @@ import {
   type Scope,
   type Usage,
 } from '@canopy/core';
-import { Database } from './database';
-import { PostgresSessionStore } from './postgres-session.store';
-import { periodEnd, QuotasRepository } from './quotas.repository';
-import type { StartRunResult } from './session-store.port';
+import { Database, periodEnd, PostgresSessionStore, type StartRunResult } from '@canopy/store';
+import { QuotasRepository } from './quotas.repository';
 
 let testDb: TestDatabase;
 let db: Database;

@@ -10,8 +10,9 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { TargetPolicy } from '@canopy/common';
 import { createTestDatabase, eventually, type TestDatabase } from '@canopy/testing';
-import { Database, WebhooksRepository } from '@canopy/store';
+import { Database } from '@canopy/store';
 import { WebhookDispatcher } from './webhook-dispatcher';
+import { WebhooksRepository } from './webhooks.repository';
 
 const PROCESS_LIMIT = 3;
 const ENDPOINT_LIMIT = 2;

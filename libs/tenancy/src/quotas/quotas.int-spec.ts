@@ -4,7 +4,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from '@canopy/testing';
-import { Database } from './database';
+import { Database } from '@canopy/store';
 import { QuotasRepository } from './quotas.repository';
 
 let testDb: TestDatabase;

@@ -4,9 +4,17 @@
 import { Injectable } from '@nestjs/common';
 import type { Scope } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
-import { writeAudit, type AuditEntry } from './audit';
-import { Database, type SqlTx } from './database';
-import { join, query, raw, sql, type Sql } from './sql';
+import {
+  Database,
+  join,
+  query,
+  raw,
+  sql,
+  writeAudit,
+  type AuditEntry,
+  type Sql,
+  type SqlTx,
+} from '@canopy/store';
 
 export interface AuditEventView {
   id: string;

@@ -4,7 +4,7 @@
 
 import { Injectable } from '@nestjs/common';
 import type { MinuteStats, RecentRun, RunStats, TenantUsage } from '@canopy/core';
-import { Database, type SqlTx } from './database';
+import { Database, type SqlTx } from '@canopy/store';
 
 export type { MinuteStats, RecentRun, RunStats, TenantUsage };
 

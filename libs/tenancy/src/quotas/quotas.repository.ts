@@ -9,24 +9,18 @@
 import { Injectable } from '@nestjs/common';
 import type { Scope } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
-import { writeAudit } from './audit';
-import { Database, isUuid, type SqlTx } from './database';
-
-export type QuotaMetric = 'tokens' | 'cost' | 'runs';
-export type QuotaPeriod = 'day' | 'month';
-
-export interface Quota {
-  metric: QuotaMetric;
-  period: QuotaPeriod;
-  limit: number;
-}
-
-export interface QuotaStatus extends Quota {
-  /** Null for the tenant's own quotas. */
-  userId: string | null;
-  usage: number;
-  resetsAt: string;
-}
+import {
+  Database,
+  isUuid,
+  periodEnd,
+  periodStart,
+  writeAudit,
+  type Quota,
+  type QuotaMetric,
+  type QuotaPeriod,
+  type QuotaStatus,
+  type SqlTx,
+} from '@canopy/store';
 
 export interface UsageRow {
   key: string | null;
@@ -53,37 +47,6 @@ const METRIC_SQL: Record<QuotaMetric, string> = {
   cost: `coalesce(sum(u.total_cost), 0)`,
   runs: `coalesce(sum(u.runs), 0)::float8`,
 };
-
-export function periodStart(period: QuotaPeriod, now = new Date()): Date {
-  return period === 'day'
-    ? new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()))
-    : new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
-}
-
-export function periodEnd(period: QuotaPeriod, now = new Date()): Date {
-  return period === 'day'
-    ? new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1))
-    : new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
-}
-
-/** A runs quota used up, as canopy_start_run answers it when it refuses a run. */
-export interface RunsQuotaRow {
-  userId: string | null;
-  period: QuotaPeriod;
-  limit: number;
-  usage: number;
-}
-
-export function runsQuotaStatus(row: RunsQuotaRow, now = new Date()): QuotaStatus {
-  return {
-    metric: 'runs',
-    period: row.period,
-    limit: Number(row.limit),
-    userId: row.userId,
-    usage: Number(row.usage),
-    resetsAt: periodEnd(row.period, now).toISOString(),
-  };
-}
 
 /** How long a tenant found without any quota skips the check (a quota set on another api applies within it). */
 const QUOTALESS_CACHE_MS = 10_000;

@@ -5,9 +5,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Scope } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
-import { writeAudit } from './audit';
-import { Database } from './database';
-import type { SecretBox } from './secret-box';
+import { Database, writeAudit, type SecretBox } from '@canopy/store';
 
 export interface ProviderKeyView {
   provider: string;

@@ -1,6 +1,7 @@
 // Tenants and their API keys. Creating a tenant acts as that (new) tenant, so row-level security needs no
 // exception; listing the tenants and revoking a key by id (the admin's) are the operations that span tenants.
-// Every change writes its audit event in its own transaction. Tenant names are unique case-insensitively (the
+// Every change writes its audit events in its own transaction; an update of a tenant (its name, its state and its
+// retention policy) is one transaction whatever it changes. Tenant names are unique case-insensitively (the
 // unique index on lower(name)): a taken name answers tenant_name_taken. Row-level security hides the other tenants
 // from the transaction that creates or renames one, so the index, which sees them all, is what decides.
 
@@ -8,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { CanopyException } from '@canopy/common';
 import { Database, isUuid, writeAuditPrisma } from '@canopy/store';
+import { retentionKeep, type RetentionPolicy } from '../retention/retention.repository';
 import { generateApiKey } from './api-keys';
 
 export interface TenantRecord {
@@ -15,6 +17,18 @@ export interface TenantRecord {
   name: string;
   createdAt: Date;
   disabledAt: Date | null;
+}
+
+/** A tenant as the admin reads it: its state and its retention policy. */
+export interface TenantView extends TenantRecord {
+  retention: RetentionPolicy;
+}
+
+/** What an update of a tenant changes (what is absent stays as it is). */
+export interface TenantUpdate {
+  name?: string;
+  disabled?: boolean;
+  retention?: RetentionPolicy;
 }
 
 export interface KeyRecord {
@@ -34,6 +48,15 @@ export interface KeyView {
   expiresAt: Date | null;
 }
 
+/** A key as created: the key itself is in it this once. */
+export interface CreatedKey {
+  id: string;
+  apiKey: string;
+  prefix: string;
+  name: string | null;
+  expiresAt: Date | null;
+}
+
 export interface TenantPage {
   data: TenantRecord[];
   nextCursor: string | null;
@@ -50,6 +73,7 @@ const KEY_SELECT = {
 } as const;
 
 const TENANT_SELECT = { id: true, name: true, createdAt: true, disabledAt: true } as const;
+const TENANT_VIEW_SELECT = { ...TENANT_SELECT, retentionDeleteAfterDays: true, retentionKeep: true } as const;
 
 @Injectable()
 export class TenantsRepository {
@@ -87,7 +111,7 @@ export class TenantsRepository {
   async createKey(
     tenantId: string,
     input: { name: string | null; expiresAt: Date | null },
-  ): Promise<{ id: string; apiKey: string; prefix: string; name: string | null; expiresAt: Date | null }> {
+  ): Promise<CreatedKey> {
     const key = generateApiKey();
     return this.db.withTenant({ tenantId }, async (tx) => {
       if (!(await tx.tenant.findUnique({ where: { id: tenantId }, select: { id: true } }))) {
@@ -152,24 +176,51 @@ export class TenantsRepository {
     );
   }
 
-  /** Renames and/or disables (enables) a tenant; not_found for an unknown one. */
-  async updateTenant(tenantId: string, input: { name?: string; disabled?: boolean }): Promise<TenantRecord> {
+  /** One tenant with its retention policy (null for an unknown one). */
+  async detail(tenantId: string): Promise<TenantView | null> {
+    if (!isUuid(tenantId)) return null;
+    const row = await this.db.withTenant({ tenantId }, (tx) =>
+      tx.tenant.findUnique({ where: { id: tenantId }, select: TENANT_VIEW_SELECT }),
+    );
+    return row ? toTenantView(row) : null;
+  }
+
+  /**
+   * Renames, disables (enables) and sets the retention policy of a tenant, in one transaction with the audit event
+   * of each change; answers the tenant as it is then. not_found for an unknown one, tenant_name_taken (nothing
+   * changed) for a name another tenant has.
+   */
+  async update(tenantId: string, input: TenantUpdate): Promise<TenantView> {
     if (!isUuid(tenantId)) throw CanopyException.notFound('tenant');
     return this.db
       .withTenant({ tenantId }, async (tx) => {
-        const before = await tx.tenant.findUnique({ where: { id: tenantId }, select: TENANT_SELECT });
-        if (!before) throw CanopyException.notFound('tenant');
+        const row = await tx.tenant.findUnique({ where: { id: tenantId }, select: TENANT_VIEW_SELECT });
+        if (!row) throw CanopyException.notFound('tenant');
+        const before = toTenantView(row);
+        if (input.name === undefined && input.disabled === undefined && input.retention === undefined)
+          return before;
         const disabledAt =
           input.disabled === undefined
             ? before.disabledAt
             : input.disabled
               ? (before.disabledAt ?? new Date())
               : null;
-        const after = await tx.tenant.update({
-          where: { id: tenantId },
-          data: { ...(input.name !== undefined ? { name: input.name } : {}), disabledAt },
-          select: TENANT_SELECT,
-        });
+        const after = toTenantView(
+          await tx.tenant.update({
+            where: { id: tenantId },
+            data: {
+              ...(input.name !== undefined ? { name: input.name } : {}),
+              disabledAt,
+              ...(input.retention
+                ? {
+                    retentionDeleteAfterDays: input.retention.deleteAfterDays,
+                    retentionKeep: input.retention.keep,
+                  }
+                : {}),
+            },
+            select: TENANT_VIEW_SELECT,
+          }),
+        );
         if (input.name !== undefined && input.name !== before.name) {
           await writeAuditPrisma(tx, {
             tenantId,
@@ -188,6 +239,16 @@ export class TenantsRepository {
             targetId: tenantId,
             before: { disabled: before.disabledAt !== null },
             after: { disabled: after.disabledAt !== null },
+          });
+        }
+        if (input.retention) {
+          await writeAuditPrisma(tx, {
+            tenantId,
+            action: 'tenant.retention',
+            targetType: 'tenant',
+            targetId: tenantId,
+            before: { ...before.retention },
+            after: { ...input.retention },
           });
         }
         return after;
@@ -274,6 +335,23 @@ export class TenantsRepository {
       }),
     );
   }
+}
+
+function toTenantView(row: {
+  id: string;
+  name: string;
+  createdAt: Date;
+  disabledAt: Date | null;
+  retentionDeleteAfterDays: number | null;
+  retentionKeep: string;
+}): TenantView {
+  return {
+    id: row.id,
+    name: row.name,
+    createdAt: row.createdAt,
+    disabledAt: row.disabledAt,
+    retention: { deleteAfterDays: row.retentionDeleteAfterDays, keep: retentionKeep(row.retentionKeep) },
+  };
 }
 
 /** The index that keeps tenant names unique (see its migration). */

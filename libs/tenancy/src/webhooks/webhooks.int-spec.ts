@@ -12,7 +12,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from '@canopy/testing';
-import { Database } from './database';
+import { Database } from '@canopy/store';
 import { WebhooksRepository, type AttemptRecord, type ClaimedDelivery } from './webhooks.repository';
 
 const WINDOW_MS = 60 * 60_000;

@@ -11,9 +11,13 @@
 // endpoint's deliveries are settled as not sent.
 
 import type { TargetPolicy } from '@canopy/common';
-import type { ClaimedDelivery, WebhooksRepository } from '@canopy/store';
-import type { EngineLogger } from '../session-deps';
+import type { ClaimedDelivery, WebhooksRepository } from './webhooks.repository';
 import { WebhookSender } from './webhook-sender';
+
+/** Where the dispatcher reports what went wrong (the session engine's logger is one). */
+export interface WebhookLogger {
+  warn(message: string, context?: Record<string, unknown>): void;
+}
 
 export interface WebhookDispatcherOptions {
   pollMs: number;
@@ -59,7 +63,7 @@ export class WebhookDispatcher {
   constructor(
     private readonly repo: WebhooksRepository,
     private readonly options: WebhookDispatcherOptions,
-    private readonly logger: EngineLogger,
+    private readonly logger: WebhookLogger,
   ) {
     this.sender = new WebhookSender({ timeoutMs: options.timeoutMs, targets: options.targets });
   }
