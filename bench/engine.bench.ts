@@ -6,7 +6,8 @@
 // itself can do. The `cpu` columns (this process's CPU share) show whether the one JS thread is the bottleneck.
 // The bench makes its own database from the migrated test template and drops it at the end.
 // CANOPY_BENCH_ENGINE_POOL sets the engine's pool (default 20; 8, 20 and 40 gave the same figures at 100
-// sessions on a 2-core machine, where the engine's thread is saturated).
+// sessions on a 2-core machine, where the engine's thread is saturated). Options: --engine-levels=1,10,100
+// --engine-measure-ms=6000 (the quick run: 1 and 100 sessions, 2.5 s windows).
 
 import { randomUUID } from 'node:crypto';
 
@@ -22,17 +23,30 @@ import type { SessionEngineDeps, SessionService, Subscription } from '../libs/se
 import { Database, PostgresSessionStore } from '../libs/store/src';
 import { TableMaintenance } from '../libs/store/src/table-maintenance';
 import { createTestDatabase, prepareTemplate, roleUrl, type TestDatabase } from '../libs/testing/src';
-import { formatTime, printTable } from './report';
+import { MeasuredWindow } from './lib/load';
+import { intListOption, intOption, type OptionSource } from './lib/options';
+import { formatTime, judge, percent, printTable, type Verdict } from './lib/report';
 
-const CONCURRENCY = [1, 10, 100] as const;
-const WARMUP_MS = 1_000;
-const MEASURE_MS = 6_000;
 /** The engine's database pool; CANOPY_BENCH_ENGINE_POOL overrides it to compare sizes. */
 const ENGINE_POOL = positiveInt(process.env.CANOPY_BENCH_ENGINE_POOL) ?? 20;
 /** Connections left free for everyone else when sizing the raw pool against max_connections. */
 const CONNECTION_MARGIN = 10;
 /** The requirement: the engine reaches at least this share of the raw limit at the highest concurrency. */
 const TARGET_SHARE = 0.5;
+
+export interface EngineOptions {
+  levels: number[];
+  warmupMs: number;
+  measureMs: number;
+}
+
+export function engineOptions(from: OptionSource): EngineOptions {
+  return {
+    levels: intListOption(from, 'engine', 'levels', from.quick ? [1, 100] : [1, 10, 100], [1, 1_000]),
+    warmupMs: from.quick ? 500 : 1_000,
+    measureMs: intOption(from, 'engine', 'measure-ms', from.quick ? 2_500 : 6_000, [1_000, 600_000]),
+  };
+}
 
 export interface EngineLevel {
   concurrency: number;
@@ -54,22 +68,23 @@ export interface EngineLevel {
 }
 
 export interface EngineBenchResult {
+  options: EngineOptions;
   enginePool: number;
   levels: EngineLevel[];
 }
 
-export async function runEngineBench(): Promise<EngineBenchResult> {
+export async function runEngineBench(options: EngineOptions): Promise<EngineBenchResult> {
   await prepareTemplate();
   return withEngine(async (engine, db, testDb) => {
     const scope = await newTenant(db);
-    const raw = await RawBench.create(testDb);
+    const raw = await RawBench.create(testDb, Math.max(...options.levels));
     const levels: EngineLevel[] = [];
-    for (const concurrency of CONCURRENCY) {
-      const measured = await measureEngine(engine, scope, concurrency);
-      const limit = await raw.measure(concurrency);
+    for (const concurrency of options.levels) {
+      const measured = await measureEngine(engine, scope, concurrency, options);
+      const limit = await raw.measure(concurrency, options);
       levels.push({ concurrency, ...measured, ...limit });
     }
-    return { enginePool: ENGINE_POOL, levels };
+    return { options, enginePool: ENGINE_POOL, levels };
   });
 }
 
@@ -82,16 +97,11 @@ export async function runEngineBench(): Promise<EngineBenchResult> {
 export async function measureEngineAt(
   concurrency: number,
   turnsPerSession: number,
+  window: Pick<EngineOptions, 'warmupMs' | 'measureMs'>,
 ): Promise<Pick<EngineLevel, 'runsPerSec' | 'p50Ms' | 'p99Ms'>> {
   return withEngine(async (engine, db) => {
     const scope = await newTenant(db);
-    const { runsPerSec, p50Ms, p99Ms } = await measureEngineSessions(
-      engine,
-      scope,
-      concurrency,
-      turnsPerSession,
-    );
-    return { runsPerSec, p50Ms, p99Ms };
+    return measureEngineSessions(engine, scope, concurrency, turnsPerSession, window);
   });
 }
 
@@ -155,11 +165,10 @@ export function printEngineReport(title: string, result: EngineBenchResult): voi
     `${((l.runsPerSec / l.rawTxPerSec) * 100).toFixed(1)}%`,
   ]);
   printTable(title, header, rows, new Set(header.keys()));
-  const top = result.levels[result.levels.length - 1];
   console.log(
     `runs: mock:echo (no delay), one closed-loop client per session, latency from prompt() to the run's ` +
-      `committed \`store\` event; ${WARMUP_MS / 1000} s warm-up, ${MEASURE_MS / 1000} s measured; ` +
-      `engine pool ${result.enginePool}.`,
+      `committed \`store\` event; ${result.options.warmupMs / 1000} s warm-up, ${result.options.measureMs / 1000} s ` +
+      `measured; engine pool ${result.enginePool}.`,
   );
   console.log(
     'raw: BEGIN; INSERT two node-like rows (jsonb message); UPDATE one session-like row; COMMIT, with as many ' +
@@ -169,14 +178,27 @@ export function printEngineReport(title: string, result: EngineBenchResult): voi
     "cpu: this process's CPU time over the window in % of one core; the engine, its clients and the raw loop " +
       'each run on one JS thread, so ~100% means that thread is the bottleneck.',
   );
-  if (top) {
-    const share = top.runsPerSec / top.rawTxPerSec;
-    const verdict = share >= TARGET_SHARE ? 'met' : 'NOT MET';
-    console.log(
-      `Target: engine >= ${TARGET_SHARE * 100}% of the raw limit at ${top.concurrency} sessions: ` +
-        `${(share * 100).toFixed(1)}%, ${verdict}.`,
-    );
-  }
+}
+
+/** The target: the engine's runs/s at the highest concurrency as a share of the raw limit measured beside it. */
+export function engineVerdicts(result: EngineBenchResult): Verdict[] {
+  const top = result.levels.at(-1);
+  if (!top) return [];
+  return [
+    judge(
+      'engine',
+      `runs/s >= ${percent(TARGET_SHARE)} of the raw Postgres limit at ${top.concurrency} sessions`,
+      {
+        value: top.runsPerSec / top.rawTxPerSec,
+        limit: TARGET_SHARE,
+        kind: 'min',
+        format: percent,
+        spread:
+          `${top.runsPerSec.toFixed(0)} / ${top.rawTxPerSec.toFixed(0)} tx/s; ` +
+          `p50/p99 ${formatTime(top.p50Ms)}/${formatTime(top.p99Ms)} (raw p50 ${formatTime(top.rawP50Ms)})`,
+      },
+    ),
+  ];
 }
 
 // The engine
@@ -235,6 +257,7 @@ async function measureEngine(
   engine: SessionEngine,
   scope: Scope,
   concurrency: number,
+  options: Pick<EngineOptions, 'warmupMs' | 'measureMs'>,
 ): Promise<Pick<EngineLevel, 'runsPerSec' | 'p50Ms' | 'p99Ms' | 'samples' | 'cpuPct'>> {
   const clients = await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -244,27 +267,14 @@ async function measureEngine(
   );
   try {
     await Promise.all(clients.map((client) => client.run('the first prompt, which titles the session')));
-    const window = timeWindow();
-    const latencies: number[] = [];
-    let completed = 0;
+    const window = new MeasuredWindow(options.warmupMs, options.measureMs);
     await Promise.all(
       clients.map(async (client) => {
-        for (let i = 0; performance.now() < window.end; i++) {
-          const started = performance.now();
-          const ended = await client.run(`prompt ${i} from the bench`);
-          completed += window.share(started, ended);
-          if (started >= window.start && ended < window.end) latencies.push(ended - started);
-        }
+        for (let i = 0; window.open; i++) await window.time(() => client.run(`prompt ${i} from the bench`));
       }),
     );
-    latencies.sort((a, b) => a - b);
-    return {
-      runsPerSec: completed / (MEASURE_MS / 1000),
-      p50Ms: percentile(latencies, 50),
-      p99Ms: percentile(latencies, 99),
-      samples: latencies.length,
-      cpuPct: window.cpuPct(),
-    };
+    const { perSec, latency, cpuPct } = window.figures();
+    return { runsPerSec: perSec, p50Ms: latency.p50, p99Ms: latency.p99, samples: latency.count, cpuPct };
   } finally {
     for (const client of clients) client.stop();
     await Promise.all(clients.map((c) => engine.manager.close(scope, c.sessionId).catch(() => undefined)));
@@ -280,25 +290,20 @@ async function measureEngineSessions(
   scope: Scope,
   concurrency: number,
   turns: number,
+  options: Pick<EngineOptions, 'warmupMs' | 'measureMs'>,
 ): Promise<Pick<EngineLevel, 'runsPerSec' | 'p50Ms' | 'p99Ms'>> {
-  const window = timeWindow();
-  const latencies: number[] = [];
+  const window = new MeasuredWindow(options.warmupMs, options.measureMs);
   const sessionIds: string[] = [];
-  let completed = 0;
   try {
     await Promise.all(
       Array.from({ length: concurrency }, async (_, index) => {
-        while (performance.now() < window.end) {
+        while (window.open) {
           const session = await engine.manager.create(scope, { model: 'mock:echo', opts: {} });
           sessionIds.push(session.id);
           const client = await SessionClient.start(engine.sessions, scope, session.id);
           try {
-            for (let t = 0; t < turns && performance.now() < window.end; t++) {
-              const started = performance.now();
-              const ended = await client.run(`u${index} t${t}`);
-              completed += window.share(started, ended);
-              if (started >= window.start && ended < window.end) latencies.push(ended - started);
-            }
+            for (let t = 0; t < turns && window.open; t++)
+              await window.time(() => client.run(`u${index} t${t}`));
           } finally {
             client.stop();
           }
@@ -308,12 +313,8 @@ async function measureEngineSessions(
   } finally {
     await Promise.all(sessionIds.map((id) => engine.manager.close(scope, id).catch(() => undefined)));
   }
-  latencies.sort((a, b) => a - b);
-  return {
-    runsPerSec: completed / (MEASURE_MS / 1000),
-    p50Ms: percentile(latencies, 50),
-    p99Ms: percentile(latencies, 99),
-  };
+  const { perSec, latency } = window.figures();
+  return { runsPerSec: perSec, p50Ms: latency.p50, p99Ms: latency.p99 };
 }
 
 /**
@@ -393,7 +394,7 @@ class RawBench {
 
   private constructor(private readonly url: string) {}
 
-  static async create(testDb: TestDatabase): Promise<RawBench> {
+  static async create(testDb: TestDatabase, sessions: number): Promise<RawBench> {
     const url = roleUrl(testDb.name);
     await withClient(url, (client) =>
       client.query(`
@@ -414,13 +415,14 @@ class RawBench {
           created_at timestamptz NOT NULL DEFAULT now(),
           PRIMARY KEY (session_id, id)
         );
-        INSERT INTO bench_sessions (id) SELECT generate_series(1, ${Math.max(...CONCURRENCY)});`),
+        INSERT INTO bench_sessions (id) SELECT generate_series(1, ${sessions});`),
     );
     return new RawBench(url);
   }
 
   async measure(
     concurrency: number,
+    options: Pick<EngineOptions, 'warmupMs' | 'measureMs'>,
   ): Promise<Pick<EngineLevel, 'rawTxPerSec' | 'rawPool' | 'rawP50Ms' | 'rawCpuPct'>> {
     const size = Math.min(concurrency, await this.freeConnections());
     const pool = new Pool({ connectionString: this.url, max: size });
@@ -428,30 +430,19 @@ class RawBench {
     pool.on('error', () => undefined);
     try {
       await openAll(pool, size);
-      const window = timeWindow();
-      const latencies: number[] = [];
-      let completed = 0;
+      const window = new MeasuredWindow(options.warmupMs, options.measureMs);
       await Promise.all(
         Array.from({ length: concurrency }, async (_, client) => {
           const sessionId = client + 1;
-          while (performance.now() < window.end) {
-            const started = performance.now();
+          while (window.open) {
             const id = this.nextNodeId;
             this.nextNodeId += 2;
-            await commitShaped(pool, sessionId, id);
-            const ended = performance.now();
-            completed += window.share(started, ended);
-            if (started >= window.start && ended < window.end) latencies.push(ended - started);
+            await window.time(() => commitShaped(pool, sessionId, id));
           }
         }),
       );
-      latencies.sort((a, b) => a - b);
-      return {
-        rawTxPerSec: completed / (MEASURE_MS / 1000),
-        rawPool: size,
-        rawP50Ms: percentile(latencies, 50),
-        rawCpuPct: window.cpuPct(),
-      };
+      const { perSec, latency, cpuPct } = window.figures();
+      return { rawTxPerSec: perSec, rawPool: size, rawP50Ms: latency.p50, rawCpuPct: cpuPct };
     } finally {
       await pool.end();
     }
@@ -534,52 +525,6 @@ async function commitShaped(pool: Pool, sessionId: number, id: number): Promise<
 }
 
 // Helpers
-
-interface TimeWindow {
-  start: number;
-  end: number;
-  /**
-   * The share of a call (from `started` to `ended`) inside the window. Closed-loop clients that start together
-   * with equal latencies complete in waves (100 sessions at ~650 ms: 9 waves in 6 s), so counting completions
-   * inside the window would move in steps of a whole wave (~11%); counting each call by its share does not.
-   */
-  share(started: number, ended: number): number;
-  /** This process's CPU time over the window in % of one core (read once the window has ended). */
-  cpuPct(): number;
-}
-
-/** The measured window: it opens after the warm-up and lasts MEASURE_MS. */
-function timeWindow(): TimeWindow {
-  const start = performance.now() + WARMUP_MS;
-  const end = start + MEASURE_MS;
-  // CPU is read by timers at the window's edges; the last call may end before the closing timer fires, so
-  // reading the figure closes the window then.
-  let from: { at: number; usage: NodeJS.CpuUsage } | null = null;
-  let cpuPct: number | undefined;
-  const close = (): number => {
-    if (cpuPct === undefined && from) {
-      const { user, system } = process.cpuUsage(from.usage);
-      cpuPct = ((user + system) / 1000 / (performance.now() - from.at)) * 100;
-    }
-    return cpuPct ?? Number.NaN;
-  };
-  setTimeout(() => (from = { at: performance.now(), usage: process.cpuUsage() }), WARMUP_MS).unref();
-  setTimeout(close, WARMUP_MS + MEASURE_MS).unref();
-  return {
-    start,
-    end,
-    cpuPct: close,
-    share: (started, ended) =>
-      ended > started ? Math.max(0, Math.min(ended, end) - Math.max(started, start)) / (ended - started) : 0,
-  };
-}
-
-/** Nearest-rank percentile of sorted values; NaN when there are none. */
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
-}
 
 function positiveInt(value: string | undefined): number | undefined {
   const n = value === undefined ? Number.NaN : Number(value);

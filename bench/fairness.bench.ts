@@ -16,34 +16,20 @@
 // (a fresh database from the test template), each in a fresh api process per run.
 // Options: --fairness-runtimes=embedded,postgres --fairness-runs=N (repeats everything, prints each run's ratios and
 // their spread) --fairness-import-nodes=100000 --fairness-measure-ms=15000 (or CANOPY_BENCH_FAIRNESS_* variables).
+// The quick run (`npm run bench`): the embedded runtime, 10,000 nodes imported, 4 s windows.
 
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { bytesOf } from '../apps/api/src/http/ndjson';
 import { envSchema } from '../libs/common/src/config/config.schema';
 import { MAX_IMPORT_NODES } from '../libs/core/src/formats/canopy';
-import {
-  TEST_ADMIN_KEY,
-  TEST_JWT_SECRET,
-  canopyDocument,
-  createTestDatabase,
-  eventually,
-  freePort,
-  prepareTemplate,
-  type TestDatabase,
-} from '../libs/testing/src';
-import { serviceProcess } from '../scripts/lib/service-process.mjs';
-import { benchOption } from './options';
-import { formatTime, printTable } from './report';
-
-const ROOT = resolve(__dirname, '..');
-const API_MAIN = join(ROOT, 'dist/apps/api/apps/api/src/main.js');
+import { canopyDocument, eventually, freePort, prepareTemplate } from '../libs/testing/src';
+import { choiceListOption, intOption, type OptionSource } from './lib/options';
+import { percentile, spread } from './lib/percentile';
+import { ApiProcess, type Runtime } from './lib/processes';
+import { formatTime, judge, printTable, ratio, type Verdict } from './lib/report';
 
 /** B's p99 under A's load may be at most this many times its idle p99. */
 export const TARGET_RATIO = 2;
@@ -80,7 +66,7 @@ const DELIVERY_WAIT_MS = 30_000;
 /** The api's import body limit when IMPORT_BODY_LIMIT is unset (the bench runs it with the defaults). */
 const IMPORT_BODY_LIMIT_BYTES = bytesOf(envSchema.shape.IMPORT_BODY_LIMIT.parse(undefined));
 
-type RuntimeName = 'embedded' | 'postgres';
+type RuntimeName = Runtime;
 type Kind = 'list' | 'prompt';
 const KINDS: readonly Kind[] = ['list', 'prompt'];
 const KIND_LABEL: Record<Kind, string> = {
@@ -118,39 +104,17 @@ export interface FairnessOptions {
   measureMs: number;
 }
 
-export function fairnessOptions(argv: readonly string[], env: NodeJS.ProcessEnv): FairnessOptions {
-  const opt = (name: string) => benchOption(argv, env, 'fairness', name);
-  const runtimesText = opt('runtimes');
-  const runtimes = (
-    runtimesText ? runtimesText.split(',').map((s) => s.trim()) : ['embedded', 'postgres']
-  ) as RuntimeName[];
-  const bad = runtimes.filter((r) => r !== 'embedded' && r !== 'postgres');
-  if (bad.length || runtimes.length === 0) {
-    throw new Error(`--fairness-runtimes: embedded and/or postgres, got "${runtimesText}"`);
-  }
-  const int = (name: string, fallback: number, min: number, max: number): number => {
-    const text = opt(name);
-    const value = text === undefined ? fallback : Number(text);
-    if (!Number.isInteger(value) || value < min || value > max) {
-      throw new Error(`--fairness-${name}: an integer from ${min} to ${max}, got "${text}"`);
-    }
-    return value;
-  };
+export function fairnessOptions(from: OptionSource): FairnessOptions {
+  const runtimes: RuntimeName[] = ['embedded', 'postgres'];
   return {
-    runtimes,
-    runs: int('runs', 1, 1, 100),
-    importNodes: int('import-nodes', MAX_IMPORT_NODES, NDJSON_LINES, MAX_IMPORT_NODES),
-    measureMs: int('measure-ms', 15_000, 1_000, 600_000),
+    runtimes: choiceListOption(from, 'fairness', 'runtimes', runtimes, from.quick ? ['embedded'] : runtimes),
+    runs: intOption(from, 'fairness', 'runs', 1, [1, 100]),
+    importNodes: intOption(from, 'fairness', 'import-nodes', from.quick ? 10_000 : MAX_IMPORT_NODES, [
+      NDJSON_LINES,
+      MAX_IMPORT_NODES,
+    ]),
+    measureMs: intOption(from, 'fairness', 'measure-ms', from.quick ? 4_000 : 15_000, [1_000, 600_000]),
   };
-}
-
-// Figures (pure)
-
-/** The nearest-rank percentile of ascending values; null when there are none. */
-export function percentile(sorted: readonly number[], p: number): number | null {
-  if (sorted.length === 0) return null;
-  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
-  return sorted[rank - 1]!;
 }
 
 /** One answer to one of B's requests: its time, HTTP status (0: none arrived) and error code. */
@@ -215,15 +179,6 @@ export function fairnessVerdict(ratio: number | null, failures: number, samples:
   else if (ratio > TARGET_RATIO) reasons.push(`x${ratio.toFixed(1)}`);
   if (failures > 0) reasons.push(`${failures} non-2xx`);
   return reasons.length ? `NOT MET (${reasons.join(', ')})` : 'met';
-}
-
-/** `min–max` of the known values (one value alone when they agree); '-' when none is known. */
-export function spread(values: ReadonlyArray<number | null>, format: (v: number) => string): string {
-  const known = values.filter((v): v is number => v !== null);
-  if (known.length === 0) return '-';
-  const lo = format(Math.min(...known));
-  const hi = format(Math.max(...known));
-  return lo === hi ? lo : `${lo}–${hi}`;
 }
 
 export interface DeliveryFigures {
@@ -344,7 +299,6 @@ export interface FairnessResult {
 // Running
 
 export async function runFairnessBench(options: FairnessOptions): Promise<FairnessResult> {
-  ensureApiBuilt();
   const canopyBody = JSON.stringify({ format: 'canopy', data: canopyDocument(options.importNodes) });
   const lineNodes = Math.floor(options.importNodes / NDJSON_LINES);
   const line = JSON.stringify(canopyDocument(lineNodes));
@@ -379,22 +333,6 @@ export async function runFairnessBench(options: FairnessOptions): Promise<Fairne
   };
 }
 
-/**
- * `npm run bench` builds the api only for the sections it knows start processes; this one builds it itself
- * (the same step, skipped when the sources have not changed since the last build).
- */
-function ensureApiBuilt(): void {
-  const result = spawnSync(
-    process.execPath,
-    [
-      '-e',
-      "import('./scripts/lib/steps.mjs').then((s) => { s.ensurePrismaClient(); s.ensureBuilt('api'); })",
-    ],
-    { cwd: ROOT, stdio: 'inherit' },
-  );
-  if (result.status !== 0) throw new Error(`building the api failed (${result.status ?? result.signal})`);
-}
-
 interface Imports {
   canopy: { body: string; nodes: number };
   ndjson: { body: string; nodes: number };
@@ -408,16 +346,16 @@ async function measureRuntime(
   const bReceiver = await Receiver.start('answer');
   const aAnswering = await Receiver.start('answer');
   const aHanging = await Receiver.start('hang');
-  let service: Api | null = null;
+  let service: ApiProcess | null = null;
   try {
-    service = await Api.start(runtime);
+    service = await startApi(runtime);
     const b = await Bystander.create(service, bReceiver);
     const a = new Tenant(service, await service.newTenant('fairness-heavy'));
     await b.window(sleep(WARMUP_MS));
 
     const results: PhaseResult[] = [];
     for (const phase of PHASES) {
-      const readyBefore = await service.ready();
+      const readyBefore = await ready(service);
       await sleep(SETTLE_MS);
       b.beginPhase();
       let windowMs = 0;
@@ -621,120 +559,32 @@ function passThrough(names: readonly string[]): Record<string, string> {
   return Object.fromEntries(names.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])));
 }
 
-/** The built api process on a runtime of its own: a fresh embedded data directory, or a fresh database. */
-class Api {
-  private constructor(
-    readonly runtime: RuntimeName,
-    readonly url: string,
-    private readonly proc: ChildProcess,
-    private readonly output: string[],
-    private readonly database: TestDatabase | null,
-    private readonly dataDir: string | null,
-  ) {}
+/** The built api process on a runtime of its own, reaching the local webhook receivers. */
+function startApi(runtime: RuntimeName): Promise<ApiProcess> {
+  return ApiProcess.start({
+    runtime,
+    env: {
+      // The webhook receivers listen on 127.0.0.1.
+      ALLOW_PRIVATE_TARGETS: '*',
+      // The import settings to try other values with (their defaults otherwise).
+      ...passThrough(['IMPORT_BATCH_NODES', 'IMPORT_BATCH_PAUSE_RATIO', 'HEAVY_OPERATIONS_PER_TENANT']),
+    },
+  });
+}
 
-  static async start(runtime: RuntimeName): Promise<Api> {
-    const port = await freePort();
-    const database = runtime === 'postgres' ? await createTestDatabase() : null;
-    const dataDir = runtime === 'embedded' ? mkdtempSync(join(tmpdir(), 'canopy-fairness-bench-')) : null;
-    const output: string[] = [];
-    // Started as `npm start` and the HTTP bench start it (Node flags, malloc settings).
-    const started = serviceProcess({ embedded: runtime === 'embedded' });
-    const proc = spawn(process.execPath, [...started.args, API_MAIN], {
-      cwd: ROOT,
-      env: {
-        ...started.env,
-        PATH: process.env.PATH ?? '',
-        NODE_ENV: 'production',
-        LOG_LEVEL: 'warn',
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        CANOPY_ADMIN_KEY: TEST_ADMIN_KEY,
-        CANOPY_JWT_SECRET: TEST_JWT_SECRET,
-        RATE_LIMIT_PER_KEY: '0',
-        RATE_LIMIT_PER_TENANT: '0',
-        MAX_CONCURRENT_RUNS_PER_TENANT: '10000',
-        // The webhook receivers listen on 127.0.0.1.
-        ALLOW_PRIVATE_TARGETS: '*',
-        // The import settings to try other values with (their defaults otherwise).
-        ...passThrough(['IMPORT_BATCH_NODES', 'IMPORT_BATCH_PAUSE_RATIO', 'HEAVY_OPERATIONS_PER_TENANT']),
-        ...(database ? { DATABASE_URL: database.url } : { CANOPY_DATA_DIR: dataDir! }),
+/** Whether /readyz answers 200 within 60 s (the embedded database may be restarting after a long import). */
+async function ready(api: ApiProcess): Promise<boolean> {
+  try {
+    await eventually(
+      async () => {
+        const res = await request(api.url, { method: 'GET', path: '/readyz', timeoutMs: 5_000 });
+        if (res.status !== 200) throw new Error(`not ready: ${res.status}`);
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const keep = (d: Buffer) => {
-      output.push(d.toString());
-      if (output.length > 200) output.shift();
-    };
-    proc.stdout?.on('data', keep);
-    proc.stderr?.on('data', keep);
-    const api = new Api(runtime, `http://127.0.0.1:${port}`, proc, output, database, dataDir);
-    try {
-      await eventually(
-        async () => {
-          if (proc.exitCode !== null) throw new Error(`the api exited: ${output.join('')}`);
-          const res = await fetch(`${api.url}/readyz`);
-          if (res.status !== 200) throw new Error(`not ready: ${res.status}`);
-        },
-        { timeoutMs: 90_000, intervalMs: 250 },
-      );
-    } catch (err) {
-      await api.stop();
-      throw err;
-    }
-    return api;
-  }
-
-  /** Whether /readyz answers 200 within 60 s (the embedded database may be restarting after a long import). */
-  async ready(): Promise<boolean> {
-    try {
-      await eventually(
-        async () => {
-          const res = await request(this.url, { method: 'GET', path: '/readyz', timeoutMs: 5_000 });
-          if (res.status !== 200) throw new Error(`not ready: ${res.status}`);
-        },
-        { timeoutMs: 60_000, intervalMs: 250 },
-      );
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  /** The error with what became of the api process and the end of its output (it may have been stopped). */
-  explain(err: unknown): Error {
-    const state =
-      this.proc.exitCode !== null || this.proc.signalCode !== null
-        ? `exited (${this.proc.exitCode ?? this.proc.signalCode})`
-        : 'still running';
-    const message = err instanceof Error ? err.message : String(err);
-    return new Error(
-      `${message}\nthe ${this.runtime} api, ${state}; its last output:\n${this.output.join('').slice(-2_000)}`,
-      {
-        cause: err,
-      },
+      { timeoutMs: 60_000, intervalMs: 250 },
     );
-  }
-
-  async newTenant(name: string): Promise<string> {
-    const res = await request(this.url, {
-      method: 'POST',
-      path: '/v1/admin/tenants',
-      key: TEST_ADMIN_KEY,
-      body: JSON.stringify({ name: `${name}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}` }),
-    });
-    if (res.status !== 201) throw new Error(`creating a tenant: ${res.status} ${res.text}`);
-    return (JSON.parse(res.text) as { apiKey: string }).apiKey;
-  }
-
-  async stop(): Promise<void> {
-    if (this.proc.exitCode === null && this.proc.signalCode === null) {
-      this.proc.kill('SIGTERM');
-      const timer = setTimeout(() => this.proc.kill('SIGKILL'), 15_000);
-      await new Promise((r) => (this.proc.exitCode !== null ? r(null) : this.proc.once('exit', r)));
-      clearTimeout(timer);
-    }
-    await this.database?.drop();
-    if (this.dataDir) rmSync(this.dataDir, { recursive: true, force: true });
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -743,7 +593,7 @@ class Tenant {
   private webhookId: string | null = null;
 
   constructor(
-    readonly api: Api,
+    readonly api: ApiProcess,
     readonly key: string,
   ) {}
 
@@ -799,7 +649,7 @@ class Bystander {
     private readonly receiver: Receiver,
   ) {}
 
-  static async create(api: Api, receiver: Receiver): Promise<Bystander> {
+  static async create(api: ApiProcess, receiver: Receiver): Promise<Bystander> {
     const tenant = new Tenant(api, await api.newTenant('fairness-bystander'));
     await tenant.pointWebhookAt(receiver.url);
     const clients: string[][] = [];
@@ -1209,4 +1059,64 @@ export function printFairnessReport(title: string, result: FairnessResult): void
   for (const run of runs) {
     console.log(`run ${run.run}, ${run.runtime}: ${(run.wallMs / 1000).toFixed(0)} s`);
   }
+}
+
+/**
+ * The targets per runtime, over every run: B's p99 under each of A's loads at most TARGET_RATIO times its idle p99
+ * (the worst of its requests and phases judged, the spread over all of them), its webhook deliveries' p99 likewise
+ * against their baseline, and every one of B's answers 2xx and delivery arrived.
+ */
+export function fairnessVerdicts(result: FairnessResult): Verdict[] {
+  const verdicts: Verdict[] = [];
+  for (const runtime of result.options.runtimes) {
+    const runs = result.runs.filter((r) => r.runtime === runtime);
+    const requests: number[] = [];
+    const deliveries: number[] = [];
+    let failures = 0;
+    for (const run of runs) {
+      const phaseOf = (phase: PhaseName) => run.phases.find((p) => p.phase === phase);
+      for (const p of run.phases) {
+        for (const kind of KINDS) {
+          failures += failureCount(p.kinds[kind]);
+          if (p.phase === 'idle') continue;
+          const r = p99Ratio(p.kinds[kind].p99Ms, phaseOf('idle')?.kinds[kind].p99Ms ?? null);
+          requests.push(r ?? Number.NaN);
+        }
+        failures += p.deliveries.expected - p.deliveries.arrived;
+        const basePhase = DELIVERY_BASELINE[p.phase];
+        if (basePhase) {
+          const r = p99Ratio(p.deliveries.p99Ms, phaseOf(basePhase)?.deliveries.p99Ms ?? null);
+          deliveries.push(r ?? Number.NaN);
+        }
+      }
+    }
+    const worst = (values: number[]) =>
+      values.some((v) => !Number.isFinite(v)) ? Number.NaN : Math.max(...values);
+    const runsText = `${runs.length} run${runs.length === 1 ? '' : 's'}`;
+    const section = `fairness (${runtime})`;
+    verdicts.push(
+      judge(section, `bystander's request p99 under load <= ${TARGET_RATIO}x its idle p99 (worst)`, {
+        value: worst(requests),
+        limit: TARGET_RATIO,
+        kind: 'max',
+        format: ratio,
+        spread: `${spread(requests, ratio)} over ${requests.length} phase-requests, ${runsText}`,
+      }),
+      judge(section, `bystander's webhook delivery p99 <= ${TARGET_RATIO}x its baseline (worst)`, {
+        value: worst(deliveries),
+        limit: TARGET_RATIO,
+        kind: 'max',
+        format: ratio,
+        spread: `${spread(deliveries, ratio)} over ${deliveries.length} phases, ${runsText}`,
+      }),
+      judge(section, "bystander's non-2xx answers and missing deliveries = 0", {
+        value: failures,
+        limit: 0,
+        kind: 'max',
+        format: String,
+        spread: runsText,
+      }),
+    );
+  }
+  return verdicts;
 }

@@ -1,6 +1,5 @@
-// The section's pure helpers. The modules it prints and starts processes with are ES modules (tinybench behind
-// ./report, the service's start flags) that jest cannot require; these tests use neither.
-jest.mock('./report', () => ({}));
+// The section's pure helpers. The module it starts processes with is an ES module (the service's start flags) that
+// jest cannot require; these tests do not use it.
 jest.mock('../scripts/lib/service-process.mjs', () => ({}));
 
 import {
@@ -9,22 +8,13 @@ import {
   errorText,
   fairnessOptions,
   fairnessVerdict,
+  fairnessVerdicts,
   kindFigures,
   p99Ratio,
-  percentile,
-  spread,
+  type FairnessResult,
 } from './fairness.bench';
 
 describe('fairness bench figures', () => {
-  it('takes the nearest-rank percentile of ascending values', () => {
-    const values = Array.from({ length: 100 }, (_, i) => i + 1);
-    expect(percentile(values, 50)).toBe(50);
-    expect(percentile(values, 99)).toBe(99);
-    expect(percentile(values, 100)).toBe(100);
-    expect(percentile([7], 99)).toBe(7);
-    expect(percentile([], 50)).toBeNull();
-  });
-
   it('keeps latencies to the 2xx answers and counts the others by status and code', () => {
     const f = kindFigures([
       { ms: 10, status: 200, code: null },
@@ -46,13 +36,6 @@ describe('fairness bench figures', () => {
     expect(fairnessVerdict(2.5, 0, 10)).toBe('NOT MET (x2.5)');
     expect(fairnessVerdict(1.2, 3, 10)).toBe('NOT MET (3 non-2xx)');
     expect(fairnessVerdict(null, 4, 0)).toBe('NOT MET (no 2xx answer, 4 non-2xx)');
-  });
-
-  it('prints the spread of the known values', () => {
-    const x = (v: number) => `x${v.toFixed(2)}`;
-    expect(spread([1.5, null, 3], x)).toBe('x1.50–x3.00');
-    expect(spread([2, 2], x)).toBe('x2.00');
-    expect(spread([null], x)).toBe('-');
   });
 
   it('measures each delivery from its prompt, and counts those that never came', () => {
@@ -98,19 +81,93 @@ describe('fairness bench figures', () => {
   });
 
   it('reads its options from the command line or the environment, within bounds', () => {
-    expect(fairnessOptions([], {})).toEqual({
+    expect(fairnessOptions(full([], {}))).toEqual({
       runtimes: ['embedded', 'postgres'],
       runs: 1,
       importNodes: 100_000,
       measureMs: 15_000,
     });
     expect(
-      fairnessOptions(['--fairness-runtimes=postgres', '--fairness-import-nodes=1000'], {
-        CANOPY_BENCH_FAIRNESS_RUNS: '3',
-      }),
+      fairnessOptions(
+        full(['--fairness-runtimes=postgres', '--fairness-import-nodes=1000'], {
+          CANOPY_BENCH_FAIRNESS_RUNS: '3',
+        }),
+      ),
     ).toMatchObject({ runtimes: ['postgres'], runs: 3, importNodes: 1_000 });
-    expect(() => fairnessOptions(['--fairness-runtimes=redis'], {})).toThrow(/runtimes/);
-    expect(() => fairnessOptions(['--fairness-import-nodes=100001'], {})).toThrow(/import-nodes/);
-    expect(() => fairnessOptions(['--fairness-runs=0'], {})).toThrow(/runs/);
+    expect(() => fairnessOptions(full(['--fairness-runtimes=redis'], {}))).toThrow(/runtimes/);
+    expect(() => fairnessOptions(full(['--fairness-import-nodes=100001'], {}))).toThrow(/import-nodes/);
+    expect(() => fairnessOptions(full(['--fairness-runs=0'], {}))).toThrow(/runs/);
+  });
+
+  it('runs the embedded runtime alone, smaller, in the quick run', () => {
+    expect(fairnessOptions({ argv: [], env: {}, quick: true })).toEqual({
+      runtimes: ['embedded'],
+      runs: 1,
+      importNodes: 10_000,
+      measureMs: 4_000,
+    });
+  });
+
+  it("judges each runtime on the worst ratio of its phases, with their spread, and counts B's failures", () => {
+    const kinds = (list: number | null, prompt: number | null, failed = 0) => ({
+      list: {
+        ok: 10,
+        p50Ms: 1,
+        p99Ms: list,
+        maxMs: list,
+        failures: failed ? { '503': failed } : {},
+        failureMaxMs: null,
+      },
+      prompt: { ok: 10, p50Ms: 1, p99Ms: prompt, maxMs: prompt, failures: {}, failureMaxMs: null },
+    });
+    const deliveries = (p99Ms: number, arrived = 5) => ({
+      expected: 5,
+      arrived,
+      p50Ms: 1,
+      p99Ms,
+      maxMs: p99Ms,
+    });
+    const phase = (name: string, k: ReturnType<typeof kinds>, d: ReturnType<typeof deliveries>) => ({
+      phase: name,
+      windowMs: 1_000,
+      kinds: k,
+      deliveries: d,
+      importOutcome: null,
+      webhookLoad: null,
+      readyBefore: true,
+    });
+    const result = {
+      options: { runtimes: ['embedded'], runs: 1, importNodes: 100, measureMs: 1_000 },
+      importBytes: { canopy: 0, ndjsonLine: 0 },
+      runs: [
+        {
+          run: 1,
+          runtime: 'embedded',
+          wallMs: 1,
+          phases: [
+            phase('idle', kinds(10, 20), deliveries(100)),
+            phase('webhook answers', kinds(15, 30), deliveries(120)),
+            phase('webhook hangs', kinds(25, 20, 2), deliveries(360, 4)),
+          ],
+        },
+      ],
+    } as unknown as FairnessResult;
+    const [requests, webhooks, failures] = fairnessVerdicts(result);
+    expect(requests).toMatchObject({
+      measured: '2.50x',
+      spread: '1.00x–2.50x over 4 phase-requests, 1 run',
+      pass: false,
+    });
+    expect(webhooks).toMatchObject({
+      measured: '3.00x',
+      spread: '1.20x–3.00x over 2 phases, 1 run',
+      pass: false,
+    });
+    expect(failures).toMatchObject({ measured: '3', pass: false });
   });
 });
+
+/** Options as a named run reads them. */
+function full(argv: string[], env: NodeJS.ProcessEnv) {
+  return { argv, env, quick: false };
+}

@@ -13,46 +13,30 @@
 // Options: --http-modes=wait,stream --http-levels=1,100 --http-runtimes=postgres --http-measure-ms=6000
 // --http-history=false (skip the seeded-history section) --http-profile=DIR (run the api with --cpu-prof into DIR
 // and print where its CPU went over the service's life after its warm-up: profile one level, e.g. --http-levels=100)
-// (or CANOPY_BENCH_HTTP_* variables of the same names).
+// (or CANOPY_BENCH_HTTP_* variables of the same names). The quick run (`npm run bench`): wait mode at 100
+// sessions on both runtimes, 3 s windows, no history.
 
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 import { Client } from 'pg';
 
-import {
-  TEST_ADMIN_KEY,
-  TEST_JWT_SECRET,
-  adminUrl,
-  createTestDatabase,
-  eventually,
-  freePort,
-  prepareTemplate,
-  type TestDatabase,
-} from '../libs/testing/src';
-import { serviceProcess } from '../scripts/lib/service-process.mjs';
-import { summariseCpuProfile, type Layer, type ProfileSummary } from './cpu-profile';
+import { adminUrl, prepareTemplate } from '../libs/testing/src';
 import { measureEngineAt } from './engine.bench';
-import { benchOption } from './options';
-import { formatTime, printTable } from './report';
+import { cpuPercent, processTicks, ticksToMs } from './lib/cpu';
+import { summariseCpuProfile, type Layer, type ProfileSummary } from './lib/cpu-profile';
+import { runHttpLoad } from './lib/load';
+import { PeakResident } from './lib/memory';
+import { benchOption, choiceListOption, intListOption, intOption, type OptionSource } from './lib/options';
+import { spread } from './lib/percentile';
+import { ApiProcess, type Runtime } from './lib/processes';
+import { formatTime, judge, notJudged, percent, printTable, ratio, type Verdict } from './lib/report';
 
 /** The target: rows fetched (pg_stat_database.tup_fetched) per run. */
 const ROWS_PER_RUN_TARGET = 50;
 
-const ROOT = resolve(__dirname, '..');
-const API_MAIN = join(ROOT, 'dist/apps/api/apps/api/src/main.js');
-const LOADGEN = join(ROOT, 'bench/http-load.mjs');
 const TURNS_PER_SESSION = 10;
 const WARMUP_MS = 1_500;
-/**
- * Before its first level, each service (and the in-process engine, once) plays this long at WARM_CONCURRENCY,
- * unmeasured: a process's first thousands of requests run while V8 still compiles its hot functions (one pair of
- * runs: wait p50 at one session 7.2 ms measured right after boot, 5.9 ms after another level), and a fresh database
- * plans on tables not yet analyzed (133 rows read per run against 27). The levels then measure a running service.
- */
-const SERVICE_WARMUP_MS = 8_000;
 const WARM_CONCURRENCY = 10;
 /**
  * The quiet moment before each level that measures the idle service's own transactions (its timers: the webhook
@@ -67,16 +51,23 @@ const IDLE_MS = 5_000;
  * pooled connection's transactions would be missing from the level and counted in the next (as "idle").
  */
 const STATS_SETTLE_MS = 11_000;
-const CLK_TCK = 100;
 
 type Mode = 'wait' | 'stream' | 'branch' | 'create';
-type RuntimeName = 'postgres' | 'embedded';
+type RuntimeName = Runtime;
 
 export interface HttpBenchOptions {
   modes: Mode[];
   levels: number[];
   runtimes: RuntimeName[];
   measureMs: number;
+  /**
+   * Before its first level, each service (and the in-process engine, once) plays this long at WARM_CONCURRENCY,
+   * unmeasured: a process's first thousands of requests run while V8 still compiles its hot functions (one pair of
+   * runs: wait p50 at one session 7.2 ms measured right after boot, 5.9 ms after another level), and a fresh
+   * database plans on tables not yet analyzed (133 rows read per run against 27). The levels then measure a running
+   * service.
+   */
+  serviceWarmupMs: number;
   history: boolean;
   /** A directory for the api's CPU profiles (node --cpu-prof), or none. */
   profileDir: string | null;
@@ -149,6 +140,7 @@ export interface HttpLevel {
 }
 
 export interface HttpBenchResult {
+  options: HttpBenchOptions;
   levels: HttpLevel[];
   /**
    * The in-process engine at each level, measured right before the Postgres runtime's HTTP levels, and at the top
@@ -168,44 +160,21 @@ export interface HttpBenchResult {
   profiles: Array<{ runtime: RuntimeName; path: string; summary: ProfileSummary | null }>;
 }
 
-export function httpBenchOptions(argv: readonly string[], env: NodeJS.ProcessEnv): HttpBenchOptions {
-  const opt = (name: string) => benchOption(argv, env, 'http', name);
-  const list = <T extends string>(name: string, allowed: readonly T[], all: readonly T[]): T[] => {
-    const text = opt(name);
-    if (!text) return [...all];
-    const items = text.split(',').map((s) => s.trim()) as T[];
-    const bad = items.filter((i) => !allowed.includes(i));
-    if (bad.length)
-      throw new Error(`--http-${name}: unknown ${bad.join(', ')} (known: ${allowed.join(', ')})`);
-    return items;
-  };
-  const modes = list<Mode>(
-    'modes',
-    ['wait', 'stream', 'branch', 'create'],
-    ['wait', 'stream', 'branch', 'create'],
-  );
-  const runtimes = list<RuntimeName>('runtimes', ['postgres', 'embedded'], ['postgres', 'embedded']);
-  const levelsText = opt('levels');
-  const levels = levelsText ? levelsText.split(',').map(Number) : [1, 10, 100];
-  if (levels.some((n) => !Number.isInteger(n) || n < 1 || n > 1_000)) {
-    throw new Error(`--http-levels: integers from 1 to 1000, got "${levelsText}"`);
-  }
-  const measureMs = Number(opt('measure-ms') ?? 6_000);
-  if (!Number.isInteger(measureMs) || measureMs < 1_000) throw new Error('--http-measure-ms: at least 1000');
-  const profile = opt('profile');
-  const pool = opt('pool');
-  const poolMax = pool === undefined ? null : Number(pool);
-  if (poolMax !== null && (!Number.isInteger(poolMax) || poolMax < 1 || poolMax > 200)) {
-    throw new Error(`--http-pool: an integer from 1 to 200, got "${pool}"`);
-  }
+export function httpBenchOptions(from: OptionSource): HttpBenchOptions {
+  const { quick } = from;
+  const modes: Mode[] = ['wait', 'stream', 'branch', 'create'];
+  const runtimes: RuntimeName[] = ['postgres', 'embedded'];
+  const profile = benchOption(from.argv, from.env, 'http', 'profile');
+  const pool = benchOption(from.argv, from.env, 'http', 'pool');
   return {
-    modes,
-    levels,
-    runtimes,
-    measureMs,
-    history: opt('history') !== 'false',
+    modes: choiceListOption(from, 'http', 'modes', modes, quick ? ['wait'] : modes),
+    levels: intListOption(from, 'http', 'levels', quick ? [100] : [1, 10, 100], [1, 1_000]),
+    runtimes: choiceListOption(from, 'http', 'runtimes', runtimes, runtimes),
+    measureMs: intOption(from, 'http', 'measure-ms', quick ? 3_000 : 6_000, [1_000, 600_000]),
+    serviceWarmupMs: quick ? 3_000 : 8_000,
+    history: (benchOption(from.argv, from.env, 'http', 'history') ?? (quick ? 'false' : 'true')) !== 'false',
     profileDir: profile ? resolve(profile) : null,
-    poolMax,
+    poolMax: pool === undefined ? null : intOption(from, 'http', 'pool', 0, [1, 200]),
   };
 }
 
@@ -216,15 +185,18 @@ export async function runHttpBench(options: HttpBenchOptions): Promise<HttpBench
   const profiles: HttpBenchResult['profiles'] = [];
   const engine: HttpBenchResult['engine'] = [];
   const compareEngine = options.runtimes.includes('postgres') && options.modes.includes('wait');
+  // The engine is measured over the same windows as the HTTP levels, and warmed as long as the services.
+  const engineWindow = { warmupMs: WARMUP_MS, measureMs: options.measureMs };
+  const engineWarmup = { warmupMs: 0, measureMs: options.serviceWarmupMs };
   for (const runtime of options.runtimes) {
     if (runtime === 'postgres' && compareEngine) {
       // The engine runs in this process: warmed once, as the service is, before its first measured level.
-      await measureEngineAt(WARM_CONCURRENCY, TURNS_PER_SESSION);
+      await measureEngineAt(WARM_CONCURRENCY, TURNS_PER_SESSION, engineWarmup);
       for (const concurrency of options.levels) {
         engine.push({
           concurrency,
           when: 'before',
-          ...(await measureEngineAt(concurrency, TURNS_PER_SESSION)),
+          ...(await measureEngineAt(concurrency, TURNS_PER_SESSION, engineWindow)),
         });
       }
     }
@@ -235,7 +207,7 @@ export async function runHttpBench(options: HttpBenchOptions): Promise<HttpBench
     }
     const service = await Service.start(runtime, profileDir, options.poolMax);
     try {
-      await service.warm();
+      await service.warm(options.serviceWarmupMs);
       for (const mode of options.modes) {
         for (const concurrency of options.levels) {
           levels.push(await service.measure(mode, concurrency, options.measureMs));
@@ -244,7 +216,11 @@ export async function runHttpBench(options: HttpBenchOptions): Promise<HttpBench
       if (runtime === 'postgres' && compareEngine) {
         // Right after the HTTP levels (the service idles meanwhile: its timers, ~1 transaction a second).
         const top = Math.max(...options.levels);
-        engine.push({ concurrency: top, when: 'after', ...(await measureEngineAt(top, TURNS_PER_SESSION)) });
+        engine.push({
+          concurrency: top,
+          when: 'after',
+          ...(await measureEngineAt(top, TURNS_PER_SESSION, engineWindow)),
+        });
       }
       if (runtime === 'postgres' && options.history) {
         const top = Math.max(...options.levels);
@@ -265,7 +241,7 @@ export async function runHttpBench(options: HttpBenchOptions): Promise<HttpBench
       profiles.push({ runtime, path: profileDir, summary });
     }
   }
-  return { levels, engine, history, measureMs: options.measureMs, profiles };
+  return { options, levels, engine, history, measureMs: options.measureMs, profiles };
 }
 
 export function printHttpReport(title: string, result: HttpBenchResult): void {
@@ -319,7 +295,7 @@ export function printHttpReport(title: string, result: HttpBenchResult): void {
   );
   console.log(
     `Each virtual user creates a session and plays ${TURNS_PER_SESSION} mock:echo turns on it, then starts again; ` +
-      `each service first warmed by ${SERVICE_WARMUP_MS / 1000} s of unmeasured turns at ${WARM_CONCURRENCY} sessions (the engine ` +
+      `each service first warmed by ${result.options.serviceWarmupMs / 1000} s of unmeasured turns at ${WARM_CONCURRENCY} sessions (the engine ` +
       `likewise); per level ${WARMUP_MS / 1000} s warm-up, ${result.measureMs / 1000} s measured. per run: database work over the whole ` +
       'load divided by the runs (sessions in create mode); tx/run counts session creates too; wal syncs/run: the ' +
       "server's WAL flushes (each commit waits for one; concurrent commits share them).",
@@ -400,185 +376,189 @@ export function printHttpReport(title: string, result: HttpBenchResult): void {
     );
     console.log(`Profile: ${profile.path} (open in Chrome DevTools or speedscope)`);
   }
-  printVerdicts(result);
+  printTransactionAccount(result);
 }
 
-function printVerdicts(result: HttpBenchResult): void {
-  const find = (runtime: RuntimeName, mode: Mode, concurrency: number) =>
-    result.levels.find((l) => l.runtime === runtime && l.mode === mode && l.concurrency === concurrency);
+/** Where the transactions of the top level on Postgres went: runs, creates, timers, upkeep, connections. */
+function printTransactionAccount(result: HttpBenchResult): void {
+  const a = topWait(result, 'postgres')?.xactAccount;
+  if (!a) return;
+  const left = a.total - 2 * a.runs - a.sessions - a.idle - a.upkeep - a.connectionSetup;
+  console.log(
+    `Transactions at the top level: ${a.total} in all: ${a.runs} runs x 2 + ${a.sessions} creates + the idle ` +
+      `rate's ${a.idle.toFixed(0)} (known to +-${a.idleResolution.toFixed(0)}) + ${a.upkeep} upkeep + ` +
+      `${a.connectionSetup} of connection setup, ${left >= 0 ? 'and' : 'less'} ${Math.abs(left).toFixed(0)}.`,
+  );
+}
+
+/** The `wait` level at the highest concurrency of a runtime. */
+function topWait(result: HttpBenchResult, runtime: RuntimeName): HttpLevel | undefined {
   const top = Math.max(...result.levels.map((l) => l.concurrency));
-  const lines: string[] = [];
-  const verdict = (ok: boolean) => (ok ? 'met' : 'NOT MET');
-  const pgTop = find('postgres', 'wait', top);
+  return result.levels.find((l) => l.runtime === runtime && l.mode === 'wait' && l.concurrency === top);
+}
+
+/**
+ * The targets, each a ratio of figures of this run or a count: HTTP against the in-process engine, the tail against
+ * the median, the database's work per run, the embedded runtime against Postgres and its resident memory, and a
+ * seeded history against an empty tenant.
+ */
+export function httpVerdicts(result: HttpBenchResult): Verdict[] {
+  const section = 'http';
+  const verdicts: Verdict[] = [];
+  const pgTop = topWait(result, 'postgres');
+  const embTop = topWait(result, 'embedded');
+  const top = pgTop?.concurrency ?? embTop?.concurrency;
   const engineTop = result.engine.filter((e) => e.concurrency === top).map((e) => e.runsPerSec);
   if (pgTop && engineTop.length) {
     const mean = engineTop.reduce((a, b) => a + b, 0) / engineTop.length;
-    const share = pgTop.perSec / mean;
-    const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
-    const range =
-      engineTop.length > 1
-        ? ` (${pct(pgTop.perSec / Math.max(...engineTop))}-${pct(pgTop.perSec / Math.min(...engineTop))} ` +
-          `against the engine's ${engineTop.length} runs, ${engineTop.map((r) => r.toFixed(0)).join(' and ')} runs/s)`
-        : '';
-    lines.push(
-      `HTTP >= 80% of the engine at ${top}: ${pct(share)} of their mean${range}, ${verdict(share >= 0.8)}`,
-    );
-  }
-  if (pgTop?.createP50Ms != null) {
-    lines.push(
-      `session create p50 <= 20 ms at ${top}: ${formatTime(pgTop.createP50Ms)}, ${verdict(pgTop.createP50Ms <= 20)}`,
+    verdicts.push(
+      judge(section, `runs/s >= 80% of the in-process engine at ${top} sessions`, {
+        value: pgTop.perSec / mean,
+        limit: 0.8,
+        kind: 'min',
+        format: percent,
+        spread: `${spread(
+          engineTop.map((e) => pgTop.perSec / e),
+          percent,
+        )} against the engine before/after (${engineTop.map((r) => r.toFixed(0)).join(', ')} runs/s)`,
+      }),
     );
   }
   if (pgTop?.p50Ms != null && pgTop.p99Ms != null) {
-    const r = pgTop.p99Ms / pgTop.p50Ms;
-    lines.push(`prompt wait p99 <= 3x p50 at ${top}: ${r.toFixed(1)}x, ${verdict(r <= 3)}`);
+    verdicts.push(
+      judge(section, `prompt wait p99 <= 3x p50 at ${top} sessions`, {
+        value: pgTop.p99Ms / pgTop.p50Ms,
+        limit: 3,
+        kind: 'max',
+        format: ratio,
+        spread: `p50/p99 ${formatTime(pgTop.p50Ms)}/${formatTime(pgTop.p99Ms)}`,
+      }),
+    );
   }
-  if (pgTop?.rowsFetchedPerRun != null && pgTop.xactsPerRunLessCreates != null) {
-    lines.push(
-      `rows fetched per run <= ${ROWS_PER_RUN_TARGET}: ${pgTop.rowsFetchedPerRun.toFixed(0)}, ${verdict(pgTop.rowsFetchedPerRun <= ROWS_PER_RUN_TARGET)}`,
+  if (pgTop?.rowsFetchedPerRun != null) {
+    verdicts.push(
+      judge(section, `rows fetched per run <= ${ROWS_PER_RUN_TARGET}`, {
+        value: pgTop.rowsFetchedPerRun,
+        limit: ROWS_PER_RUN_TARGET,
+        kind: 'max',
+        format: (v) => v.toFixed(0),
+        spread: `${pgTop.statementsPerRun.toFixed(1)} statements per run`,
+      }),
     );
+  }
+  if (pgTop?.xactsPerRunLessCreates != null) {
     // Judged on the runs' own work: the idle service's timers (measured just before), the table upkeep's ANALYZEs
-    // and VACUUMs (a few a minute, not per run) and new connections' setup are printed, not counted.
+    // and VACUUMs (a few a minute, not per run) and new connections' setup are printed, not counted. Transactions
+    // beyond 2 a run that the idle rate's resolution (one transaction in IDLE_MS) cannot tell from the timers are
+    // not counted against the runs.
     const perRun = pgTop.xactsPerRunLessIdle ?? pgTop.xactsPerRunLessCreates;
-    // Transactions beyond 2 a run that the idle rate's resolution (one transaction in IDLE_MS) cannot tell from the
-    // timers: a residual within it is not counted against the runs.
     const resolution = pgTop.xactAccount ? pgTop.xactAccount.idleResolution / pgTop.xactAccount.runs : 0;
-    const idle =
-      pgTop.xactsPerRunLessIdle !== null && pgTop.idleXactsPerSec !== null
-        ? ` (${pgTop.xactsPerRunLessCreates.toFixed(2)} with the idle service's ${pgTop.idleXactsPerSec.toFixed(1)} tx/s of timers` +
-          `, the table upkeep's ${pgTop.upkeepAnalyzes ?? 0} ANALYZEs and ${pgTop.upkeepVacuums ?? 0} VACUUMs` +
-          ` and ${pgTop.connectionsOpened ?? 0} connections' setup)`
-        : '';
-    lines.push(
-      `transactions per run <= 2 (+1 per session): ${perRun.toFixed(3)}${idle}, ${verdict(perRun <= 2 + resolution)}`,
+    verdicts.push(
+      judge(section, 'transactions per run <= 2 (+1 per session)', {
+        value: perRun,
+        limit: 2 + resolution,
+        kind: 'max',
+        format: (v) => v.toFixed(3),
+        spread:
+          `${pgTop.xactsPerRunLessCreates.toFixed(2)} with the timers' ` +
+          `${pgTop.idleXactsPerSec?.toFixed(1) ?? '?'} tx/s, upkeep and connection setup`,
+      }),
     );
-    const a = pgTop.xactAccount;
-    if (a) {
-      const left = a.total - 2 * a.runs - a.sessions - a.idle - a.upkeep - a.connectionSetup;
-      lines.push(
-        `    in all ${a.total} transactions: ${a.runs} runs x 2 + ${a.sessions} creates + the idle rate's ${a.idle.toFixed(0)}` +
-          ` (known to +-${a.idleResolution.toFixed(0)}) + ${a.upkeep} upkeep + ${a.connectionSetup} of connection setup,` +
-          ` ${left >= 0 ? 'and' : 'less'} ${Math.abs(left).toFixed(0)}`,
-      );
-    }
+  }
+  if (embTop) {
+    verdicts.push(
+      judge(section, `embedded resident memory <= 350 MiB at ${top} sessions`, {
+        value: embTop.apiRssMiB,
+        limit: 350,
+        kind: 'max',
+        format: (v) => `${v.toFixed(0)} MiB`,
+        spread: 'peak over the load',
+      }),
+    );
+    verdicts.push(
+      pgTop
+        ? judge(section, `embedded runs/s >= 70% of Postgres's at ${top} sessions`, {
+            value: embTop.perSec / pgTop.perSec,
+            limit: 0.7,
+            kind: 'min',
+            format: percent,
+            spread:
+              `${embTop.perSec.toFixed(0)} / ${pgTop.perSec.toFixed(0)} runs/s; p50/p99 embedded ` +
+              `${formatTime(embTop.p50Ms ?? Number.NaN)}/${formatTime(embTop.p99Ms ?? Number.NaN)}`,
+          })
+        : notJudged(section, "embedded runs/s >= 70% of Postgres's", 'Postgres not run'),
+    );
   }
   if (result.history) {
     const { empty, seeded } = result.history;
-    const r = seeded.perSec / empty.perSec;
-    lines.push(
-      `history costs nothing: runs/s with history / empty = ${(r * 100).toFixed(0)}%, ${verdict(r >= 0.9)}; ` +
-        `rows/run ${empty.rowsFetchedPerRun?.toFixed(0)} -> ${seeded.rowsFetchedPerRun?.toFixed(0)}`,
+    verdicts.push(
+      judge(section, 'runs/s with 100,000 earlier runs >= 90% of an empty tenant', {
+        value: seeded.perSec / empty.perSec,
+        limit: 0.9,
+        kind: 'min',
+        format: percent,
+        spread: `rows/run ${empty.rowsFetchedPerRun?.toFixed(0)} -> ${seeded.rowsFetchedPerRun?.toFixed(0)}`,
+      }),
     );
   }
-  const pgOne = find('postgres', 'wait', 1);
-  if (pgOne?.p50Ms != null) {
-    lines.push(`wait p50 at 1 <= 5 ms on Postgres: ${formatTime(pgOne.p50Ms)}, ${verdict(pgOne.p50Ms <= 5)}`);
-  }
-  const embTop = find('embedded', 'wait', top);
-  if (embTop) {
-    lines.push(
-      `embedded rss <= 350 MiB at ${top}: ${embTop.apiRssMiB.toFixed(0)} MiB, ${verdict(embTop.apiRssMiB <= 350)}`,
-    );
-    if (pgTop) {
-      const r = embTop.perSec / pgTop.perSec;
-      lines.push(
-        `embedded >= 70% of Postgres runs/s at ${top}: ${(r * 100).toFixed(0)}%, ${verdict(r >= 0.7)}`,
-      );
-    }
-  }
-  console.log('Targets:');
-  for (const line of lines) console.log(`  ${line}`);
+  return verdicts;
 }
 
 /** One api process as deployed, its database, and what the bench reads of them. */
 class Service {
   private constructor(
-    readonly runtime: RuntimeName,
-    private readonly proc: ChildProcess,
-    private readonly output: string[],
-    readonly url: string,
-    private readonly database: TestDatabase | null,
-    private readonly dataDir: string | null,
+    private readonly api: ApiProcess,
     private key: string,
   ) {}
 
   /** Milliseconds from the process's start until it was warmed (warm()): the start-up a profile skips. */
   readyAfterMs = 0;
-  private spawnedAt = 0;
 
   static async start(
     runtime: RuntimeName,
     profileDir: string | null = null,
     poolMax: number | null = null,
   ): Promise<Service> {
-    const port = await freePort();
-    const database = runtime === 'postgres' ? await createTestDatabase() : null;
-    const dataDir = runtime === 'embedded' ? mkdtempSync(join(tmpdir(), 'canopy-http-bench-')) : null;
-    const output: string[] = [];
-    const profiling = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-    const spawnedAt = Date.now();
-    // Started as `npm start` starts it (flags and malloc settings), so the resident memory is what users see.
-    const started = serviceProcess({ embedded: runtime === 'embedded' });
-    const proc = spawn(process.execPath, [...started.args, ...profiling, API_MAIN], {
-      cwd: ROOT,
-      env: {
-        ...started.env,
-        PATH: process.env.PATH ?? '',
-        NODE_ENV: 'production',
-        LOG_LEVEL: 'warn',
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        CANOPY_ADMIN_KEY: TEST_ADMIN_KEY,
-        CANOPY_JWT_SECRET: TEST_JWT_SECRET,
-        RATE_LIMIT_PER_KEY: '0',
-        RATE_LIMIT_PER_TENANT: '0',
-        MAX_CONCURRENT_RUNS_PER_TENANT: '10000',
-        ...(poolMax === null ? {} : { DATABASE_POOL_MAX: String(poolMax) }),
-        ...(database ? { DATABASE_URL: database.url } : { CANOPY_DATA_DIR: dataDir! }),
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const api = await ApiProcess.start({
+      runtime,
+      nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+      env: poolMax === null ? {} : { DATABASE_POOL_MAX: String(poolMax) },
     });
-    const keep = (d: Buffer) => {
-      output.push(d.toString());
-      if (output.length > 200) output.shift();
-    };
-    proc.stdout?.on('data', keep);
-    proc.stderr?.on('data', keep);
-    const url = `http://127.0.0.1:${port}`;
-    await eventually(
-      async () => {
-        if (proc.exitCode !== null) throw new Error(`the api exited: ${output.join('')}`);
-        const res = await fetch(`${url}/readyz`);
-        if (res.status !== 200) throw new Error(`not ready: ${res.status}`);
-      },
-      { timeoutMs: 90_000, intervalMs: 250 },
-    );
-    const service = new Service(runtime, proc, output, url, database, dataDir, '');
-    service.key = await service.newTenant();
-    service.spawnedAt = spawnedAt;
-    service.readyAfterMs = Date.now() - spawnedAt;
+    const service = new Service(api, await api.newTenant('http-bench'));
+    service.readyAfterMs = api.readyAfterMs;
     return service;
   }
 
+  get runtime(): RuntimeName {
+    return this.api.runtime;
+  }
+
+  private get url(): string {
+    return this.api.url;
+  }
+
+  private get database() {
+    return this.api.database;
+  }
+
   /**
-   * SERVICE_WARMUP_MS of `wait` turns at WARM_CONCURRENCY, measured by nothing (in a tenant of their own); each
-   * session is closed after its turns, so none expires during a level (an idle session's close is a transaction).
+   * `warmupMs` of `wait` turns at WARM_CONCURRENCY, measured by nothing (in a tenant of their own); each session is
+   * closed after its turns, so none expires during a level (an idle session's close is a transaction).
    */
-  async warm(): Promise<void> {
-    const key = await this.newTenant();
-    const load = await runLoad({
+  async warm(warmupMs: number): Promise<void> {
+    const load = await runHttpLoad({
       url: this.url,
-      key,
+      key: await this.newTenant(),
       mode: 'wait',
       concurrency: WARM_CONCURRENCY,
       warmupMs: 0,
-      measureMs: SERVICE_WARMUP_MS,
+      measureMs: warmupMs,
       turns: TURNS_PER_SESSION,
       closeSessions: true,
     });
     const failed = Object.values(load.errors).reduce((a, b) => a + b, 0);
     if (failed > 0) throw new Error(`the warm-up failed: ${JSON.stringify(load.errors)}`);
-    this.readyAfterMs = Date.now() - this.spawnedAt;
+    this.readyAfterMs = Date.now() - this.api.spawnedAt;
     await this.statsSettled();
   }
 
@@ -587,13 +567,8 @@ class Service {
     if (this.database) await new Promise((r) => setTimeout(r, STATS_SETTLE_MS));
   }
 
-  async stop(): Promise<void> {
-    this.proc.kill('SIGTERM');
-    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 15_000);
-    await new Promise((r) => (this.proc.exitCode !== null ? r(null) : this.proc.once('exit', r)));
-    clearTimeout(timer);
-    await this.database?.drop();
-    if (this.dataDir) rmSync(this.dataDir, { recursive: true, force: true });
+  stop(): Promise<void> {
+    return this.api.stop();
   }
 
   /** A level on a new tenant, so each starts from an empty tenant (no earlier level's runs). */
@@ -603,7 +578,7 @@ class Service {
   }
 
   async measure(mode: Mode, concurrency: number, measureMs: number): Promise<HttpLevel> {
-    const pid = this.proc.pid!;
+    const pid = this.api.pid;
     // The table counters first: reading them is a connection to the bench's database (two transactions: the
     // backend's start and the query), kept out of the windows measured below.
     const tablesBefore = this.database ? await this.tableCounters() : null;
@@ -622,10 +597,9 @@ class Service {
     const loadStarted = Date.now();
     const statementsBefore = await this.statementsSent();
     const poolWaitBefore = await this.poolWaitSeconds();
-    const apiTicks = processTicks(pid);
-    let peakRss = rssMiB(pid);
-    const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMiB(pid))), 250);
-    const load = await runLoad({
+    const apiTicks = processTicks(pid) ?? Number.NaN;
+    const rss = new PeakResident(pid);
+    const load = await runHttpLoad({
       url: this.url,
       key: this.key,
       mode,
@@ -634,8 +608,8 @@ class Service {
       measureMs,
       turns: TURNS_PER_SESSION,
     });
-    clearInterval(sampler);
-    const apiCpuPct = ((processTicks(pid) - apiTicks) / CLK_TCK / (load.wallMs / 1000)) * 100;
+    const peakRss = rss.stop();
+    const apiCpuPct = cpuPercent(ticksToMs((processTicks(pid) ?? Number.NaN) - apiTicks), load.wallMs);
     // The backends' CPU now (the pool closes idle connections while the counters settle), their counters after.
     const ticksAtEnd = db ? await this.backendCpuTicks() : null;
     await this.statsSettled();
@@ -663,10 +637,10 @@ class Service {
       apiCpuPct,
       dbCpuPct:
         ticksBefore && ticksAtEnd
-          ? ((backendTicks(ticksAtEnd) - backendTicks(ticksBefore, ticksAtEnd)) /
-              CLK_TCK /
-              (load.wallMs / 1000)) *
-            100
+          ? cpuPercent(
+              ticksToMs(backendTicks(ticksAtEnd) - backendTicks(ticksBefore, ticksAtEnd)),
+              load.wallMs,
+            )
           : null,
       loadCpuPct: load.cpuPct,
       apiRssMiB: peakRss,
@@ -761,14 +735,8 @@ class Service {
     return { runs, sessions };
   }
 
-  private async newTenant(): Promise<string> {
-    const res = await fetch(`${this.url}/v1/admin/tenants`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TEST_ADMIN_KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: `http-bench-${Date.now()}-${Math.random().toString(36).slice(2, 8)}` }),
-    });
-    if (res.status !== 201) throw new Error(`creating a tenant: ${res.status} ${await res.text()}`);
-    return ((await res.json()) as { apiKey: string }).apiKey;
+  private newTenant(): Promise<string> {
+    return this.api.newTenant('http-bench');
   }
 
   private statementsSent(): Promise<number> {
@@ -866,57 +834,10 @@ class Service {
         'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
         [this.database!.name],
       );
-      return new Map(backends.rows.map(({ pid }) => [pid, processTicks(pid)]));
+      return new Map(backends.rows.map(({ pid }) => [pid, processTicks(pid) ?? 0]));
     } finally {
       await client.end();
     }
-  }
-}
-
-interface LoadResult {
-  perSec: number;
-  p50Ms: number | null;
-  p99Ms: number | null;
-  samples: number;
-  createP50Ms: number | null;
-  createP99Ms: number | null;
-  totalTurns: number;
-  totalSessions: number;
-  errors: Record<string, number>;
-  cpuPct: number;
-  wallMs: number;
-}
-
-function runLoad(job: Record<string, unknown>): Promise<LoadResult> {
-  return new Promise((resolveLoad, reject) => {
-    const started = performance.now();
-    const child = spawn(process.execPath, [LOADGEN, JSON.stringify(job)], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('exit', (code) => {
-      if (code !== 0) return reject(new Error(`load generator exited with ${code}: ${err}`));
-      try {
-        resolveLoad({ ...(JSON.parse(out) as LoadResult), wallMs: performance.now() - started });
-      } catch (e) {
-        reject(new Error(`load generator output: ${out} ${err} (${String(e)})`));
-      }
-    });
-  });
-}
-
-/** utime + stime of a process in clock ticks; 0 when it is gone. */
-function processTicks(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return 0;
   }
 }
 
@@ -925,16 +846,6 @@ function backendTicks(ticks: Map<number, number>, only?: Map<number, number>): n
   let sum = 0;
   for (const [pid, t] of ticks) if (!only || only.has(pid)) sum += t;
   return sum;
-}
-
-function rssMiB(pid: number): number {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-    return kb / 1024;
-  } catch {
-    return 0;
-  }
 }
 
 function adminUrlFor(database: string): string {

@@ -15,6 +15,8 @@ import {
   type CaseFigures,
 } from '@canopy/testing';
 
+import { judge, type Verdict } from './lib/report';
+
 const LOCK_MS = 2_000;
 const BOUND_MS = LOCK_MS * 3 + 10_000;
 
@@ -59,7 +61,7 @@ const FAULTS: Fault[] = [
   },
 ];
 
-export async function runSoakBench(minutes: number): Promise<void> {
+export async function runSoakBench(minutes: number): Promise<Verdict[]> {
   // The test role and the migrated template the cluster's database is made from (on a machine where no test ran
   // yet, neither exists).
   await prepareTemplate();
@@ -129,6 +131,27 @@ export async function runSoakBench(minutes: number): Promise<void> {
       `5xx=${total('fiveHundreds')} 503=${total('unavailable')} redelivered=${total('redelivered')} ` +
       `maxRecoveryMs=${Math.max(0, ...figures.map((f) => f.maxRecoveryMs))}`,
   );
+  return soakVerdicts(figures);
+}
+
+/** The targets: no run lost, duplicated, stuck or stale, no bad tree, no 5xx answer, over every fault. */
+export function soakVerdicts(figures: readonly CaseFigures[]): Verdict[] {
+  const total = (k: keyof CaseFigures) => figures.reduce((n, f) => n + (f[k] as number), 0);
+  const spread = `${figures.length} faults, ${total('runsChecked')} runs checked`;
+  const count = (target: string, value: number, detail: string) =>
+    judge('soak', target, { value, limit: 0, kind: 'max', format: String, spread: `${spread}; ${detail}` });
+  return [
+    count(
+      'runs lost, duplicated, stuck or stale, and bad trees = 0',
+      total('lost') + total('duplicated') + total('stuck') + total('stale') + total('badTrees'),
+      `lost ${total('lost')}, duplicated ${total('duplicated')}, stuck ${total('stuck')}`,
+    ),
+    count(
+      '5xx answers = 0',
+      total('fiveHundreds'),
+      `503 ${total('unavailable')}, max recovery ${Math.max(0, ...figures.map((f) => f.maxRecoveryMs))} ms`,
+    ),
+  ];
 }
 
 /** One line per minute: each process's RSS / heap used after a GC / external, in MB. */

@@ -58,3 +58,8 @@ export function describeCpuByPart(
     `${ratio(total(canopy) - canopy.postgres)}`
   );
 }
+
+/** Whether a process's CPU is the deployment's (its apis, workers, Redis, Postgres; not the bench's, not the rest). */
+export function inDeployment(processName: string): boolean {
+  return DEPLOYMENT_PARTS.some((p) => p.process.test(processName));
+}
