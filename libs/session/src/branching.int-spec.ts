@@ -2,7 +2,7 @@
 // navigate; idle-only refusals; a branch that fails or is cancelled before its first commit rolls back.
 
 import { allTurns, Tree, type Scope } from '@canopy/core';
-import { EngineHarness, EventLog, type Engine } from '@canopy/manager/testing/engine-harness';
+import { EngineHarness, EventLog, type Engine } from '@canopy/testing/engine-harness';
 
 const h = new EngineHarness();
 let engine: Engine;

@@ -4,7 +4,7 @@
 
 import type { Scope } from '@canopy/core';
 import type { StartRunInput } from '@canopy/store';
-import { EngineHarness, type Engine } from '@canopy/manager/testing/engine-harness';
+import { EngineHarness, type Engine } from '@canopy/testing/engine-harness';
 
 // A count stays fresh for the whole test (1 s by default): what is skipped does not depend on the machine's speed.
 const h = new EngineHarness({ maxBusyPerTenant: 4, busyCountMaxAgeMs: 600_000 });

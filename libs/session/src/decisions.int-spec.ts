@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { defineTool } from '@canopy/agent';
 import type { Message, Scope, ToolResultBlock } from '@canopy/core';
 import { eventually } from '@canopy/testing';
-import { EngineHarness, EventLog, type Engine } from '@canopy/manager/testing/engine-harness';
+import { EngineHarness, EventLog, type Engine } from '@canopy/testing/engine-harness';
 
 const TIMEOUT_MS = 400;
 const h = new EngineHarness({ decisionTimeoutMs: TIMEOUT_MS });

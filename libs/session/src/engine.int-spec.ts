@@ -1,6 +1,6 @@
 // The session engine end to end on the machine's Postgres: a conversation, its events in order, its tree.
 
-import { EngineHarness, EventLog, type Engine } from '@canopy/manager/testing/engine-harness';
+import { EngineHarness, EventLog, type Engine } from '@canopy/testing/engine-harness';
 
 const h = new EngineHarness();
 let engine: Engine;

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { defineTool, type HookTurn, type PreHookResult } from '@canopy/agent';
 import { messageText, systemScope, tenantScope, type Scope, type ToolResultBlock } from '@canopy/core';
 import { eventually } from '@canopy/testing';
-import { EngineHarness, EventLog, type Engine } from '@canopy/manager/testing/engine-harness';
+import { EngineHarness, EventLog, type Engine } from '@canopy/testing/engine-harness';
 
 // The harness's hooks: parallel ones time out after 500 ms, injections are capped at 200 tokens (~800 chars).
 const h = new EngineHarness();

@@ -8,7 +8,7 @@ import { CanopyException } from '@canopy/common';
 import type { Scope } from '@canopy/core';
 import type { CommitInput, EndRunInput } from '@canopy/store';
 import { eventually } from '@canopy/testing';
-import { EngineHarness, type Engine } from '@canopy/manager/testing/engine-harness';
+import { EngineHarness, type Engine } from '@canopy/testing/engine-harness';
 
 const h = new EngineHarness();
 let engine: Engine;

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { defineTool } from '@canopy/agent';
 import { toolUses, type Message, type Scope, type ToolResultBlock } from '@canopy/core';
 import { eventually } from '@canopy/testing';
-import { EngineHarness, EventLog, type Engine } from '@canopy/manager/testing/engine-harness';
+import { EngineHarness, EventLog, type Engine } from '@canopy/testing/engine-harness';
 
 const h = new EngineHarness();
 let engine: Engine;

@@ -11,11 +11,10 @@ import { DEFAULT_RETRY_POLICY, HookRegistry, ToolRegistry, createModelGateway } 
 import { InlineTurnQueue, InProcessRunControl, InProcessTimers } from '@canopy/queue';
 import { InProcessActivityFeed, InProcessEventBus, InProcessLiveRegistry } from '@canopy/realtime';
 import { Database, PostgresSessionStore } from '@canopy/store';
-import { createTestDatabase, eventually, type TestDatabase } from '@canopy/testing';
 import type { EngineSettings, SessionEngineDeps, SessionService } from '@canopy/session';
-import type { LiveSessions } from '../live-sessions';
-import { createSessionEngine } from '../session-engine';
-import type { SessionManager } from '../session-manager.service';
+import { createSessionEngine, type LiveSessions, type SessionManager } from '@canopy/manager';
+import { eventually } from './eventually';
+import { createTestDatabase, type TestDatabase } from './test-postgres';
 
 export interface Engine {
   /** Commands on one session. */
