@@ -31,11 +31,21 @@ const FORK_GROWTH_TARGET = 2;
 export interface SearchOptions {
   /** Sessions of the searched tenant; the three others have a tenth as many each. */
   sessions: number;
+  /** Queries per stream: one stream alone, and each of 10 concurrent ones. */
+  queries: { alone: number; concurrent: number };
+  /** Forks timed per tree. */
+  forks: number;
+  /** Whether to time the fork over nodes without path usages too (no target reads it; ~15 s of forks). */
+  withoutPathUsage: boolean;
 }
 
 export function searchOptions(from: OptionSource): SearchOptions {
+  const { quick } = from;
   return {
-    sessions: intOption(from, 'search', 'sessions', from.quick ? 10_000 : 100_000, [100, 10_000_000]),
+    sessions: intOption(from, 'search', 'sessions', quick ? 10_000 : 100_000, [100, 10_000_000]),
+    queries: quick ? { alone: 10, concurrent: 2 } : { alone: 40, concurrent: 8 },
+    forks: quick ? 20 : 50,
+    withoutPathUsage: !quick,
   };
 }
 
@@ -54,6 +64,7 @@ export interface SearchBenchResult {
   otherSessions: number;
   seedSeconds: number;
   planUsesIndex: boolean;
+  forksPerTree: number;
   messages: number;
   rows: Row[];
   plan: string;
@@ -68,7 +79,8 @@ export interface SearchBenchResult {
   }>;
 }
 
-export async function runSearchBench({ sessions }: SearchOptions): Promise<SearchBenchResult> {
+export async function runSearchBench(options: SearchOptions): Promise<SearchBenchResult> {
+  const { sessions } = options;
   const otherSessions = Math.ceil(sessions / 10);
   await prepareTemplate();
   const testDb = await createTestDatabase();
@@ -103,15 +115,16 @@ export async function runSearchBench({ sessions }: SearchOptions): Promise<Searc
     const rows: Row[] = [];
     for (const c of cases) {
       for (const concurrency of [1, 10]) {
-        rows.push(await measure(catalog, target, c, concurrency));
+        rows.push(await measure(catalog, target, c, concurrency, options));
       }
     }
-    const forks = await benchForks(db, catalog, testDb);
+    const forks = await benchForks(catalog, testDb, options);
     return {
       sessions,
       otherSessions,
       seedSeconds,
       planUsesIndex: plan.includes('node_search_idx'),
+      forksPerTree: options.forks,
       messages: sessions * PER_SESSION,
       rows,
       plan,
@@ -128,8 +141,9 @@ async function measure(
   scope: Scope,
   c: { name: string; q: string; filter?: Record<string, unknown> },
   concurrency: number,
+  options: SearchOptions,
 ): Promise<Row> {
-  const perWorker = concurrency === 1 ? 40 : 8;
+  const perWorker = concurrency === 1 ? options.queries.alone : options.queries.concurrent;
   // Warm-up: the index and heap pages of this word.
   await catalog.search(scope, { q: c.q, filter: c.filter ?? {}, limit: 20, cursor: null });
   const times: number[] = [];
@@ -181,8 +195,10 @@ async function seedTenant(testDb: TestDatabase, sessions: number): Promise<Scope
   return tenantScope(tenantId);
 }
 
-async function benchForks(db: Database, catalog: SessionCatalogStore, testDb: TestDatabase) {
+async function benchForks(catalog: SessionCatalogStore, testDb: TestDatabase, options: SearchOptions) {
   const scope = tenantScope(randomUUID());
+  const time = (tree: string, nodes: number, sessionId: string) =>
+    timeForks(catalog, scope, { tree, nodes, sessionId, forks: options.forks });
   await raw(testDb, async (c) => {
     await c.query(`SELECT set_config('canopy.tenant_id', $1, false)`, [scope.tenantId]);
     await c.query(`INSERT INTO tenants (id, name) VALUES ($1::uuid, 'forks')`, [scope.tenantId]);
@@ -238,7 +254,7 @@ async function benchForks(db: Database, catalog: SessionCatalogStore, testDb: Te
       );
     });
     await raw(testDb, (c) => c.query('ANALYZE nodes'));
-    out.push(await timeForks(catalog, scope, spec.tree, spec.nodes, id));
+    out.push(await time(spec.tree, spec.nodes, id));
   }
   // A fork of a fork: the linear 10,000-node tree forked at its tip, then that fork (after 2 nodes of its own,
   // which the fork of it copies) forked again.
@@ -263,7 +279,8 @@ async function benchForks(db: Database, catalog: SessionCatalogStore, testDb: Te
       [scope.tenantId, first.session.id],
     );
   });
-  out.push(await timeForks(catalog, scope, 'fork of linear', 10_002, first.session.id));
+  out.push(await time('fork of linear', 10_002, first.session.id));
+  if (!options.withoutPathUsage) return out;
   // Nodes without path usages (written before they existed): the fork sums the path's usages instead.
   await raw(testDb, async (c) => {
     await c.query(`SELECT set_config('canopy.tenant_id', $1, false)`, [scope.tenantId]);
@@ -271,22 +288,19 @@ async function benchForks(db: Database, catalog: SessionCatalogStore, testDb: Te
       scope.tenantId,
     ]);
   });
-  out.push(await timeForks(catalog, scope, 'linear, usage summed', 10_000, 'linear-10000'));
-  void db;
+  out.push(await time('linear, usage summed', 10_000, 'linear-10000'));
   return out;
 }
 
 async function timeForks(
   catalog: SessionCatalogStore,
   scope: Scope,
-  tree: string,
-  nodes: number,
-  sessionId: string,
+  { tree, nodes, sessionId, forks }: { tree: string; nodes: number; sessionId: string; forks: number },
 ): Promise<SearchBenchResult['forks'][number]> {
   const times: number[] = [];
   let path = 0;
   let copied = 0;
-  for (let i = 0; i < 50; i++) {
+  for (let i = 0; i < forks; i++) {
     const t0 = performance.now();
     const forked = await catalog.fork(scope, { sessionId });
     times.push(performance.now() - t0);
@@ -329,7 +343,7 @@ export function printSearchReport(title: string, r: SearchBenchResult): void {
     new Set([1, 2, 3, 4, 5, 6]),
   );
   printTable(
-    'fork (one canopy_fork call; 50 forks of the active tip each)',
+    `fork (one canopy_fork call; ${r.forksPerTree} forks of the active tip each)`,
     ['tree', 'nodes', 'path', 'copied', 'p50', 'p99', 'max', 'p50 per path node'],
     r.forks.map((f) => [
       f.tree,
@@ -367,7 +381,7 @@ export function searchVerdicts(r: SearchBenchResult): Verdict[] {
       limit: 0,
       kind: 'max',
       format: String,
-      spread: `${plain.length} trees x 50 forks`,
+      spread: `${plain.length} trees x ${r.forksPerTree} forks`,
     }),
     judge(section, `fork p50, 10,000-node tree <= ${FORK_GROWTH_TARGET}x a 1,000-node tree (branchy)`, {
       value: large && small ? large.p50 / small.p50 : Number.NaN,
