@@ -1,7 +1,7 @@
 // The manager layer of a deployable (the api and the worker both compose from it): the session engine assembled
 // over SessionModule's ports (createSessionEngine), the population services (catalog, transfer, retention), and
 // the processor's start and stop. At start-up the processor registers this process's handlers and ends what a
-// previous stop left behind; at shutdown the manager stops runs (the grace period is SessionService's) and closes
+// previous stop left behind; at shutdown the manager stops runs (the grace period is RunDuties') and closes
 // the live sessions here, before the infrastructure modules below close their connections.
 
 import {
@@ -40,6 +40,7 @@ import { AuditService, RetentionRepository, TENANT_RUNS, TenancyModule } from '@
 import {
   SESSION_ENGINE_DEPS,
   SessionModule,
+  RunDuties,
   SessionService,
   engineLogger,
   type EngineRole,
@@ -73,12 +74,12 @@ class ManagerLifecycle implements OnApplicationBootstrap, OnApplicationShutdown 
 
   async onApplicationBootstrap(): Promise<void> {
     this.engine.processor.register();
-    const { interrupted, expiries } = await this.engine.sessions.recover();
+    const { interrupted, expiries } = await this.engine.duties.recover();
     if (interrupted > 0) this.logger.warn(`ended ${interrupted} run(s) interrupted by a previous stop`);
     if (expiries > 0) this.logger.log(`set the decision expiry of ${expiries} paused run(s)`);
     // The embedded database restarted: the runs its outage left without their end are ended as at start-up.
     this.stopWatchingDatabase =
-      this.embedded?.onRestored(() => void this.engine.sessions.recoverAfterDatabaseOutage()) ?? null;
+      this.embedded?.onRestored(() => void this.engine.duties.recoverAfterDatabaseOutage()) ?? null;
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -149,6 +150,7 @@ export class ManagerModule {
             createSessionEngine(deps, retention),
         },
         { provide: SessionService, inject: [SESSION_ENGINE], useFactory: (e: SessionEngine) => e.sessions },
+        { provide: RunDuties, inject: [SESSION_ENGINE], useFactory: (e: SessionEngine) => e.duties },
         { provide: SessionManager, inject: [SESSION_ENGINE], useFactory: (e: SessionEngine) => e.manager },
         {
           provide: SessionCatalogService,
@@ -216,6 +218,7 @@ export class ManagerModule {
       exports: [
         TENANT_RUNS,
         SessionService,
+        RunDuties,
         SessionManager,
         SessionCatalogService,
         SessionTransferService,

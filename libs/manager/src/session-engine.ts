@@ -1,8 +1,15 @@
 // The session engine assembled from its ports, the same way wherever it runs (ManagerModule for the api and the
 // worker, the test harness, the benches): one publisher, the live sessions of this process (the manager's, lent to
-// the session layer through its LiveSessionHost port), the commands, the population and the processor.
+// the session layer through its LiveSessionHost port), the commands and the run duties, the population and the
+// processor.
 
-import { SessionPublisher, SessionService, type SessionEngineDeps } from '@canopy/session';
+import {
+  SessionPublisher,
+  createSessionLayer,
+  type RunDuties,
+  type SessionEngineDeps,
+  type SessionService,
+} from '@canopy/session';
 import type { RetentionSweeper } from './catalog/retention-sweeper';
 import { LiveSessions } from './live-sessions';
 import { SessionManager } from './session-manager.service';
@@ -10,6 +17,8 @@ import { SessionProcessor } from './session-processor';
 
 export interface SessionEngine {
   sessions: SessionService;
+  /** What this process does for the runs it executes (execution, sweeps, recovery, stop). */
+  duties: RunDuties;
   manager: SessionManager;
   live: LiveSessions;
   processor: SessionProcessor;
@@ -21,8 +30,8 @@ export function createSessionEngine(
 ): SessionEngine {
   const publisher = new SessionPublisher(deps.bus, deps.feed, deps.logger);
   const live = new LiveSessions(deps, publisher);
-  const sessions = new SessionService(deps, live, publisher);
-  const manager = new SessionManager(deps, sessions, live, publisher);
-  const processor = new SessionProcessor(deps, sessions, live, retention);
-  return { sessions, manager, live, processor };
+  const { sessions, duties } = createSessionLayer(deps, live, publisher);
+  const manager = new SessionManager(deps, sessions, duties, live, publisher);
+  const processor = new SessionProcessor(deps, duties, live, retention);
+  return { sessions, duties, manager, live, processor };
 }

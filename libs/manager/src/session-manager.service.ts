@@ -22,6 +22,7 @@ import {
   modelContext,
   reconcile,
   toSessionInfo,
+  type RunDuties,
   type SessionEngineDeps,
   type SessionPublisher,
   type SessionService,
@@ -58,6 +59,7 @@ export class SessionManager {
   constructor(
     private readonly deps: SessionEngineDeps,
     private readonly sessions: SessionService,
+    private readonly duties: RunDuties,
     private readonly live: LiveSessions,
     private readonly publisher: SessionPublisher,
   ) {}
@@ -279,7 +281,7 @@ export class SessionManager {
    * live sessions here close (each withdrawn from the registry, announced closed when it was the last presence).
    */
   async shutdown(): Promise<void> {
-    await this.sessions.stopExecuting();
+    await this.duties.stopExecuting();
     await this.live.closeAll('shutdown');
   }
 }

@@ -3,7 +3,7 @@
 // timers (idle shutdown, decision expiry, retention sweep) and runs the periodic sweeps. Registered once at
 // start-up (ManagerModule calls it from onApplicationBootstrap), never from a constructor.
 
-import type { SessionEngineDeps, SessionService } from '@canopy/session';
+import type { RunDuties, SessionEngineDeps } from '@canopy/session';
 import type { RetentionSweeper } from './catalog/retention-sweeper';
 import type { LiveSessions } from './live-sessions';
 
@@ -12,7 +12,7 @@ export class SessionProcessor {
 
   constructor(
     private readonly deps: SessionEngineDeps,
-    private readonly sessions: SessionService,
+    private readonly duties: RunDuties,
     private readonly live: LiveSessions,
     private readonly retention: RetentionSweeper | null,
   ) {}
@@ -27,17 +27,17 @@ export class SessionProcessor {
     });
     if (!settings.executesRuns) return;
     queue.process(
-      (job) => this.sessions.executeRun(job),
-      (job, error) => this.sessions.giveUpRun(job.tenantId, job.sessionId, job.runId, error),
+      (job) => this.duties.executeRun(job),
+      (job, error) => this.duties.giveUpRun(job.tenantId, job.sessionId, job.runId, error),
     );
-    control.onCancel((runId, reason) => this.sessions.abortIfHere(runId, reason));
+    control.onCancel((runId, reason) => this.duties.abortIfHere(runId, reason));
     timers.process({
       'session-idle': (timer) => this.live.shutDownIfIdle(timer),
-      'decision-expiry': (timer) => this.sessions.expireDecisions(timer),
+      'decision-expiry': (timer) => this.duties.expireDecisions(timer),
       'retention-sweep': async () => {
         await this.retention?.sweep();
       },
     });
-    this.sessions.startSweeps();
+    this.duties.startSweeps();
   }
 }

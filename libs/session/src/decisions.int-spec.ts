@@ -160,7 +160,7 @@ describe('decision expiry', () => {
     const restarted = h.engine(engine);
     engine = restarted;
     // This run's pause is set again (other tests' runs are all finished by now).
-    expect(await restarted.service.recover()).toEqual({ interrupted: 0, expiries: 1 });
+    expect(await restarted.duties.recover()).toEqual({ interrupted: 0, expiries: 1 });
     const done = await finished(s.id, paused.runId);
     expect(done.status).toBe('completed');
     expect(results(done.messages).map((r) => r.content)).toEqual([

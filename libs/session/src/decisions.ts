@@ -10,8 +10,14 @@ import { actorOf, systemScope, type Actor, type Scope } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
 import { awaitingIds, isPendingState, type Decision, type PendingState } from '@canopy/agent';
 import type { DecisionTimer } from '@canopy/queue';
-import type { JsonObject } from '@canopy/store';
+import type { JsonObject, RunStore, SessionRecordStore } from '@canopy/store';
 import type { SessionEngineDeps } from './session-deps';
+
+/** What decisions use: the paused run, the queue that resumes it, the timers that expire it. */
+export type DecisionsDeps = Pick<SessionEngineDeps, 'queue' | 'timers' | 'logger'> & {
+  store: Pick<SessionRecordStore, 'get'> & Pick<RunStore, 'getRun' | 'unfinishedRuns' | 'updatePausedRun'>;
+  settings: Pick<SessionEngineDeps['settings'], 'decisionTimeoutMs'>;
+};
 import type { SessionPublisher } from './session-publisher';
 
 export interface ResumeInput {
@@ -24,7 +30,7 @@ const DECIDE_ATTEMPTS = 5;
 
 export class Decisions {
   constructor(
-    private readonly deps: SessionEngineDeps,
+    private readonly deps: DecisionsDeps,
     private readonly publisher: SessionPublisher,
   ) {}
 

@@ -220,7 +220,7 @@ describe('the scope an execution acts in', () => {
     const runId = started.run.id;
     // A worker that took the run and died before doing anything: the next execution is a takeover.
     if (dies) await engine.deps.store.loadRun(systemScope(scope.tenantId), s.id, runId);
-    await engine.service.executeRun({ tenantId: scope.tenantId, sessionId: s.id, runId });
+    await engine.duties.executeRun({ tenantId: scope.tenantId, sessionId: s.id, runId });
     const run = await eventually(async () => {
       const r = await engine.service.getRun(caller, runId);
       expect(r.status).toBe('completed');

@@ -1,8 +1,11 @@
 // @canopy/session: the session engine — commands on a persisted tree, live sessions with their
-// projected state and subscribers, and the executor that drives runs and commits them.
+// projected state and subscribers, the executor that drives runs and commits them, and a process's duties for the
+// runs it executes.
 
 export * from './session-deps';
 export * from './session.service';
+export * from './run-duties';
+export * from './session-layer';
 export type { QueuedPromptView } from './prompt-queue';
 export * from './live-session';
 export * from './live-session-host';

@@ -13,9 +13,15 @@ import {
 } from '@canopy/core';
 import { isPendingState, awaitingIds } from '@canopy/agent';
 import type { Unsubscribe } from '@canopy/realtime';
-import type { RunRecord, SessionRecord } from '@canopy/store';
+import type { RunRecord, RunStore, SessionRecord, SessionRecordStore } from '@canopy/store';
 import { RunTracker, type RunResult } from './run-tracker';
 import type { SessionEngineDeps } from './session-deps';
+
+/** What a live session uses: its tree and runs, the event bus it follows. */
+export type LiveSessionDeps = Pick<SessionEngineDeps, 'bus' | 'logger'> & {
+  store: Pick<SessionRecordStore, 'loadTree'> & Pick<RunStore, 'getRun'>;
+  settings: Pick<SessionEngineDeps['settings'], 'idleShutdownMs' | 'resultTtlMs'>;
+};
 import { toSessionInfo } from './convert';
 
 export type SubscriberMode = 'controller' | 'observer';
@@ -78,7 +84,7 @@ export class LiveSession {
     readonly tenantId: string,
     readonly id: string,
     private readonly state: LiveState,
-    private readonly deps: SessionEngineDeps,
+    private readonly deps: LiveSessionDeps,
     private readonly hooks: LiveSessionHooks,
     private unsubscribeBus: Unsubscribe,
     private idleShutdownAfterMs: number | null,
@@ -91,7 +97,7 @@ export class LiveSession {
    * after, so nothing falls between the load and the stream. Returns null for an unknown session.
    */
   static async open(
-    deps: SessionEngineDeps,
+    deps: LiveSessionDeps,
     tenantId: string,
     id: string,
     hooks: LiveSessionHooks,

@@ -122,9 +122,9 @@ describe('a run through a database outage', () => {
     const { runId: executing } = await engine.service.prompt(scope, busy.id, {
       content: 'one two three four five six',
     });
-    await eventually(() => expect(engine.service.isExecuting(executing)).toBe(true));
+    await eventually(() => expect(engine.duties.isExecuting(executing)).toBe(true));
 
-    const ended = await engine.service.recoverAfterDatabaseOutage(100);
+    const ended = await engine.duties.recoverAfterDatabaseOutage(100);
 
     expect(ended).toBe(1);
     expect(await engine.service.getRun(scope, started.run.id)).toMatchObject({

@@ -11,8 +11,13 @@
 import { randomUUID } from 'node:crypto';
 import { CanopyException } from '@canopy/common';
 import { scopeOfActor, systemScope, type MessageContent, type NodeId, type Scope } from '@canopy/core';
-import type { QueueMode, QueuedPromptRecord } from '@canopy/store';
+import type { PromptQueueStore, QueueMode, QueuedPromptRecord, SessionRecordStore } from '@canopy/store';
 import type { SessionEngineDeps } from './session-deps';
+
+/** What the prompt queue uses: the session's status and its queue, quotas, the log. */
+export type PromptQueueDeps = Pick<SessionEngineDeps, 'admission' | 'logger'> & {
+  store: Pick<SessionRecordStore, 'get'> & PromptQueueStore;
+};
 import type { SessionPublisher } from './session-publisher';
 
 export interface QueuedPromptInput {
@@ -49,7 +54,7 @@ export interface QueueCommands {
 
 export class PromptQueue {
   constructor(
-    private readonly deps: SessionEngineDeps,
+    private readonly deps: PromptQueueDeps,
     private readonly publisher: SessionPublisher,
     private readonly commands: QueueCommands,
   ) {}

@@ -40,9 +40,18 @@ import type {
   PositionRecord,
   RunContext,
   RunRecord,
+  RunStore,
   SessionRecord,
+  SessionRecordStore,
 } from '@canopy/store';
 import type { SessionEngineDeps } from './session-deps';
+
+/** What the executor uses: the session and its runs, the model gateway, tools and hooks. */
+export type RunExecutorDeps = Pick<SessionEngineDeps, 'gateway' | 'tools' | 'hooks' | 'logger'> & {
+  store: Pick<SessionRecordStore, 'get' | 'loadTree' | 'updateState'> &
+    Pick<RunStore, 'commit' | 'endRun' | 'getRun' | 'loadRun' | 'pauseRun'>;
+  settings: Pick<SessionEngineDeps['settings'], 'coalesceMs' | 'maxSteps' | 'retry' | 'toolTimeoutMs'>;
+};
 import type { SessionPublisher } from './session-publisher';
 import type { LiveSessionHost } from './live-session-host';
 import type { Decisions } from './decisions';
@@ -107,7 +116,7 @@ export class RunExecutor {
   private finishedListener: ((tenantId: string, sessionId: string) => void) | null = null;
 
   constructor(
-    private readonly deps: SessionEngineDeps,
+    private readonly deps: RunExecutorDeps,
     private readonly publisher: SessionPublisher,
     private readonly live: LiveSessionHost,
     private readonly decisions: Decisions,

@@ -8,14 +8,21 @@
 import { systemScope } from '@canopy/core';
 import type { Decisions } from './decisions';
 import type { RunExecutor } from './run-executor';
+import type { RunStore } from '@canopy/store';
 import type { SessionEngineDeps } from './session-deps';
+
+/** What recovery uses: the runs, the queue that holds them, where sessions are live. */
+export type RunRecoveryDeps = Pick<SessionEngineDeps, 'queue' | 'registry' | 'logger'> & {
+  store: Pick<RunStore, 'getRun' | 'unfinishedRuns'>;
+  settings: Pick<SessionEngineDeps['settings'], 'executesRuns' | 'lostRunSweepMs'>;
+};
 
 export class RunRecovery {
   /** Runs seen unfinished with no job in the queue: when each was first seen so. */
   private readonly lost = new Map<string, number>();
 
   constructor(
-    private readonly deps: SessionEngineDeps,
+    private readonly deps: RunRecoveryDeps,
     private readonly executor: RunExecutor,
     private readonly decisions: Decisions,
   ) {}

@@ -273,7 +273,7 @@ describe('approvals and client tools', () => {
     expect((await run(s.id)).status).toBe('paused');
     await engine.manager.shutdown();
     const restarted = h.engine(engine);
-    expect(await restarted.service.recoverInterruptedRuns()).toBe(0); // paused runs wait, they are not lost
+    expect(await restarted.duties.recoverInterruptedRuns()).toBe(0); // paused runs wait, they are not lost
     const snapshot = await restarted.service.snapshot(scope, s.id);
     expect(snapshot.session.status).toBe('paused');
     expect(snapshot.inFlight?.awaiting.map((u) => u.name)).toEqual(['transfer']);
@@ -357,14 +357,14 @@ describe('cancel, races and interruptions', () => {
     await started; // between the first model step and the second
     // The process "dies": a new engine over the same database recovers; the old one's late commit is fenced.
     const survivor = h.engine(engine);
-    expect(await survivor.service.recoverInterruptedRuns()).toBeGreaterThanOrEqual(1);
+    expect(await survivor.duties.recoverInterruptedRuns()).toBeGreaterThanOrEqual(1);
     const run = await survivor.service.getRun(scope, runId);
     expect(run).toMatchObject({ status: 'error', error: { code: 'interrupted' } });
     expect((await survivor.service.get(scope, s.id)).status).toBe('idle');
     expect((await survivor.service.tree(scope, s.id)).nodes).toHaveLength(0);
     // The old executor finishes its tool, calls the model, tries to commit, is fenced out and stops.
     const dead = engine;
-    await eventually(() => expect(dead.service.isExecuting(runId)).toBe(false), { timeoutMs: 5_000 });
+    await eventually(() => expect(dead.duties.isExecuting(runId)).toBe(false), { timeoutMs: 5_000 });
     expect((await survivor.service.tree(scope, s.id)).nodes).toHaveLength(0);
     expect(await survivor.service.getRun(scope, runId)).toMatchObject({ status: 'error' });
     await survivor.manager.update(scope, s.id, { opts: { script: [{ text: 'fresh start' }] } });
@@ -528,7 +528,7 @@ describe('a run the queue gives up on', () => {
     const { runId } = await engine.service.branch(scope, s.id, { nodeId: 1 });
     await log.waitFor('text_delta');
     // What the queue does when a run's attempts (or stall takeovers) are spent.
-    await engine.service.giveUpRun(
+    await engine.duties.giveUpRun(
       scope.tenantId,
       s.id,
       runId,
@@ -541,14 +541,14 @@ describe('a run the queue gives up on', () => {
     expect(await engine.service.getRun(scope, runId)).toMatchObject({ status: 'error' });
     expect((await engine.service.get(scope, s.id)).status).toBe('idle');
     // The executor still streaming it finishes and is fenced: nothing of the run lands in the tree.
-    await eventually(() => expect(engine.service.isExecuting(runId)).toBe(false), {
+    await eventually(() => expect(engine.duties.isExecuting(runId)).toBe(false), {
       timeoutMs: 5_000,
     });
     const after = await engine.service.tree(scope, s.id);
     expect(after.nodes).toEqual(before.nodes);
     expect(after.path).toEqual(before.path);
     // Giving up a run that already ended changes nothing.
-    await engine.service.giveUpRun(scope.tenantId, s.id, runId, new Error('again'));
+    await engine.duties.giveUpRun(scope.tenantId, s.id, runId, new Error('again'));
     expect(log.of('error')).toHaveLength(1);
   });
 });

@@ -1,7 +1,7 @@
-// The commands on one session over a persisted tree: get, prompt (with steering or
-// the queue of prompt-queue.ts),
-// branch (regenerate, edit, new root), navigate, cancel, resume, subscribe and wait; the executor that drives its
-// runs, their decisions and their recovery. Status changes are compare-and-set in the store, so two commands
+// The commands on one session over a persisted tree: get, prompt (with steering or the queue of prompt-queue.ts),
+// branch (regenerate, edit, new root), navigate, cancel, resume, subscribe and wait. What a process does for the
+// runs it executes (execution, sweeps, recovery, stop) is RunDuties'; both share the executor and the decisions
+// (session-layer.ts assembles them). Status changes are compare-and-set in the store, so two commands
 // racing for an idle session never both win; events follow every change, `status` first. Sessions as a
 // population (create, open, close, delete, list, where each is live) belong to the manager, which gives this
 // engine its live sessions through the LiveSessionHost port.
@@ -30,7 +30,7 @@ import {
   keptOnInterruptWhilePaused,
   type PendingState,
 } from '@canopy/agent';
-import type { CancelReason, RunJob, DecisionTimer } from '@canopy/queue';
+import type { CancelReason } from '@canopy/queue';
 import type {
   FailedTurn,
   JsonObject,
@@ -47,13 +47,18 @@ import { RunExecutor, type KeptWork, type RunInput } from './run-executor';
 import type { RunResult } from './run-tracker';
 import type { SessionEngineDeps } from './session-deps';
 import type { SessionPublisher } from './session-publisher';
-import { Decisions, type ResumeInput } from './decisions';
-import { RunRecovery } from './run-recovery';
+import type { Decisions, ResumeInput } from './decisions';
 import { checkContent, requireIdle } from './session-input';
 import { PromptQueue, queuedPromptView, type QueuedPromptView } from './prompt-queue';
 import { quotaExceeded } from './quotas/quota-admission';
 
 export type { ResumeInput } from './decisions';
+
+/** What the commands use: the whole store, quotas, the queue and run control, their settings, the log. */
+export type SessionServiceDeps = Pick<
+  SessionEngineDeps,
+  'store' | 'admission' | 'control' | 'logger' | 'queue' | 'settings'
+>;
 
 export interface PromptInput {
   content: MessageContent;
@@ -76,9 +81,6 @@ export interface CommandResult {
   queued?: boolean;
 }
 
-/** How long after a database outage the runs it left unfinished get to reach the executor (recoverAfterOutage). */
-const OUTAGE_SETTLE_MS = 2_000;
-
 /** How long a cancel waits for the process executing a run to acknowledge, before ending the run itself. */
 const CANCEL_ACK_TIMEOUT_MS = 3_000;
 
@@ -89,26 +91,22 @@ export class SessionService {
   private readonly executor: RunExecutor;
   private readonly queue: PromptQueue;
   private readonly decisions: Decisions;
-  private readonly recovery: RunRecovery;
   /** When a start counts the tenant's busy sessions (its limit of runs in flight); null without a limit. */
   private readonly busyGate: BusyLimitGate | null;
-  private lostRunSweep: NodeJS.Timeout | null = null;
-  private sweeping = false;
-  private stopping: Promise<void> | null = null;
 
   constructor(
-    private readonly deps: SessionEngineDeps,
+    private readonly deps: SessionServiceDeps,
     private readonly live: LiveSessionHost,
     private readonly publisher: SessionPublisher,
+    runs: { executor: RunExecutor; decisions: Decisions },
   ) {
     const limit = deps.settings.maxBusyPerTenant;
     this.busyGate =
       limit === undefined
         ? null
         : new BusyLimitGate(limit, Date.now, deps.settings.busyCountMaxAgeMs ?? BUSY_COUNT_MAX_AGE_MS);
-    this.decisions = new Decisions(deps, this.publisher);
-    this.executor = new RunExecutor(deps, this.publisher, this.live, this.decisions);
-    this.recovery = new RunRecovery(deps, this.executor, this.decisions);
+    this.decisions = runs.decisions;
+    this.executor = runs.executor;
     this.queue = new PromptQueue(deps, this.publisher, {
       prompt: (scope, id, input, runId) =>
         this.start(scope, id, 'prompt', input, undefined, undefined, runId),
@@ -119,141 +117,17 @@ export class SessionService {
     this.executor.onRunFinished((tenantId, id) => this.queue.drainLater(tenantId, id));
   }
 
-  // What the processor registers where runs execute (the queue's, the timers' and run control's handlers)
-
-  /** Executes a run taken from the queue. */
-  executeRun(job: RunJob): Promise<void> {
-    return this.executor.execute(job);
-  }
-
   /**
-   * A cancel (or an interrupt) was requested anywhere: aborts the run if this process executes it (true when it
-   * does).
+   * Starts the queued prompts of idle sessions: those a process that died (or a database outage) left waiting.
+   * Never throws.
    */
-  abortIfHere(runId: string, reason: CancelReason = 'cancelled'): boolean {
-    return this.executor.abortIfHere(runId, reason);
-  }
-
-  /** Whether this process executes the run now. */
-  isExecuting(runId: string): boolean {
-    return this.executor.isRunning(runId);
-  }
-
-  /** A paused run's decision expiry fired: the decisions still awaited are rejected. */
-  expireDecisions(timer: DecisionTimer): Promise<void> {
-    return this.decisions.expire(timer);
-  }
-
-  /** Starts the periodic work of a process that executes runs: the retention schedule and the lost-run sweep. */
-  startSweeps(): void {
-    this.scheduleRetentionSweep();
-    const sweepMs = this.deps.settings.lostRunSweepMs;
-    if (sweepMs) {
-      this.lostRunSweep = setInterval(() => void this.sweepLostRuns(), sweepMs);
-      this.lostRunSweep.unref();
-    }
-  }
-
-  private scheduleRetentionSweep(): void {
-    if (!this.deps.settings.retentionSweepMs) return;
-    this.deps.timers
-      .repeat({ kind: 'retention-sweep' }, this.deps.settings.retentionSweepMs)
-      .catch((err: unknown) => this.deps.logger.error('retention sweep not scheduled', { err }));
-  }
-
-  /** One pass of the lost-run sweep (see RunRecovery.requeueLostRuns); never throws. */
-  async sweepLostRuns(): Promise<number> {
-    if (this.sweeping) return 0;
-    this.sweeping = true;
-    try {
-      const requeued = await this.recovery.requeueLostRuns();
-      // Queued prompts of sessions a dead process left idle without starting them.
-      await this.queue.sweep();
-      // The retention schedule lives in Redis too: set again (idempotent) when runs were lost with it.
-      if (requeued > 0) this.scheduleRetentionSweep();
-      return requeued;
-    } catch (err) {
-      this.deps.logger.warn('lost-run sweep failed', { err });
-      return 0;
-    } finally {
-      this.sweeping = false;
-    }
+  async startQueuedPrompts(): Promise<void> {
+    await this.queue.sweep();
   }
 
   /** Tells `listener` how many events each publish carried (metrics); the returned function stops it. */
   onEventsPublished(listener: (count: number) => void): () => void {
     return this.publisher.onPublished(listener);
-  }
-
-  // Lifecycle
-
-  /**
-   * What a process that executes runs does at start-up: ends runs a dead process left behind, and sets again the
-   * decision expiries of paused runs (embedded timers do not survive a restart).
-   */
-  recover(): Promise<{ interrupted: number; expiries: number }> {
-    return this.recovery.recover();
-  }
-
-  /** Ends runs a dead process left behind (see RunRecovery); answers how many. */
-  recoverInterruptedRuns(): Promise<number> {
-    return this.recovery.recoverInterruptedRuns();
-  }
-
-  /**
-   * What a process that executes runs does when its database is back from an outage (the embedded database
-   * restarted): ends the runs the outage left unfinished with nothing executing them (see
-   * RunRecovery.recoverAfterOutage), then starts the queued prompts of idle sessions. Never throws.
-   */
-  async recoverAfterDatabaseOutage(settleMs = OUTAGE_SETTLE_MS): Promise<number> {
-    try {
-      const ended = await this.recovery.recoverAfterOutage(settleMs);
-      if (ended > 0) this.deps.logger.warn('ended runs a database outage interrupted', { runs: ended });
-      await this.queue.sweep();
-      return ended;
-    } catch (err) {
-      this.deps.logger.warn('recovery after a database outage failed', { err });
-      return 0;
-    }
-  }
-
-  /** The queue gave up on a run: it ends as an error (see RunRecovery). */
-  giveUpRun(tenantId: string, sessionId: string, runId: string, error: unknown): Promise<void> {
-    return this.recovery.giveUpRun(tenantId, sessionId, runId, error);
-  }
-
-  /**
-   * Stops executing runs; the one owner of the shutdown grace period (SHUTDOWN_GRACE_MS). Embedded: runs here get
-   * up to the grace period to end, then the rest end as cancelled (branches roll back). A worker stops taking
-   * runs, lets the ones in flight finish for up to the grace period, then hands the rest back to the queue for
-   * another worker. Timers stop too. Idempotent: every caller waits for the same stop.
-   */
-  stopExecuting(): Promise<void> {
-    this.stopping ??= this.stopRuns();
-    return this.stopping;
-  }
-
-  private async stopRuns(): Promise<void> {
-    if (this.lostRunSweep) clearInterval(this.lostRunSweep);
-    const graceMs = this.deps.settings.shutdownGraceMs;
-    if (this.deps.queue.runsInline) {
-      const runs = this.executor.activeRuns;
-      if (runs > 0) this.deps.logger.info(`stopping: ${runs} run(s) in flight`);
-      const deadline = Date.now() + (graceMs ?? 0);
-      while (this.executor.activeRuns > 0 && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      if (this.executor.activeRuns > 0) {
-        this.deps.logger.warn(
-          `${this.executor.activeRuns} run(s) still in flight after the grace period: cancelling`,
-        );
-      }
-      await this.executor.abortAll('shutdown');
-      await this.deps.queue.close();
-    } else {
-      await this.deps.queue.close(graceMs, () => this.executor.handBackAll());
-    }
-    await this.deps.timers.close();
   }
 
   // Sessions

@@ -240,21 +240,11 @@ export type CommitResult =
       queued: boolean;
     };
 
-export interface SessionStore {
-  // Sessions
-
+/** The sessions themselves: their rows, trees and positions. */
+export interface SessionRecordStore {
   /** Persists a new session at once. An explicit id already used in the tenant: CanopyException already_exists. */
   create(scope: Scope, input: CreateSessionInput): Promise<SessionRecord>;
   get(scope: Scope, id: string): Promise<SessionRecord | null>;
-  /**
-   * The session and its queued prompts (in the order they will run) in one transaction: the queue read first, then
-   * the session, each statement on its own snapshot, so a drain that starts the head's run and then takes it out of
-   * the queue never shows as an idle session with nothing queued. Null when the scope does not see the session.
-   */
-  getWithQueue(
-    scope: Scope,
-    id: string,
-  ): Promise<{ session: SessionRecord; queued: QueuedPromptRecord[] } | null>;
   exists(scope: Scope, id: string): Promise<boolean>;
   /** The session and every node of its tree, in one query. */
   loadTree(scope: Scope, id: string): Promise<{ session: SessionRecord; nodes: TreeNode[] } | null>;
@@ -274,9 +264,10 @@ export interface SessionStore {
   savePosition(scope: Scope, id: string, position: PositionRecord): Promise<SessionRecord>;
   /** Deletes the session with its nodes and runs. False when it did not exist. */
   delete(scope: Scope, id: string): Promise<boolean>;
+}
 
-  // Runs
-
+/** Runs: their start, execution, commits, pauses and ends, fenced on the session's active run. */
+export interface RunStore {
   /**
    * Atomically: only an idle session starts a run (it becomes busy, owned by the new run), and it counts against
    * the runs quotas that apply (refused when one is used up: exact under any concurrency). The run records the
@@ -323,6 +314,23 @@ export interface SessionStore {
    * it keeps committed), fenced.
    */
   endRun(scope: Scope, input: EndRunInput): Promise<FencedResult>;
+  /** The turns of the session whose latest regeneration failed (see turn-runs.ts), with its error. */
+  failedTurns(scope: Scope, sessionId: string): Promise<FailedTurn[]>;
+  /** Runs not finished (queued, running, paused) in every tenant: for recovery at start-up. */
+  unfinishedRuns(): Promise<Array<{ tenantId: string; sessionId: string; runId: string; status: RunStatus }>>;
+}
+
+/** The prompts that wait for a run: the one staged on a run in flight (steering) and a session's queue. */
+export interface PromptQueueStore {
+  /**
+   * The session and its queued prompts (in the order they will run) in one transaction: the queue read first, then
+   * the session, each statement on its own snapshot, so a drain that starts the head's run and then takes it out of
+   * the queue never shows as an idle session with nothing queued. Null when the scope does not see the session.
+   */
+  getWithQueue(
+    scope: Scope,
+    id: string,
+  ): Promise<{ session: SessionRecord; queued: QueuedPromptRecord[] } | null>;
   /**
    * Stages a prompt on the active run of a busy or paused session (last one wins), with the scope's actor
    * (`actor`: who sent it). Null when idle.
@@ -348,10 +356,9 @@ export interface SessionStore {
   attachPointOf(scope: Scope, sessionId: string, runId: string): Promise<{ nodeId: NodeId | null } | null>;
   /** Idle sessions with queued prompts, in every tenant: what a process that died left waiting (recovery). */
   idleSessionsWithQueue(): Promise<Array<{ tenantId: string; sessionId: string }>>;
-  /** The turns of the session whose latest regeneration failed (see turn-runs.ts), with its error. */
-  failedTurns(scope: Scope, sessionId: string): Promise<FailedTurn[]>;
-  /** Runs not finished (queued, running, paused) in every tenant: for recovery at start-up. */
-  unfinishedRuns(): Promise<Array<{ tenantId: string; sessionId: string; runId: string; status: RunStatus }>>;
 }
+
+/** The whole port, by concept: sessions, runs, the prompt queue. Its users depend on the parts they use. */
+export interface SessionStore extends SessionRecordStore, RunStore, PromptQueueStore {}
 
 export const SESSION_STORE = Symbol('SESSION_STORE');

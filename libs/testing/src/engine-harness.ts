@@ -11,7 +11,7 @@ import { DEFAULT_RETRY_POLICY, HookRegistry, ToolRegistry, createModelGateway } 
 import { InlineTurnQueue, InProcessRunControl, InProcessTimers } from '@canopy/queue';
 import { InProcessActivityFeed, InProcessEventBus, InProcessLiveRegistry } from '@canopy/realtime';
 import { Database, PostgresSessionStore } from '@canopy/store';
-import type { EngineSettings, SessionEngineDeps, SessionService } from '@canopy/session';
+import type { EngineSettings, RunDuties, SessionEngineDeps, SessionService } from '@canopy/session';
 import { createSessionEngine, type LiveSessions, type SessionManager } from '@canopy/manager';
 import { eventually } from './eventually';
 import { createTestDatabase, type TestDatabase } from './test-postgres';
@@ -19,6 +19,8 @@ import { createTestDatabase, type TestDatabase } from './test-postgres';
 export interface Engine {
   /** Commands on one session. */
   service: SessionService;
+  /** What the engine's process does for the runs it executes (execution, recovery, sweeps, stop). */
+  duties: RunDuties;
   /** Sessions as a population (create, open, close, delete, list). */
   manager: SessionManager;
   /** The live sessions of this engine's process. */
@@ -83,9 +85,9 @@ export class EngineHarness {
       },
       logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
     };
-    const { sessions, manager, live, processor } = createSessionEngine(deps);
+    const { sessions, duties, manager, live, processor } = createSessionEngine(deps);
     processor.register();
-    const engine = { service: sessions, manager, live, deps, bus, feed, registry, tools, hooks };
+    const engine = { service: sessions, duties, manager, live, deps, bus, feed, registry, tools, hooks };
     this.engines.push(engine);
     return engine;
   }

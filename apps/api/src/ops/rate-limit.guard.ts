@@ -38,7 +38,10 @@ function principalOf(req: Record<string, unknown>): Principal | undefined {
   return (req as { principal?: Principal }).principal;
 }
 
-export function rateLimitOptions(config: CanopyConfig, redis: RedisConnections | null): ThrottlerModuleOptions {
+export function rateLimitOptions(
+  config: CanopyConfig,
+  redis: RedisConnections | null,
+): ThrottlerModuleOptions {
   const limited = budgets(config);
   return {
     ...(redis

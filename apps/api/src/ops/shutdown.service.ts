@@ -1,12 +1,12 @@
 // Graceful shutdown of the api's edge: stop taking commands (503 unavailable), let the engine stop its runs (the
-// grace period is SessionService.stopExecuting's: runs in flight get up to SHUTDOWN_GRACE_MS to end, the rest are
+// grace period is RunDuties.stopExecuting's: runs in flight get up to SHUTDOWN_GRACE_MS to end, the rest are
 // cancelled, committing nothing), then close SSE streams and WebSocket clients with a reconnect hint. The manager
 // then closes the live sessions, before the HTTP server and the database close.
 
 import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { CanopyException } from '@canopy/common';
-import { SessionService } from '@canopy/session';
+import { RunDuties } from '@canopy/session';
 import { SseRegistry } from '../http/sse';
 import { LiveGateway } from '../http/live.gateway';
 
@@ -16,7 +16,7 @@ export class ShutdownService implements BeforeApplicationShutdown {
   private draining = false;
 
   constructor(
-    private readonly sessions: SessionService,
+    private readonly duties: RunDuties,
     private readonly streams: SseRegistry,
     private readonly gateway: LiveGateway,
   ) {}
@@ -37,7 +37,7 @@ export class ShutdownService implements BeforeApplicationShutdown {
   async beforeApplicationShutdown(signal?: string): Promise<void> {
     this.draining = true;
     this.logger.log(`shutting down${signal ? ` (${signal})` : ''}`);
-    await this.sessions.stopExecuting();
+    await this.duties.stopExecuting();
     this.streams.closeAll({ reason: 'shutdown', reconnect: true });
     this.gateway.closeAll();
   }
