@@ -5,6 +5,7 @@
 import WebSocket from 'ws';
 import { z } from 'zod';
 
+import { eventually } from '@canopy/testing/eventually';
 import { startTestApp, TEST_ADMIN_KEY, type TestApp } from '../../../apps/api/test/support/test-app';
 import { Canopy, CanopyError, isCanopyError, type ActivityEvent, type SessionEventBody } from './index';
 
@@ -297,7 +298,7 @@ describe('live', () => {
       items.filter((e) => e.type === 'store' && e.data.kind === 'tree').length;
     const stream = collect(session.events({ signal: controller.signal }), (items) => stores(items) >= 2);
 
-    await eventually(() => stream.items.length > 0);
+    await until(() => stream.items.length > 0);
     expect(stream.items[0]?.type).toBe('snapshot');
     await session.run('second');
     // The server ends every subscription of a closed session (with reconnect: true): the client reconnects
@@ -385,7 +386,14 @@ describe('live', () => {
     const feed = collect(canopy.activity({ signal: controller.signal }), (items: ActivityEvent[]) =>
       items.some((e) => e.type === 'run_finished'),
     );
-    await new Promise((r) => setTimeout(r, 200)); // the feed subscription is in place
+    // The feed's subscription is in place once it carries an event: a probe session is opened (and closed again)
+    // until the feed shows it opening.
+    const { session: probe } = await canopy.sessions.create({ model: 'mock:echo' });
+    await until(async () => {
+      await probe.open();
+      await probe.close();
+      return feed.items.some((e) => e.type === 'opened' && e.data.id === probe.id);
+    });
     const { session } = await canopy.sessions.create({ model: 'mock:echo' });
     const live = session.turns();
     try {
@@ -420,27 +428,29 @@ describe('WebSocket', () => {
       const { session } = await canopy.sessions.create({ model: 'mock:echo' });
       const events: SessionEventBody[] = [];
       socket.subscribe(session.id, (e) => events.push(e));
-      await eventually(() => events.length > 0 && socket.status === 'open');
+      await until(() => events.length > 0 && socket.status === 'open');
       expect(events[0]?.type).toBe('snapshot');
 
       const accepted = await socket.command<{ runId: string }>('prompt', session.id, { content: 'over ws' });
       expect(accepted.runId).toEqual(expect.any(String));
-      await eventually(() => events.some((e) => e.type === 'store'));
+      await until(() => events.some((e) => e.type === 'store'));
       const refused = await socket.command('cancel', session.id).catch((e: unknown) => e);
       expect(refused).toBeInstanceOf(CanopyError);
       expect(refused).toMatchObject({ code: 'idle' });
 
+      const opened = () => activity.filter((e) => e.type === 'opened' && e.data.id === session.id).length;
+      const openedBefore = opened();
       await session.close(); // the server ends the subscription; the socket subscribes again after its last seq
-      await eventually(() => socket.status === 'open');
-      await new Promise((r) => setTimeout(r, 200));
+      // Its resubscription opens the session again: the activity feed says so.
+      await until(() => socket.status === 'open' && opened() > openedBefore);
       await session.run('again');
-      await eventually(() => events.filter((e) => e.type === 'store').length >= 2);
+      await until(() => events.filter((e) => e.type === 'store').length >= 2);
       const seqs = events.slice(1).map((e) => e.seq);
       expect(new Set(seqs).size).toBe(seqs.length);
       expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
       const text = events.map((e) => (e.type === 'text_delta' ? e.data.delta : '')).join('');
       expect(text).toBe('Echo: over ws' + 'Echo: again');
-      await eventually(() => activity.some((e) => e.type === 'run_finished' && e.data.id === session.id));
+      await until(() => activity.some((e) => e.type === 'run_finished' && e.data.id === session.id));
     } finally {
       stopActivity();
       socket.close();
@@ -462,11 +472,11 @@ describe('WebSocket', () => {
       () => null,
       (err: unknown) => err,
     );
-    await eventually(() => socketEvents.length > 0 && stream.items.length > 0);
+    await until(() => socketEvents.length > 0 && stream.items.length > 0);
 
     await canopy.keys.revoke(created.id);
 
-    await eventually(() => socket.status === 'closed');
+    await until(() => socket.status === 'closed');
     expect(socket.error).toMatchObject({ code: 'unauthorized' });
     expect(await streamEnd).toMatchObject({ code: 'unauthorized' });
     // Closed for good: a reconnection would have gone through "connecting" (it is scheduled at the close).
@@ -484,27 +494,23 @@ function textOf(view: { turns: Array<{ content: Array<{ type: string; text?: str
     .join('');
 }
 
-async function eventually(check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
+/** Waits until the check holds (ten seconds at most). */
+function until(check: () => boolean | Promise<boolean>): Promise<void> {
+  return eventually(async () => expect(await check()).toBe(true), { timeoutMs: 10_000, intervalMs: 20 });
 }
 
-async function eventuallyIdle(session: { get(): Promise<{ status: string }> }): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while ((await session.get()).status !== 'idle') {
-    if (Date.now() > deadline) throw new Error('session did not become idle');
-    await new Promise((r) => setTimeout(r, 25));
-  }
+function eventuallyIdle(session: { get(): Promise<{ status: string }> }): Promise<void> {
+  return until(async () => (await session.get()).status === 'idle');
 }
 
-async function eventuallyRun(client: Canopy, runId: string) {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const run = await client.runs.get(runId);
-    if (run.finishedAt !== null || Date.now() > deadline) return run;
-    await new Promise((r) => setTimeout(r, 25));
-  }
+/** The run once it has finished. */
+function eventuallyRun(client: Canopy, runId: string) {
+  return eventually(
+    async () => {
+      const run = await client.runs.get(runId);
+      expect(run.finishedAt).not.toBeNull();
+      return run;
+    },
+    { timeoutMs: 10_000 },
+  );
 }
