@@ -4,7 +4,7 @@
 
 import type { ActivityEvent, Scope, SessionEvent } from '@canopy/core';
 import { eventually } from '@canopy/testing';
-import { EngineHarness, type Engine } from '@canopy/testing/engine-harness';
+import { EngineHarness, converse as conversed, type Engine } from '@canopy/testing/engine-harness';
 import { IDLE_ARM_DELAY_MS } from './live-sessions';
 
 const h = new EngineHarness({ idleShutdownMs: 150 });
@@ -17,10 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => h.teardown());
 
-async function converse(id: string, content: string) {
-  const { runId } = await engine.service.prompt(scope, id, { content });
-  return engine.service.waitForRun(scope, id, runId);
-}
+const converse = (id: string, content: string) => conversed(engine, scope, id, content);
 
 describe('liveness', () => {
   it('counts controllers and observers in the registry; re-subscribing changes the mode', async () => {

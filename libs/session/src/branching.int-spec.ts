@@ -2,7 +2,7 @@
 // navigate; idle-only refusals; a branch that fails or is cancelled before its first commit rolls back.
 
 import { allTurns, Tree, type Scope } from '@canopy/core';
-import { EngineHarness, EventLog, type Engine } from '@canopy/testing/engine-harness';
+import { EngineHarness, EventLog, converse as conversed, type Engine } from '@canopy/testing/engine-harness';
 
 const h = new EngineHarness();
 let engine: Engine;
@@ -13,8 +13,7 @@ beforeAll(async () => {
 afterAll(() => h.teardown());
 
 async function converse(scope: Scope, id: string, content: string) {
-  const { runId } = await engine.service.prompt(scope, id, { content });
-  const result = await engine.service.waitForRun(scope, id, runId);
+  const result = await conversed(engine, scope, id, content);
   expect(result.status).toBe('completed');
   return result;
 }

@@ -2,7 +2,7 @@
 // missed events), a mid-run joiner's in-flight view, one projected tree for every subscriber.
 
 import { allTurns, newTurn, Tree, type Scope } from '@canopy/core';
-import { EngineHarness, EventLog, type Engine } from '@canopy/testing/engine-harness';
+import { EngineHarness, EventLog, converse as conversed, type Engine } from '@canopy/testing/engine-harness';
 
 const h = new EngineHarness({ idleShutdownMs: 150 });
 let engine: Engine;
@@ -14,10 +14,7 @@ beforeAll(async () => {
 });
 afterAll(() => h.teardown());
 
-async function converse(id: string, content: string) {
-  const { runId } = await engine.service.prompt(scope, id, { content });
-  return engine.service.waitForRun(scope, id, runId);
-}
+const converse = (id: string, content: string) => conversed(engine, scope, id, content);
 
 describe('subscriptions', () => {
   it('start with a snapshot whose seq is the state it reflects, then every later event once, in order', async () => {

@@ -147,3 +147,9 @@ export class EventLog {
     );
   }
 }
+
+/** A prompt on the session, waited for to its end: the run's result. */
+export async function converse(engine: Engine, scope: Scope, id: string, content: string) {
+  const { runId } = await engine.service.prompt(scope, id, { content });
+  return engine.service.waitForRun(scope, id, runId);
+}
