@@ -42,10 +42,6 @@ const SESSIONS_PER_CLIENT = 2;
  * thousands of turns by the last phase and ten in the idle one, and the ratios would measure B's own growth.
  */
 const PROMPTS_PER_SESSION = 20;
-/** Unmeasured turns of B's loop after boot, so the idle baseline is a running service's, not a cold one's. */
-const WARMUP_MS = 5_000;
-/** A pause between phases, so one phase's tail (a commit's aftermath, the table upkeep) is not the next one's. */
-const SETTLE_MS = 3_000;
 /** Longest a window stays open waiting for A's import to answer; B's loop stops there. */
 const IMPORT_WINDOW_BOUND_MS = 180_000;
 /** Longest the bench waits for A's import to answer at all before it gives up on it. */
@@ -59,8 +55,6 @@ const A_PROMPT_RATE = 10;
 const A_SESSIONS = 8;
 /** A's prompts in flight at most; a tick with this many outstanding is skipped (and counted). */
 const A_MAX_IN_FLIGHT = 64;
-/** How long A's prompts run before B's window opens in a webhook phase, so that A's deliveries are queued. */
-const PILE_UP_MS = 5_000;
 /** After a window, how long B's deliveries still missing are waited for. */
 const DELIVERY_WAIT_MS = 30_000;
 /** The api's import body limit when IMPORT_BODY_LIMIT is unset (the bench runs it with the defaults). */
@@ -102,6 +96,14 @@ export interface FairnessOptions {
   runs: number;
   importNodes: number;
   measureMs: number;
+  pauses: {
+    /** Unmeasured turns of B's loop after boot, so the idle baseline is a running service's, not a cold one's. */
+    warmupMs: number;
+    /** A pause between phases, so one phase's tail (a commit's aftermath, the table upkeep) is not the next one's. */
+    settleMs: number;
+    /** How long A's prompts run before B's window opens in a webhook phase, so that A's deliveries are queued. */
+    pileUpMs: number;
+  };
 }
 
 export function fairnessOptions(from: OptionSource): FairnessOptions {
@@ -113,7 +115,10 @@ export function fairnessOptions(from: OptionSource): FairnessOptions {
       NDJSON_LINES,
       MAX_IMPORT_NODES,
     ]),
-    measureMs: intOption(from, 'fairness', 'measure-ms', from.quick ? 4_000 : 15_000, [1_000, 600_000]),
+    measureMs: intOption(from, 'fairness', 'measure-ms', from.quick ? 3_000 : 15_000, [1_000, 600_000]),
+    pauses: from.quick
+      ? { warmupMs: 2_000, settleMs: 1_000, pileUpMs: 3_000 }
+      : { warmupMs: 5_000, settleMs: 3_000, pileUpMs: 5_000 },
   };
 }
 
@@ -351,12 +356,12 @@ async function measureRuntime(
     service = await startApi(runtime);
     const b = await Bystander.create(service, bReceiver);
     const a = new Tenant(service, await service.newTenant('fairness-heavy'));
-    await b.window(sleep(WARMUP_MS));
+    await b.window(sleep(options.pauses.warmupMs));
 
     const results: PhaseResult[] = [];
     for (const phase of PHASES) {
       const readyBefore = await ready(service);
-      await sleep(SETTLE_MS);
+      await sleep(options.pauses.settleMs);
       b.beginPhase();
       let windowMs = 0;
       let importOutcome: ImportOutcome | null = null;
@@ -391,7 +396,7 @@ async function measureRuntime(
         const received = receiver.received;
         const generator = new PromptGenerator(a, await a.sessions(A_SESSIONS));
         generator.start();
-        await sleep(PILE_UP_MS);
+        await sleep(options.pauses.pileUpMs);
         const started = performance.now();
         await b.window(sleep(options.measureMs));
         windowMs = performance.now() - started;
@@ -888,7 +893,7 @@ export function printFairnessReport(title: string, result: FairnessResult): void
   );
   console.log(
     `B: ${BYSTANDER_CLIENTS} clients in a closed loop, each alternating the two requests on ${SESSIONS_PER_CLIENT} mock:echo ` +
-      `sessions of its own, after ${WARMUP_MS / 1000} s unmeasured; p50/p99/max over the 2xx answers; ` +
+      `sessions of its own, after ${options.pauses.warmupMs / 1000} s unmeasured; p50/p99/max over the 2xx answers; ` +
       `idle and webhook windows ${options.measureMs / 1000} s, an import's from its request sent to its answer ` +
       `(at most ${IMPORT_WINDOW_BOUND_MS / 1000} s). A row meets the target when its p99 is at most ${TARGET_RATIO}x ` +
       "B's idle p99 of the same run and every answer was 2xx.",
@@ -1004,7 +1009,7 @@ export function printFairnessReport(title: string, result: FairnessResult): void
   );
   console.log(
     `A missing delivery (not arrived ${DELIVERY_WAIT_MS / 1000} s after the window) counts against the row. ` +
-      `In the webhook phases A prompts ${A_PROMPT_RATE}/s over ${A_SESSIONS} sessions from ${PILE_UP_MS / 1000} s ` +
+      `In the webhook phases A prompts ${A_PROMPT_RATE}/s over ${A_SESSIONS} sessions from ${options.pauses.pileUpMs / 1000} s ` +
       'before the window; its endpoint answers at once, or accepts and never answers (the sender times out).',
   );
 

@@ -86,6 +86,7 @@ describe('fairness bench figures', () => {
       runs: 1,
       importNodes: 100_000,
       measureMs: 15_000,
+      pauses: { warmupMs: 5_000, settleMs: 3_000, pileUpMs: 5_000 },
     });
     expect(
       fairnessOptions(
@@ -104,7 +105,8 @@ describe('fairness bench figures', () => {
       runtimes: ['embedded'],
       runs: 1,
       importNodes: 10_000,
-      measureMs: 4_000,
+      measureMs: 3_000,
+      pauses: { warmupMs: 2_000, settleMs: 1_000, pileUpMs: 3_000 },
     });
   });
 
@@ -137,7 +139,7 @@ describe('fairness bench figures', () => {
       readyBefore: true,
     });
     const result = {
-      options: { runtimes: ['embedded'], runs: 1, importNodes: 100, measureMs: 1_000 },
+      options: { runtimes: ['embedded'], runs: 1, importNodes: 100, measureMs: 1_000, pauses: {} },
       importBytes: { canopy: 0, ndjsonLine: 0 },
       runs: [
         {

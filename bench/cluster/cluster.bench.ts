@@ -22,7 +22,7 @@
 // those of warm processes (code optimized, the pools' connections open with their plans made), as a deployment runs.
 // The CPU per delivered event is also printed by part (workers, apis, Redis, Postgres) for both deployments.
 // Scales: CANOPY_BENCH_CLUSTER_SESSIONS=50 or `npm run bench -- cluster --cluster-sessions=50,200`. The quick run
-// (`npm run bench`): 300 sessions after a warm-up of 50, the targets judged there.
+// (`npm run bench`): 300 sessions of cold processes (no warm-up pass: both deployments alike), judged there.
 
 import { Redis } from 'ioredis';
 
@@ -51,7 +51,7 @@ export interface ClusterOptions {
 export function clusterOptions(from: OptionSource): ClusterOptions {
   return {
     scales: intListOption(from, 'cluster', 'sessions', from.quick ? [300] : [100, 300, 1_000], [1, 5_000]),
-    warmupSessions: intOption(from, 'cluster', 'warmup', from.quick ? 50 : 200, [0, 5_000]),
+    warmupSessions: intOption(from, 'cluster', 'warmup', from.quick ? 0 : 200, [0, 5_000]),
     profile: from.argv.includes('--cluster-profile') || from.env.CANOPY_BENCH_CLUSTER_PROFILE === '1',
   };
 }
