@@ -14,10 +14,6 @@ const swc = {
   sourceMaps: 'inline',
 };
 
-// Files that run alone, after the others (scripts/lib/test-phases.cjs).
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS config
-const { ALONE } = require('./scripts/lib/test-phases.cjs');
-
 /** @type {import('jest').Config} */
 const base = {
   rootDir: __dirname,
@@ -32,10 +28,7 @@ const base = {
     '^@canopy/([^/]+)/(.*)$': '<rootDir>/libs/$1/src/$2',
   },
   moduleFileExtensions: ['ts', 'js', 'json'],
-  testPathIgnorePatterns: [
-    '/node_modules/',
-    ...(process.env.CANOPY_TEST_PHASE === 'together' ? ALONE.map((f) => `<rootDir>/${f}`) : []),
-  ],
+  testPathIgnorePatterns: ['/node_modules/'],
 };
 
 /** @type {import('jest').Config} */

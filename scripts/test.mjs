@@ -3,10 +3,8 @@
 // (unit, integration, e2e). The integration and e2e projects prepare their databases on the machine's Postgres
 // themselves (jest global setup: a test role without superuser or BYPASSRLS, a migrated template database, one
 // copy per test file). Extra arguments go to jest: `npm test -- --selectProjects unit`; without the e2e project
-// nothing is built (`npm run test:quick`: unit and integration, the edit loop's run). Without arguments, the files
-// that time their own process run alone after the others (scripts/lib/test-phases.cjs).
+// nothing is built (`npm run test:quick`: unit and integration, the edit loop's run).
 
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import {
   ensureAllBuilt,
@@ -30,8 +28,6 @@ function runsEndToEnd(args) {
   });
   return selected.length === 0 || selected.includes('e2e');
 }
-
-const { ALONE } = createRequire(import.meta.url)('./lib/test-phases.cjs');
 
 await main(async () => {
   ensureDependencies();
@@ -61,32 +57,11 @@ await main(async () => {
   await Promise.all([typeChecks(), endToEnd ? ensureAllBuilt(['api', 'worker'], true) : Promise.resolve()]);
   if (endToEnd) ensureChromium();
   // VM modules: PGlite (the embedded database, exercised by e2e tests) loads parts of itself with import().
-  const jest = (args, env = {}) =>
-    run(
-      process.execPath,
-      [
-        '--experimental-vm-modules',
-        '--disable-warning=ExperimentalWarning',
-        join(root, 'node_modules', 'jest', 'bin', 'jest.js'),
-        ...args,
-      ],
-      { env: { ...process.env, ...env } },
-    );
-  const args = process.argv.slice(2);
-  if (args.length > 0) {
-    log('running the tests');
-    jest(args);
-    return;
-  }
-  // Every file, two at a time, but those that time their own process: they run after, one at a time.
   log('running the tests');
-  let failed = null;
-  try {
-    jest([], { CANOPY_TEST_PHASE: 'together' });
-  } catch (err) {
-    failed = err;
-  }
-  log(`running the tests that time their own process, one at a time: ${ALONE.join(', ')}`);
-  jest(['--runInBand', ...ALONE]);
-  if (failed) throw failed;
+  run(process.execPath, [
+    '--experimental-vm-modules',
+    '--disable-warning=ExperimentalWarning',
+    join(root, 'node_modules', 'jest', 'bin', 'jest.js'),
+    ...process.argv.slice(2),
+  ]);
 });

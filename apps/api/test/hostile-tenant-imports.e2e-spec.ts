@@ -2,16 +2,15 @@
 // tenant goes on with its work: the documented cap (a 100,000-node canopy document) imports whole, in batches,
 // the new session invisible until complete; a body over the limit answers 413, more nodes than the cap or JSON
 // nested 100,000 deep answer 400; the ChatGPT shape that was superlinear (40,000 message-less nodes) and NDJSON
-// lines of large documents import; and all the while the service's event loop stays responsive (its delay p99
-// under 50 ms, measured with monitorEventLoopDelay: conversions run on the import thread) and every request of the
-// bystander tenant is answered. A tenant's heavy operations are limited: past HEAVY_OPERATIONS_PER_TENANT in
+// lines of large documents import; and all the while the service's event loop stays responsive (blocked under
+// 50 ms at the 99th percentile, counted in the main thread's own CPU time so that the figure is the service's and
+// not the machine's: conversions run on the import thread) and every request of the bystander tenant is answered. A tenant's heavy operations are limited: past HEAVY_OPERATIONS_PER_TENANT in
 // flight its next answers 429 too_many_operations with Retry-After, while another tenant's go through.
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { canopyDocument, emptyChain } from '@canopy/testing';
+import { canopyDocument, emptyChain, measureLoopBlocking } from '@canopy/testing';
 import { MAX_IMPORT_NODES } from '@canopy/core';
 import { Api, newTenant, type ApiResponse } from './support/api-client';
 import { startTestApp, type TestApp } from './support/test-app';
@@ -19,8 +18,8 @@ import { startTestApp, type TestApp } from './support/test-app';
 jest.setTimeout(300_000);
 
 const RUNTIMES = ['embedded', 'postgres'] as const;
-/** The event loop's delay p99 while imports run, at most. */
-const LOOP_DELAY_P99_MS = 50;
+/** How long the event loop may be blocked while imports run, at the 99th percentile. */
+const LOOP_BLOCKED_P99_MS = 50;
 
 const apps = new Map<(typeof RUNTIMES)[number], TestApp>();
 let dataDir: string;
@@ -61,15 +60,17 @@ function bystander(api: Api, sessionId: string) {
   };
 }
 
-/** Runs `work` while measuring this process's event-loop delay (the in-process service's loop); answers its p99 in ms. */
+/**
+ * Runs `work` while measuring how long this process's event loop (the in-process service's) is blocked; answers
+ * the 99th percentile in ms.
+ */
 async function loopDelayDuring<T>(work: () => Promise<T>): Promise<{ result: T; p99Ms: number }> {
-  const histogram = monitorEventLoopDelay({ resolution: 10 });
-  histogram.enable();
+  const meter = measureLoopBlocking();
   try {
     const result = await work();
-    return { result, p99Ms: histogram.percentile(99) / 1e6 };
+    return { result, p99Ms: meter.stop().p99Ms };
   } finally {
-    histogram.disable();
+    meter.stop();
   }
 }
 
@@ -149,7 +150,7 @@ describe.each(RUNTIMES)('%s', (runtime) => {
     expect(seen.slice(1).filter((r) => !r.shown || !r.listed)).toEqual([]);
     expect(seen.filter((r) => r.shown && !r.whole)).toEqual([]);
     expectAnswered(statuses);
-    expect(p99Ms).toBeLessThan(LOOP_DELAY_P99_MS);
+    expect(p99Ms).toBeLessThan(LOOP_BLOCKED_P99_MS);
     // Whole: its first and last nodes, and a prompt continues after the last.
     expect((await a.get(`/v1/sessions/${id}/nodes/1`)).status).toBe(200);
     expect((await a.get(`/v1/sessions/${id}/nodes/${MAX_IMPORT_NODES}`)).status).toBe(200);
@@ -180,7 +181,7 @@ describe.each(RUNTIMES)('%s', (runtime) => {
     const { result: nested, p99Ms } = await loopDelayDuring(() => post(a, '/v1/sessions/import', deep));
     expect(nested.status).toBe(400);
     expect(nested.body.error.code).toBe('bad_request');
-    expect(p99Ms).toBeLessThan(LOOP_DELAY_P99_MS);
+    expect(p99Ms).toBeLessThan(LOOP_BLOCKED_P99_MS);
 
     const notJson = await post(a, '/v1/sessions/import', '{"format": "canopy", "data": ');
     expect(notJson.status).toBe(400);
@@ -196,7 +197,7 @@ describe.each(RUNTIMES)('%s', (runtime) => {
     } = await besideBystander(b, bSession, () => post(a, '/v1/sessions/import', body));
     expect(imported.status).toBe(201);
     expectAnswered(statuses);
-    expect(p99Ms).toBeLessThan(LOOP_DELAY_P99_MS);
+    expect(p99Ms).toBeLessThan(LOOP_BLOCKED_P99_MS);
     // The two messages, nothing of the empty chain.
     expect((await a.get(`/v1/sessions/${imported.body.id as string}/nodes/2`)).status).toBe(200);
     expect((await a.get(`/v1/sessions/${imported.body.id as string}/nodes/3`)).status).toBe(404);
@@ -223,7 +224,7 @@ describe.each(RUNTIMES)('%s', (runtime) => {
       [3, true, 15_000],
     ]);
     expectAnswered(statuses);
-    expect(p99Ms).toBeLessThan(LOOP_DELAY_P99_MS);
+    expect(p99Ms).toBeLessThan(LOOP_BLOCKED_P99_MS);
   });
 
   it('limits a tenant’s heavy operations in flight; another tenant’s go through', async () => {

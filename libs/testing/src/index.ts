@@ -10,6 +10,7 @@ export * from './provider-request-schemas';
 export * from './private-redis';
 export * from './private-postgres';
 export * from './process-inspector';
+export * from './loop-blocking';
 export * from './chaos';
 export * from './private-redis-cluster';
 export * from './format-shapes';
