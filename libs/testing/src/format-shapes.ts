@@ -1,7 +1,7 @@
 // Conversation inputs of the shapes that make a format conversion superlinear if anything can: ChatGPT mappings of
 // message-less chains and wide fan-outs, provider message arrays with tool rounds and runs of one role, Canopy
 // paths with repeated call ids and orphan results, text of backticks, canopy documents deep or wide. The formats'
-// large-input tests and the core bench's growth ratios build their inputs here.
+// large-input tests build their inputs here.
 
 import type { Message } from '@canopy/core';
 
