@@ -4,7 +4,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { CanopyException } from '@canopy/common';
-import { createTestDatabase, type TestDatabase } from '@canopy/testing';
+import { createTestDatabase, eventually, type TestDatabase } from '@canopy/testing';
 import { Database, type SqlTx } from './database';
 
 let testDb: TestDatabase;
@@ -419,8 +419,9 @@ describe('callSql pipelined on a shared connection (pipelineCalls, the embedded 
           'run',
         )
         .then((rows) => order.push(`${label}:${rows[0]?.probe ?? '?'}`));
-    const early = [statement('early-1', 0.15), statement('early-2', 0)];
-    await new Promise((r) => setTimeout(r, 50));
+    const early = [statement('early-1', 0.5), statement('early-2', 0)];
+    // Both sent on the shared connection, and the first still running, when the transaction asks for it.
+    await eventually(() => expect(single.poolStats.pipelined).toBe(2));
     const transaction = single
       .withTenantSql({ tenantId: a }, async (tx) => {
         await tx.query(`SELECT set_config('canopy.probe', 'in-tx', true)`);
@@ -428,7 +429,7 @@ describe('callSql pipelined on a shared connection (pipelineCalls, the embedded 
         await tx.query('SELECT 1');
       })
       .then(() => order.push('transaction'));
-    await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => expect(single.poolStats.waiting).toBeGreaterThan(0)); // the transaction waits
     const late = [statement('late-1', 0), statement('late-2', 0)];
     await Promise.all([...early, transaction, ...late]);
     // The early statements were answered before the transaction began, the late ones after it ended: none ran
@@ -443,12 +444,12 @@ describe('callSql pipelined on a shared connection (pipelineCalls, the embedded 
       single
         .callSql({ tenantId: a }, 'SELECT pg_sleep($1::float8)', [sleep], 'run')
         .then(() => order.push(label));
-    const early = statement('early', 0.15);
-    await new Promise((r) => setTimeout(r, 50));
+    const early = statement('early', 0.5);
+    await eventually(() => expect(single.poolStats.pipelined).toBe(1));
     const typed = single
       .withTenant({ tenantId: a }, (tx) => tx.$queryRaw`SELECT pg_sleep(0.1)::text`)
       .then(() => order.push('prisma'));
-    await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => expect(single.poolStats.waiting).toBeGreaterThan(0)); // the Prisma transaction waits
     const late = statement('late', 0);
     await Promise.all([early, typed, late]);
     expect(order).toEqual(['early', 'prisma', 'late']);
