@@ -11,8 +11,12 @@ import { fileURLToPath } from 'node:url';
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const bin = (name) => join(root, 'node_modules', '.bin', name);
 
+/** When this command started: each step says how far in it begins, so a slow step shows. */
+const startedAt = Date.now();
+
 export function log(message) {
-  process.stderr.write(`\x1b[2m[canopy]\x1b[0m ${message}\n`);
+  const at = ((Date.now() - startedAt) / 1000).toFixed(0).padStart(4);
+  process.stderr.write(`\x1b[2m[canopy ${at} s]\x1b[0m ${message}\n`);
 }
 
 export function run(command, args, options = {}) {
