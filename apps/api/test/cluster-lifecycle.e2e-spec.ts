@@ -8,7 +8,11 @@ import { WsClient, wsUrl } from './support/ws-client';
 import { Cluster, eventually } from '@canopy/testing';
 
 const GRACE_MS = 1_500;
-const DECISION_TIMEOUT_MS = 2_000;
+/**
+ * How long a paused run waits for its decisions: long enough that a test deciding each pause in turn does so in time
+ * on a busy machine (at 2 s a pause expired while the test was still polling for it), short for the expiry test.
+ */
+const DECISION_TIMEOUT_MS = 5_000;
 
 let cluster: Cluster;
 let api1: Api;
