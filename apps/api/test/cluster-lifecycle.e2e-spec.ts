@@ -166,7 +166,7 @@ describe('decisions', () => {
     const result = tree.nodes.flatMap((n) => n.message.content).find((b) => b.type === 'tool_result');
     expect(result).toMatchObject({
       isError: true,
-      content: 'Tool rejected: no decision within 2 s (expired)',
+      content: `Tool rejected: no decision within ${DECISION_TIMEOUT_MS / 1000} s (expired)`,
     });
     expect(await assistantTexts(session.id)).toContain('went on without it');
     await cluster.startWorker(2);
