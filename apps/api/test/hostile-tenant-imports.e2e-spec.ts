@@ -26,7 +26,7 @@ let dataDir: string;
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'canopy-imports-'));
-  // The bystander's loop and the polls go as fast as answers come: no request-rate limit in the way.
+  // The bystander's loop and the polls go at their pace: no request-rate limit in the way.
   // Imports pause less between batches than by default (the fairness bench measures the default's effect).
   const env = { RATE_LIMIT_PER_KEY: '0', RATE_LIMIT_PER_TENANT: '0', IMPORT_BATCH_PAUSE_RATIO: '0.5' };
   apps.set('embedded', await startTestApp({ embeddedDataDir: dataDir, env }));
@@ -37,6 +37,12 @@ afterAll(async () => {
   for (const app of apps.values()) await app.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
+
+/**
+ * How long the bystander waits between its requests, and the importer between its polls: a user's pace rather than
+ * a load generator's, so that their own work (they share the process with the service) does not slow the import.
+ */
+const CLIENT_PACE_MS = 20;
 
 /** A bystander's traffic: lists and prompts in a loop until stopped; answers every status it got. */
 function bystander(api: Api, sessionId: string) {
@@ -49,6 +55,7 @@ function bystander(api: Api, sessionId: string) {
           ? await api.get('/v1/sessions?limit=20')
           : await api.post(`/v1/sessions/${sessionId}/prompt`, { content: `still here ${i}`, wait: true });
       statuses.push(res.status);
+      await new Promise((r) => setTimeout(r, CLIENT_PACE_MS));
     }
   })();
   return {
@@ -138,6 +145,7 @@ describe.each(RUNTIMES)('%s', (runtime) => {
           listed: (list.body.data as Array<{ id: string }>).some((s) => s.id === id),
           ...(last ? { whole: last.status === 200 } : {}),
         });
+        await new Promise((r) => setTimeout(r, CLIENT_PACE_MS));
       }
       return request;
     });
