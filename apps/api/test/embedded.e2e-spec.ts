@@ -21,7 +21,7 @@ afterAll(() => {
 describe('the embedded database', () => {
   it('boots with no database configured, serves readiness, and keeps its data across restarts', async () => {
     const tenantId = '6f1c1a52-5a43-4b8e-9a0e-0d5c0f6b1f11';
-    const first = await startTestApp({ embeddedDataDir: dataDir });
+    const first = await startTestApp({ embeddedDataDir: dataDir, freshEmbedded: true });
     try {
       expect(first.config.database.url).toBeNull();
       expect(existsSync(join(dataDir, 'pgdata'))).toBe(true);
