@@ -90,9 +90,9 @@ function hasDatabase(dataDir: string): boolean {
 async function embeddedTemplate(): Promise<string> {
   const template = join(tmpdir(), `canopy-embedded-template-${process.ppid}`);
   if (hasDatabase(template)) return template;
-  // Those of runs that are over.
+  // Those of runs that are over (and what a failed build left).
   for (const name of readdirSync(tmpdir())) {
-    const run = Number(/^canopy-embedded-template-(\d+)$/.exec(name)?.[1]);
+    const run = Number(/^canopy-embedded-template-(\d+)(?:-building-.*)?$/.exec(name)?.[1]);
     if (Number.isInteger(run) && !isProcessAlive(run))
       rmSync(join(tmpdir(), name), { recursive: true, force: true });
   }
