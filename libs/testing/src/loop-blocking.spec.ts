@@ -9,10 +9,12 @@ describe('mainThreadCpuMs', () => {
 
   it('grows as the main thread computes', () => {
     const before = mainThreadCpuMs();
+    // 200 ms of computing by the wall clock: even a thread that waits for a core for part of it runs for ticks.
+    const until = performance.now() + 200;
     let x = 0;
-    while (mainThreadCpuMs() - before < 30) x += Math.sqrt(x + 1);
+    while (performance.now() < until) x += Math.sqrt(x + 1);
     expect(x).toBeGreaterThan(0);
-    expect(mainThreadCpuMs() - before).toBeGreaterThanOrEqual(30);
+    expect(mainThreadCpuMs()).toBeGreaterThan(before);
   });
 });
 
