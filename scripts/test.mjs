@@ -54,8 +54,12 @@ await main(async () => {
   const endToEnd = runsEndToEnd(process.argv.slice(2));
   // The cluster tests start the built api and worker as real processes; the browser journey (apps/web/test) opens
   // the built UI in Debian's chromium.
-  await Promise.all([typeChecks(), endToEnd ? ensureAllBuilt(['api', 'worker'], true) : Promise.resolve()]);
-  if (endToEnd) ensureChromium();
+  // Debian's chromium, when missing, is installed beside them.
+  await Promise.all([
+    typeChecks(),
+    endToEnd ? ensureAllBuilt(['api', 'worker'], true) : Promise.resolve(),
+    endToEnd ? ensureChromium() : Promise.resolve(),
+  ]);
   // VM modules: PGlite (the embedded database, exercised by e2e tests) loads parts of itself with import().
   log('running the tests');
   run(process.execPath, [

@@ -234,7 +234,7 @@ export const CHROMIUM = '/usr/bin/chromium';
  * The browser tests drive Debian's chromium (playwright-core cannot download browsers here). Installs the
  * package when it is missing; fails with a clear message when that is not possible.
  */
-export function ensureChromium() {
+export async function ensureChromium() {
   if (existsSync(CHROMIUM)) return CHROMIUM;
   log(`${CHROMIUM} is missing: installing Debian's chromium for the browser tests (apt-get)`);
   const hint = `install it by hand (apt-get install chromium) and run the tests again`;
@@ -245,16 +245,21 @@ export function ensureChromium() {
     throw new Error(`the browser tests need ${CHROMIUM}; installing it needs root: ${hint}`);
   }
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const install = () =>
-    spawnSync('apt-get', ['install', '-y', '-q', 'chromium'], { cwd: root, stdio: 'inherit', env });
-  let result = install();
-  if (result.status !== 0) {
+  // apt-get waits on the network and the disk more than on a core: it runs beside the builds.
+  const aptGet = (args) =>
+    new Promise((resolvePromise) => {
+      const child = spawn('apt-get', args, { cwd: root, stdio: 'inherit', env });
+      child.on('error', () => resolvePromise(-1));
+      child.on('exit', (code) => resolvePromise(code ?? -1));
+    });
+  let status = await aptGet(['install', '-y', '-q', 'chromium']);
+  if (status !== 0) {
     // A stale package index is the usual cause: refresh it once and try again.
-    spawnSync('apt-get', ['update', '-q'], { cwd: root, stdio: 'inherit', env });
-    result = install();
+    await aptGet(['update', '-q']);
+    status = await aptGet(['install', '-y', '-q', 'chromium']);
   }
-  if (result.status !== 0 || !existsSync(CHROMIUM)) {
-    throw new Error(`could not install chromium (apt-get exited with ${result.status}): ${hint}`);
+  if (status !== 0 || !existsSync(CHROMIUM)) {
+    throw new Error(`could not install chromium (apt-get exited with ${status}): ${hint}`);
   }
   return CHROMIUM;
 }

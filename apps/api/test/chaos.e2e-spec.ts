@@ -1,5 +1,5 @@
 // The chaos suite: a real deployment (2 apis + 2 workers, the built deployables) on a private redis-server and a
-// private Postgres cluster, under a steady streaming load (50 sessions prompted run after run, SSE subscribers on
+// private Postgres cluster, under a steady streaming load (25 sessions prompted run after run, SSE subscribers on
 // both apis resuming with `after`), with faults injected: Redis killed (-9) and started again empty at random
 // moments, Redis paused (SIGSTOP) for 5 s, every Redis connection cut (CLIENT KILL), Postgres restarted, Postgres
 // unreachable for 5 s, workers SIGKILLed at random moments, and an api SIGKILLed with subscribers attached. After
@@ -21,7 +21,7 @@ import {
 const LOCK_MS = 2_000;
 /** How long after a fault every run it caught must have ended: the lock, a lost-run sweep, and 10 s. */
 const BOUND_MS = LOCK_MS * 3 + 10_000;
-const SESSIONS = 50;
+const SESSIONS = 25;
 /** How long finished runs' results stay cached (RUN_RESULT_TTL_MS): the warm-up before the faults outlasts it. */
 const RESULT_TTL_MS = 5_000;
 
