@@ -442,6 +442,7 @@ function renderConfig(): string {
     if (/^bool\b/.test(m.type)) type = 'boolean (true/false, 1/0, yes/no, on/off)';
     else if (/^modelList\b/.test(m.type)) type = 'comma-separated model names';
     else if (/^allowList\b/.test(m.type)) type = 'comma-separated hosts, addresses, CIDR ranges, or *';
+    else if (/^modelLimits\b/.test(m.type)) type = 'comma-separated `provider:name=window[/maxOutput]`';
     else if (schema?.enum) type = schema.enum.map((v) => String(v)).join(' | ');
     else if (schema?.format === 'uri') type = 'URL';
     else {

@@ -7,7 +7,7 @@ import type { ModelInfo, ServerToolInfo } from '@canopy/core';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
 import { Access, CurrentPrincipal, type Principal } from '@canopy/auth';
 import { ProviderKeysService } from '@canopy/tenancy';
-import { listModels, ToolRegistry } from '@canopy/agent';
+import { listModels, modelLimits, ToolRegistry } from '@canopy/agent';
 
 @ApiTags('sessions')
 @ApiBearerAuth()
@@ -17,7 +17,7 @@ export class ModelsController {
   private readonly models: ModelInfo[];
 
   constructor(
-    @Inject(CANOPY_CONFIG) config: CanopyConfig,
+    @Inject(CANOPY_CONFIG) private readonly config: CanopyConfig,
     private readonly tools: ToolRegistry,
     private readonly providerKeys: ProviderKeysService,
   ) {
@@ -27,14 +27,30 @@ export class ModelsController {
   @Get('models')
   @ApiOperation({
     summary:
-      'The models a session can use here: the built-in mocks, the models listed for each configured provider (ANTHROPIC_MODELS, OPENAI_MODELS, OPENAI_COMPATIBLE_MODELS) and those of the caller’s tenant’s own provider keys (PUT /v1/providers/:provider), each with its provider and whether it takes tools',
+      'The models a session can use here: the built-in mocks, the models listed for each configured provider (ANTHROPIC_MODELS, OPENAI_MODELS, OPENAI_COMPATIBLE_MODELS) and those of the caller’s tenant’s own provider keys (PUT /v1/providers/:provider), each with its provider, whether it takes tools, and its context window and output limit in tokens (null when unknown: the built-in table and MODEL_LIMITS say; a mock’s are its session’s opts.contextWindow and opts.maxOutputTokens)',
   })
   @ApiOkResponse({
     schema: {
       example: {
         data: [
-          { id: 'mock:echo', provider: 'mock', name: 'echo', tools: false, description: 'Built in: …' },
-          { id: 'openai:gpt-4.1', provider: 'openai', name: 'gpt-4.1', tools: true, description: null },
+          {
+            id: 'mock:echo',
+            provider: 'mock',
+            name: 'echo',
+            tools: false,
+            contextWindow: null,
+            maxOutputTokens: null,
+            description: 'Built in: …',
+          },
+          {
+            id: 'openai:gpt-4.1',
+            provider: 'openai',
+            name: 'gpt-4.1',
+            tools: true,
+            contextWindow: 1_047_576,
+            maxOutputTokens: 32_768,
+            description: null,
+          },
         ],
       },
     },
@@ -42,7 +58,11 @@ export class ModelsController {
   async list(@CurrentPrincipal() principal: Principal): Promise<{ data: ModelInfo[] }> {
     if (principal.kind === 'admin') return { data: this.models };
     // A tenant's own provider keys add the models it listed with them.
-    return { data: await this.providerKeys.modelsFor(principal.tenantId, this.models) };
+    return {
+      data: await this.providerKeys.modelsFor(principal.tenantId, this.models, (model) =>
+        modelLimits(model, {}, this.config.modelLimits),
+      ),
+    };
   }
 
   @Get('tools')

@@ -38,7 +38,8 @@ const DEFAULT_BASE_URLS = {
   openai: 'https://api.openai.com/v1',
 } as const;
 
-const THINKING_REPLAY: Record<AiSdkProvider, ThinkingReplay> = {
+/** Which thinking blocks each provider is sent back (message-mapping.ts); the token counter counts the same. */
+export const THINKING_REPLAY: Readonly<Record<AiSdkProvider, ThinkingReplay>> = {
   anthropic: 'signed',
   openai: 'none',
   'openai-compatible': 'all',

@@ -8,4 +8,5 @@ export * from './message-mapping';
 export * from './model-id';
 export { toModelError, retryAfterMs } from './provider-errors';
 export * from './model-catalog';
+export * from './model-limits';
 export * from './tenant-credentials.gateway';

@@ -150,6 +150,61 @@ describe('loadConfig', () => {
     expect(loadConfig({ CANOPY_DEMO_TOOLS: 'off' }).demoTools).toBe(false);
   });
 
+  it('reads MODEL_LIMITS into limits by "provider:name", splitting each entry at its last =', () => {
+    expect(loadConfig({}).modelLimits.size).toBe(0);
+    const { modelLimits } = loadConfig({
+      MODEL_LIMITS:
+        ' openai-compatible:llama3.1:8b=131072/4096 , anthropic:claude-next=500000,openai:org/model:v2@x=8192,',
+    });
+    expect([...modelLimits]).toEqual([
+      ['openai-compatible:llama3.1:8b', { contextWindow: 131_072, maxOutputTokens: 4_096 }],
+      ['anthropic:claude-next', { contextWindow: 500_000, maxOutputTokens: null }],
+      ['openai:org/model:v2@x', { contextWindow: 8_192, maxOutputTokens: null }],
+    ]);
+  });
+
+  it('refuses every bad MODEL_LIMITS entry at once, naming the variable and the entry', () => {
+    const bad = [
+      'openai:gpt-4.1', // no window
+      'openai:gpt-4.1=', // no window
+      'openai:gpt-4.1=big',
+      'openai:gpt-4.1=1.5e6',
+      'openai:gpt-4.1=128000/', // an empty output limit
+      'openai:gpt-4.1=0',
+      'openai:gpt-4.1=200000000', // past 100,000,000
+      'openai:gpt-4.1=1000/2000', // an output limit past the window
+      'llama3.1:8b=131072', // no provider ("llama3.1" is none)
+      'mock:echo=1000', // the mocks take opts.contextWindow
+      'openai:=1000', // no model name
+      '=1000',
+      'openai:gpt 4=1000',
+      'openai:gpt-4.1=1000=2000', // "gpt-4.1=1000" is no model name
+    ];
+    for (const entry of bad) {
+      const error = (() => {
+        try {
+          loadConfig({ MODEL_LIMITS: `openai:gpt-4o=128000,${entry}` });
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).problems).toEqual([expect.stringMatching(/^MODEL_LIMITS: /)]);
+      expect((error as ConfigError).problems[0]).toContain(`"${entry}"`);
+    }
+    const twice = (() => {
+      try {
+        loadConfig({ MODEL_LIMITS: 'openai:gpt-4o=128000,openai:gpt-4o=64000,openai:x=0' });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect((twice as ConfigError).problems).toEqual([
+      'MODEL_LIMITS: "openai:gpt-4o=64000": openai:gpt-4o is given twice',
+      'MODEL_LIMITS: "openai:x=0": the window must be from 1 to 100000000',
+    ]);
+  });
+
   it('builds where tenant URLs may lead from ALLOW_PRIVATE_TARGETS; WEBHOOK_ALLOW_PRIVATE means * for webhooks', () => {
     const defaults = loadConfig({});
     expect(defaults.targets.tenantUrls).toBe(TargetPolicy.publicOnly);

@@ -3,10 +3,13 @@
 
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
+import { PROVIDERS } from '@canopy/core';
 import { parseAllowList, TargetPolicy } from '../net/target-policy';
 
 const bool = z.stringbool({ truthy: ['true', '1', 'yes', 'on'], falsy: ['false', '0', 'no', 'off'] });
 const port = z.coerce.number().int().min(0).max(65535);
+/** A model name as its provider calls it (MODEL_LIMITS's keys take the same). */
+const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}$/;
 /** A comma-separated list of model names (each as the provider calls it, e.g. `gpt-4.1` or `llama3.1:8b`). */
 const modelList = z
   .string()
@@ -16,15 +19,58 @@ const modelList = z
       .map((name) => name.trim())
       .filter((name) => name !== ''),
   )
-  .pipe(
-    z
-      .array(
-        z
-          .string()
-          .regex(/^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}$/, 'model names: letters, digits and . _ : / @ -'),
-      )
-      .max(100),
-  );
+  .pipe(z.array(z.string().regex(MODEL_NAME, 'model names: letters, digits and . _ : / @ -')).max(100));
+
+/** A model's limits as MODEL_LIMITS gives them: its context window, and its output limit when given. */
+export interface ConfiguredModelLimits {
+  readonly contextWindow: number;
+  readonly maxOutputTokens: number | null;
+}
+
+/** The largest context window or output limit MODEL_LIMITS takes (a typo's extra digits fail rather than pass). */
+const MAX_MODEL_TOKENS = 100_000_000;
+
+/**
+ * MODEL_LIMITS: comma-separated `provider:name=window` or `provider:name=window/maxOutput`. A model name may contain
+ * ':' and '=' never does, so each entry splits at its last '='; the key is everything before it.
+ */
+const modelLimits = z.string().transform((v, ctx) => {
+  const limits = new Map<string, ConfiguredModelLimits>();
+  const problem = (entry: string, why: string) =>
+    ctx.addIssue({ code: 'custom', message: `"${entry}": ${why}` });
+  for (const raw of v.split(',')) {
+    const entry = raw.trim();
+    if (entry === '') continue;
+    const eq = entry.lastIndexOf('=');
+    const key = entry.slice(0, Math.max(eq, 0)).trim();
+    const colon = key.indexOf(':');
+    const provider = key.slice(0, Math.max(colon, 0));
+    const name = key.slice(colon + 1);
+    const numbers = /^(\d+)(?:\/(\d+))?$/.exec(entry.slice(eq + 1).trim());
+    if (eq < 0 || numbers === null) {
+      problem(entry, 'expected provider:name=window or provider:name=window/maxOutput (whole numbers)');
+      continue;
+    }
+    if (!(PROVIDERS as readonly string[]).includes(provider)) {
+      problem(entry, `the provider must be one of ${PROVIDERS.join(', ')}`);
+      continue;
+    }
+    if (!MODEL_NAME.test(name)) {
+      problem(entry, 'model names: letters, digits and . _ : / @ -');
+      continue;
+    }
+    const contextWindow = Number(numbers[1]);
+    const maxOutputTokens = numbers[2] === undefined ? null : Number(numbers[2]);
+    if (contextWindow < 1 || contextWindow > MAX_MODEL_TOKENS) {
+      problem(entry, `the window must be from 1 to ${MAX_MODEL_TOKENS}`);
+    } else if (maxOutputTokens !== null && (maxOutputTokens < 1 || maxOutputTokens > contextWindow)) {
+      problem(entry, 'the output limit must be from 1 to the window');
+    } else if (limits.has(key)) {
+      problem(entry, `${key} is given twice`);
+    } else limits.set(key, { contextWindow, maxOutputTokens });
+  }
+  return limits;
+});
 
 /** ALLOW_PRIVATE_TARGETS: comma-separated hosts, addresses, CIDR ranges or `*`, each checked. */
 const allowList = z.string().transform((v, ctx) => {
@@ -151,6 +197,13 @@ export const envSchema = z.object({
   OPENAI_MODELS: modelList.default(['gpt-4.1', 'gpt-4.1-mini', 'gpt-4o-mini', 'o4-mini']),
   /** What the OpenAI-compatible server hosts (nothing is assumed: e.g. "llama3.1:8b,qwen2.5:7b"). */
   OPENAI_COMPATIBLE_MODELS: modelList.default([]),
+  /**
+   * Context windows and output limits (in tokens) of models the built-in table does not know, or corrections to it,
+   * comma-separated: `provider:name=window` or `provider:name=window/maxOutput`, e.g.
+   * `openai-compatible:llama3.1:8b=131072/4096`. An entry wins over the built-in table; a model in neither has an
+   * unknown window (its context is sent whole).
+   */
+  MODEL_LIMITS: modelLimits.optional(),
   /**
    * The built-in demo server tools (clock, calculator, deploy: approval and progress) for every tenant.
    * Default: on for the single-process runtime (no REDIS_URL), off for a distributed deployment.
@@ -306,6 +359,8 @@ export interface CanopyConfig {
     readonly openai: readonly string[];
     readonly openaiCompatible: readonly string[];
   };
+  /** MODEL_LIMITS by "provider:name" (empty when unset); they win over the built-in table of model limits. */
+  readonly modelLimits: ReadonlyMap<string, ConfiguredModelLimits>;
   /** Register the built-in demo server tools (clock, calculator, deploy). */
   readonly demoTools: boolean;
   readonly auth: {
@@ -441,6 +496,7 @@ export function loadConfig(
       openai: e.OPENAI_MODELS,
       openaiCompatible: e.OPENAI_COMPATIBLE_MODELS,
     },
+    modelLimits: e.MODEL_LIMITS ?? new Map(),
     demoTools: e.CANOPY_DEMO_TOOLS ?? e.REDIS_URL === undefined,
     auth: {
       jwtSecret: e.CANOPY_JWT_SECRET ?? null,

@@ -90,6 +90,13 @@ export interface ModelInfo {
   name: string;
   /** Whether the model is called with tools (client tools, server tools). */
   tools: boolean;
+  /**
+   * Tokens the model takes in, prompt and reply together; null when unknown (a mock's comes from the session's
+   * `opts.contextWindow`).
+   */
+  contextWindow: number | null;
+  /** Tokens the model gives out in one reply at most; null when unknown (a mock's: `opts.maxOutputTokens`). */
+  maxOutputTokens: number | null;
   description: string | null;
 }
 

@@ -46,20 +46,22 @@ export class ProviderKeysService {
     return this.keys.delete(scope, provider);
   }
 
-  /** The deployment's models followed by those the tenant's own keys list (each once; they take tools). */
-  async modelsFor(tenantId: string, deployment: readonly ModelInfo[]): Promise<ModelInfo[]> {
+  /**
+   * The deployment's models followed by those the tenant's own keys list (each once; they take tools), with the
+   * limits `limitsOf` gives each "provider:name" (the agent layer's table and MODEL_LIMITS, above this one).
+   */
+  async modelsFor(
+    tenantId: string,
+    deployment: readonly ModelInfo[],
+    limitsOf: (model: string) => Pick<ModelInfo, 'contextWindow' | 'maxOutputTokens'>,
+  ): Promise<ModelInfo[]> {
     const own = await this.keys.list({ tenantId });
     const known = new Set(deployment.map((m) => m.id));
     const added: ModelInfo[] = own.flatMap((p) =>
       p.models
-        .map((name) => ({
-          id: `${p.provider}:${name}`,
-          provider: p.provider,
-          name,
-          tools: true,
-          description: 'With your own key',
-        }))
-        .filter((m) => !known.has(m.id)),
+        .map((name) => ({ id: `${p.provider}:${name}`, provider: p.provider, name }))
+        .filter((m) => !known.has(m.id))
+        .map((m) => ({ ...m, tools: true, ...limitsOf(m.id), description: 'With your own key' })),
     );
     return [...deployment, ...added];
   }
