@@ -128,6 +128,7 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /v1/sessions/{id}/messages': { kind: 'session' },
   'GET /v1/sessions/{id}/turns': { kind: 'session' },
   'GET /v1/sessions/{id}/turns/{nodeId}': { kind: 'session' },
+  'GET /v1/sessions/{id}/context': { kind: 'session', query: 'nodeId=1' },
   'POST /v1/sessions/{id}/prompt': { kind: 'session', body: () => ({ content: 'pwned', wait: true }) },
   'POST /v1/sessions/{id}/branch': { kind: 'session', body: (ids) => ({ nodeId: ids.nodeId, wait: true }) },
   'POST /v1/sessions/{id}/navigate': { kind: 'session', body: (ids) => ({ nodeId: ids.nodeId + 1 }) },

@@ -11,6 +11,8 @@ export * from './run/run-state';
 export * from './run/tool-executor';
 export * from './run/turn-runner';
 export * from './run/interrupted';
+export * from './context/context-plan';
+export * from './context/context-view';
 export * from './context/tokens';
 export * from './tools/demo-tools';
 export * from './tools/arithmetic';

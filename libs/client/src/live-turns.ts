@@ -14,6 +14,7 @@ import {
   type SessionInfo,
   type ToolUseBlock,
   type Turn,
+  type RunError,
 } from '@canopy/core';
 
 export interface LiveTurnsView {
@@ -25,7 +26,7 @@ export interface LiveTurnsView {
   /** What server tools of the latest run reported (`tool_progress`), by tool use id; kept until the next run. */
   progress: Record<string, unknown[]>;
   /** The last run error seen since the view started (cleared when a new run starts). */
-  error: { code: string; message: string } | null;
+  error: RunError | null;
   /**
    * The latest run that was cancelled or failed, with what it had produced (kept until the next run starts):
    * nothing of it is in `turns` (it committed nothing), so a UI can still show the prompt and the partial reply.
@@ -38,7 +39,7 @@ export interface LiveTurnsView {
 export interface InterruptedRun {
   runId: string;
   status: 'cancelled' | 'error';
-  error: { code: string; message: string } | null;
+  error: RunError | null;
   /**
    * The run's turn as it stood: a prompt's own turn (id null), or — for a regeneration or a resumed run — the
    * turn it continued, with the partial reply in place of the committed one.

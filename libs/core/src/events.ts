@@ -5,6 +5,13 @@ import type { Message, ToolResultBlock, ToolUseBlock } from './message';
 import type { NodeId, TreeNode } from './tree';
 import type { Usage } from './usage';
 
+/** Why a run failed: its code, a message, and for some codes figures (`context_length_exceeded`: tokens, window). */
+export interface RunError {
+  code: string;
+  message: string;
+  details?: Record<string, unknown>;
+}
+
 export type SessionStatus = 'idle' | 'busy' | 'paused';
 export type RunKind = 'prompt' | 'branch' | 'resume';
 export type RunStatus = 'queued' | 'running' | 'paused' | 'completed' | 'cancelled' | 'error';
@@ -92,9 +99,10 @@ export interface SessionEventMap {
   /**
    * `code`: a model error code (rate_limited, provider_error, target_refused, ...), hook_halted (a pre-hook halted
    * the run), hook_failed (a sequential pre-hook threw), injection_overflow (hook injections over their budget),
-   * interrupted, internal.
+   * interrupted, context_length_exceeded (the request would not fit the model's window; `details`: `{tokens,
+   * window}`), internal.
    */
-  error: { runId: string | null; code: string; message: string };
+  error: { runId: string | null } & RunError;
   state: {
     model: string;
     system: string | null;

@@ -11,6 +11,7 @@ import {
   type Role,
 } from './message';
 import type { NodeId } from './tree';
+import type { RunError } from './events';
 
 export interface MessageItem {
   type: 'message';
@@ -63,6 +64,8 @@ export interface TurnResultData {
   status: RunResultStatus;
   /** The tool calls waiting for a decision (`resume`) when the run paused; empty otherwise. */
   awaiting: ToolCallItem[];
+  /** A failed run's error: its code (e.g. `context_length_exceeded`), message and figures. */
+  error?: RunError;
 }
 
 /** A tool call waiting for a decision, in the JSON result's snake_case. */
@@ -81,6 +84,7 @@ export interface JsonResult {
   run_id: string;
   status: RunResultStatus;
   awaiting: JsonAwaitingCall[];
+  error?: RunError;
 }
 
 /** A message of a run, with its tree node id once committed (a cancelled run's messages have none). */
@@ -95,8 +99,8 @@ export interface TurnResultInput {
   status: RunResultStatus;
   messages: readonly RunMessage[];
   durationMs: number;
-  /** The failed run's error: the final response of an `error` result is this message. */
-  error?: string | null;
+  /** The failed run's error: the final response of an `error` result is its message (a string: the message alone). */
+  error?: RunError | string | null;
   /** Ids of the tool uses a paused run waits for. */
   awaiting?: readonly string[];
 }
@@ -167,6 +171,7 @@ export class TurnResult implements TurnResultData {
   readonly runId: string;
   readonly status: RunResultStatus;
   readonly awaiting: ToolCallItem[];
+  readonly error?: RunError;
 
   constructor(data: TurnResultData) {
     this.sessionId = data.sessionId;
@@ -178,6 +183,7 @@ export class TurnResult implements TurnResultData {
     this.runId = data.runId;
     this.status = data.status;
     this.awaiting = data.awaiting ?? [];
+    if (data.error) this.error = data.error;
   }
 
   /**
@@ -192,10 +198,12 @@ export class TurnResult implements TurnResultData {
     const failed = input.status === 'error';
     const items = turnItems(input.messages);
     const awaiting = new Set(input.status === 'paused' ? (input.awaiting ?? []) : []);
+    const error: RunError | null =
+      typeof input.error === 'string' ? { code: 'internal', message: input.error } : (input.error ?? null);
     return new TurnResult({
       sessionId: input.sessionId,
       finalResponse: failed
-        ? (input.error ?? 'the run failed')
+        ? (error?.message ?? 'the run failed')
         : lastWithText
           ? joinText(lastWithText.message.content)
           : '',
@@ -206,6 +214,7 @@ export class TurnResult implements TurnResultData {
       runId: input.runId,
       status: input.status,
       awaiting: items.filter((i): i is ToolCallItem => i.type === 'tool_call' && awaiting.has(i.toolId)),
+      ...(failed && error && typeof input.error !== 'string' ? { error } : {}),
     });
   }
 
@@ -228,6 +237,7 @@ export class TurnResult implements TurnResultData {
         parameters: a.parameters,
         timestamp: 0,
       })),
+      ...(json.error ? { error: json.error } : {}),
     });
   }
 
@@ -279,6 +289,7 @@ export class TurnResult implements TurnResultData {
       runId: this.runId,
       status: this.status,
       awaiting: this.awaiting,
+      ...(this.error ? { error: this.error } : {}),
     };
   }
 
@@ -296,6 +307,7 @@ export class TurnResult implements TurnResultData {
         tool_name: a.toolName,
         parameters: a.parameters,
       })),
+      ...(this.error ? { error: this.error } : {}),
     };
   }
 }

@@ -16,7 +16,7 @@ import type {
 } from '@canopy/store';
 import {
   LiveSession,
-  checkMockDelays,
+  checkOpts,
   checkModelFor,
   checkTools,
   modelContext,
@@ -67,7 +67,7 @@ export class SessionManager {
   async create(scope: Scope, input: CreateSessionInput): Promise<SessionInfo> {
     await checkModelFor(this.deps, scope.tenantId, input.model);
     checkTools(this.deps.tools, input.tools ?? [], input.opts);
-    checkMockDelays(input.opts);
+    checkOpts(input.opts);
     const record = await this.deps.store.create(scope, {
       ...input,
       userId: scope.userId ?? input.userId ?? null,
@@ -146,7 +146,7 @@ export class SessionManager {
     if (patch.tools !== undefined || patch.opts !== undefined) {
       checkTools(this.deps.tools, patch.tools ?? current.tools, patch.opts ?? current.opts);
     }
-    if (patch.opts !== undefined) checkMockDelays(patch.opts);
+    if (patch.opts !== undefined) checkOpts(patch.opts);
     const idleOnly =
       patch.model !== undefined ||
       patch.system !== undefined ||

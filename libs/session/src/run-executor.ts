@@ -20,10 +20,12 @@ import {
   type SessionEventInput,
   type TreeNode,
   type Usage,
+  type RunError,
 } from '@canopy/core';
 import {
   RunFencedError,
   isPendingState,
+  modelLimits,
   runTurn,
   type CommitRequest,
   type PendingState,
@@ -47,15 +49,22 @@ import type {
 import type { SessionEngineDeps } from './session-deps';
 
 /** What the executor uses: the session and its runs, the model gateway, tools and hooks. */
+
+/** No deployment entries: the built-in table alone. */
+const NO_CONFIGURED_LIMITS = new Map<string, never>();
 export type RunExecutorDeps = Pick<SessionEngineDeps, 'gateway' | 'tools' | 'hooks' | 'logger'> & {
   store: Pick<SessionRecordStore, 'get' | 'loadTree' | 'updateState'> &
     Pick<RunStore, 'commit' | 'endRun' | 'getRun' | 'loadRun' | 'pauseRun'>;
-  settings: Pick<SessionEngineDeps['settings'], 'coalesceMs' | 'maxSteps' | 'retry' | 'toolTimeoutMs'>;
+  settings: Pick<
+    SessionEngineDeps['settings'],
+    'coalesceMs' | 'maxSteps' | 'retry' | 'toolTimeoutMs' | 'modelLimits'
+  >;
 };
 import type { SessionPublisher } from './session-publisher';
 import type { LiveSessionHost } from './live-session-host';
 import type { Decisions } from './decisions';
 import { heuristicTitle } from './title';
+import { enabledServerTools } from './session-input';
 import { actingScope, type ActingScope } from './acting-scope';
 
 /** What a run's input holds, by kind (runs.input). */
@@ -268,6 +277,8 @@ export class RunExecutor {
         hooks: this.deps.hooks,
         toolTimeoutMs: this.deps.settings.toolTimeoutMs,
         retry: this.deps.settings.retry,
+        limits: (model, opts) =>
+          modelLimits(model, opts, this.deps.settings.modelLimits ?? NO_CONFIGURED_LIMITS),
       });
     } finally {
       await coalescer.close();
@@ -300,7 +311,11 @@ export class RunExecutor {
           session,
           run,
           'error',
-          { code: outcome.code, message: outcome.message },
+          {
+            code: outcome.code,
+            message: outcome.message,
+            ...(outcome.details ? { details: outcome.details } : {}),
+          },
           outcome.partial,
           outcome.usage,
           position.committed,
@@ -341,9 +356,7 @@ export class RunExecutor {
     signal: AbortSignal,
   ): RunSpec | null {
     const input = run.input as RunInput;
-    const serverTools = Array.isArray(session.opts.serverTools)
-      ? session.opts.serverTools.filter((n): n is string => typeof n === 'string')
-      : [];
+    const serverTools = enabledServerTools(session.opts);
     let start: RunSpec['start'];
     let maxSteps = Math.min(input.maxSteps ?? this.deps.settings.maxSteps, this.deps.settings.maxSteps);
     if (run.pending && isPendingState(run.pending)) {
@@ -568,7 +581,7 @@ export class RunExecutor {
     session: Pick<SessionRecord, 'id'>,
     run: RunRecord,
     status: 'cancelled' | 'error',
-    error: { code: string; message: string } | null,
+    error: RunError | null,
     partial: Message[],
     usage: Usage,
     committed: boolean,
@@ -635,6 +648,7 @@ export class RunExecutor {
                 runId: run.id,
                 code: error?.code ?? 'internal',
                 message: error?.message ?? 'the run failed',
+                ...(error?.details ? { details: error.details } : {}),
               },
             },
       );

@@ -11,6 +11,7 @@ import {
   type RunResultStatus,
   type SessionEvent,
   type Usage,
+  type RunError,
 } from '@canopy/core';
 
 export type RunEnd = RunResultStatus;
@@ -19,7 +20,7 @@ export interface RunResult {
   runId: string;
   status: RunEnd;
   messages: RunMessage[];
-  error: { code: string; message: string } | null;
+  error: RunError | null;
   /** Ids of the tool uses a paused run waits for. */
   awaiting: string[];
   usage: Usage;
@@ -126,6 +127,7 @@ export class RunTracker {
             {
               code: event.data.code,
               message: event.data.message,
+              ...(event.data.details ? { details: event.data.details } : {}),
             },
             event.at,
           );

@@ -2,6 +2,7 @@
 // code-registered tools and hooks. The embedded and distributed runtimes differ only in the adapters given here.
 
 import type { HookRegistry, ModelGateway, RetryPolicy, ToolRegistry } from '@canopy/agent';
+import type { CanopyConfig } from '@canopy/common';
 import type { RunControl, Timers, TurnQueue } from '@canopy/queue';
 import type { ActivityFeed, EventBus, LiveRegistry } from '@canopy/realtime';
 import type { SessionStore } from '@canopy/store';
@@ -17,6 +18,8 @@ export interface EngineSettings {
   /** Delta coalescing window before events reach the bus. */
   coalesceMs: number;
   toolTimeoutMs: number;
+  /** The deployment's model windows (MODEL_LIMITS), before the built-in table; absent: the table alone. */
+  modelLimits?: CanopyConfig['modelLimits'];
   /** Default and upper bound of a run's model calls. */
   maxSteps: number;
   retry: RetryPolicy;

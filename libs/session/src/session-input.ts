@@ -3,6 +3,7 @@
 // and carries no tool results, and idle-only commands find the session idle. Each failure is a 4xx with the field.
 
 import {
+  contextPolicySchema,
   isTurnBoundary,
   toBlocks,
   type Block,
@@ -81,6 +82,13 @@ export function checkTools(
   }
 }
 
+/** The server tools a session enables (`opts.serverTools`, checked when saved). */
+export function enabledServerTools(opts: Record<string, unknown>): string[] {
+  return Array.isArray(opts.serverTools)
+    ? opts.serverTools.filter((n): n is string => typeof n === 'string')
+    : [];
+}
+
 /** Longest mock delay (per word, or per script entry): 10 minutes, far inside Node's timer range (2^31 - 1 ms). */
 export const MAX_MOCK_DELAY_MS = 600_000;
 
@@ -108,6 +116,33 @@ export function checkMockDelays(opts: Record<string, unknown> | undefined): void
       check((entry as { delayMs?: unknown }).delayMs, `opts.script.${i}.delayMs`);
     }
   });
+}
+
+/**
+ * A session's options as far as Canopy reads them: the mock models' delays and windows, and the context policy
+ * (`opts.context`). Anything else in opts is passed to the model as it is.
+ */
+export function checkOpts(opts: Record<string, unknown> | undefined): void {
+  checkMockDelays(opts);
+  for (const field of ['contextWindow', 'maxOutputTokens'] as const) {
+    const value = opts?.[field];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 100_000_000) {
+      throw CanopyException.badRequest(
+        `opts.${field} must be a whole number of tokens from 1 to 100,000,000`,
+        {
+          field: `opts.${field}`,
+        },
+      );
+    }
+  }
+  if (opts?.context === undefined) return;
+  const parsed = contextPolicySchema.safeParse(opts.context);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = ['opts', 'context', ...issue.path].join('.');
+    throw CanopyException.badRequest(`${field}: ${issue.message}`, { field });
+  }
 }
 
 export function checkContent(content: MessageContent): Block[] {

@@ -132,6 +132,7 @@ export class SessionModule {
                 decisionTimeoutMs: c.sessions.decisionTimeoutMs,
                 coalesceMs: c.sessions.coalesceMs,
                 toolTimeoutMs: c.sessions.toolTimeoutMs,
+                modelLimits: c.modelLimits,
                 maxSteps: c.sessions.maxSteps,
                 retry: DEFAULT_RETRY_POLICY,
                 resultTtlMs: c.sessions.resultTtlMs,

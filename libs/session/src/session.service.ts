@@ -379,7 +379,7 @@ export class SessionService {
       status: result.status,
       messages: result.messages,
       durationMs: result.durationMs,
-      error: result.error?.message ?? null,
+      error: result.error,
       awaiting: result.awaiting,
     });
   }

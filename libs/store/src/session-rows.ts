@@ -12,6 +12,7 @@ import {
   type ClientTool,
   type Message,
   type NodeId,
+  type RunError,
   type RunKind,
   type RunStatus,
   type SessionStatus,
@@ -297,11 +298,14 @@ function toPosition(value: unknown): PositionRecord | null {
   };
 }
 
-function toError(value: unknown): { code: string; message: string } | null {
+function toError(value: unknown): RunError | null {
   if (value === null || typeof value !== 'object') return null;
-  const { code, message } = value as { code?: unknown; message?: unknown };
+  const { code, message, details } = value as { code?: unknown; message?: unknown; details?: unknown };
   return {
     code: typeof code === 'string' ? code : 'internal',
     message: typeof message === 'string' ? message : '',
+    ...(details !== null && typeof details === 'object' && !Array.isArray(details)
+      ? { details: details as Record<string, unknown> }
+      : {}),
   };
 }

@@ -14,6 +14,7 @@ import type {
   SessionStatus,
   TreeNode,
   Usage,
+  RunError,
 } from '@canopy/core';
 import type { SessionFilter } from './session-filters';
 import type { QuotaStatus } from './quota-status';
@@ -104,7 +105,7 @@ export interface RunRecord {
   steer: JsonObject | null;
   /** The position to restore if the run fails or is cancelled before its first commit (branch runs). */
   rollback: PositionRecord | null;
-  error: { code: string; message: string } | null;
+  error: RunError | null;
   usage: Usage;
   attempts: number;
   /** Who started the run (the scope of startRun); null for runs recorded before actors were. */
@@ -179,7 +180,7 @@ export interface EndRunInput {
   sessionId: string;
   runId: string;
   status: 'cancelled' | 'error';
-  error?: { code: string; message: string } | null;
+  error?: RunError | null;
   usage: Usage;
   /** Restore this position (a rollback). */
   restore?: PositionRecord | null;

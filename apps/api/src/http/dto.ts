@@ -6,6 +6,8 @@ import { createZodDto } from 'nestjs-zod';
 import {
   acceptedSchema,
   branchSchema,
+  contextQuerySchema,
+  contextViewSchema,
   bulkExportQuerySchema,
   bulkImportQuerySchema,
   bulkTargetSchema,
@@ -59,6 +61,8 @@ export class AcceptedDto extends createZodDto(acceptedSchema) {}
 export class TurnResultDto extends createZodDto(turnResultSchema) {}
 export class JsonResultDto extends createZodDto(jsonResultSchema) {}
 export class RunViewDto extends createZodDto(runViewSchema) {}
+export class ContextQueryDto extends createZodDto(contextQuerySchema) {}
+export class ContextViewDto extends createZodDto(contextViewSchema) {}
 export class OpenedSessionDto extends createZodDto(openedSessionSchema) {}
 export class SearchQueryDto extends createZodDto(searchQuerySchema) {}
 export class CountQueryDto extends createZodDto(countQuerySchema) {}

@@ -1,7 +1,7 @@
 // The tree of a session and its views: nodes, children, siblings, paths, the active path's messages, UI turns.
 
-import { Controller, Get, Param, ParseIntPipe } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Controller, Get, Inject, Param, ParseIntPipe, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   allTurns,
   getTurn,
@@ -11,9 +11,11 @@ import {
   type Scope,
   type Tree,
 } from '@canopy/core';
-import { CanopyException } from '@canopy/common';
+import { CANOPY_CONFIG, CanopyException, type CanopyConfig } from '@canopy/common';
 import { CurrentScope } from '@canopy/auth';
-import { SessionService } from '@canopy/session';
+import { contextView, modelLimits, ToolRegistry } from '@canopy/agent';
+import { enabledServerTools, SessionService } from '@canopy/session';
+import { ContextQueryDto, ContextViewDto } from './dto';
 import { nodeView } from './views';
 
 const nodeIdPipe = new ParseIntPipe({
@@ -24,7 +26,11 @@ const nodeIdPipe = new ParseIntPipe({
 @ApiBearerAuth()
 @Controller('v1/sessions/:id')
 export class TreeController {
-  constructor(private readonly sessions: SessionService) {}
+  constructor(
+    private readonly sessions: SessionService,
+    private readonly tools: ToolRegistry,
+    @Inject(CANOPY_CONFIG) private readonly config: CanopyConfig,
+  ) {}
 
   @Get('tree')
   @ApiOperation({ summary: 'Every node, the active path, cursors, roots, head and total usage' })
@@ -124,6 +130,29 @@ export class TreeController {
     if (!turn) throw CanopyException.notFound('turn');
     const [marked] = withRunErrors([turn], await this.sessions.failedTurns(scope, id));
     return marked;
+  }
+
+  @Get('context')
+  @ApiOperation({
+    summary:
+      'What the next run from a node (default: the head) would send under the session’s context policy (opts.context): the messages of the path it sends with their tokens, the tokens of the whole request against the model’s window, and whether it fits',
+  })
+  @ApiOkResponse({ type: ContextViewDto })
+  async context(@CurrentScope() scope: Scope, @Param('id') id: string, @Query() query: ContextQueryDto) {
+    const { session, tree } = await this.sessions.loadTree(scope, id);
+    const nodeId = query.nodeId ?? tree.head;
+    if (nodeId !== null) this.existing(tree, nodeId);
+    const path =
+      nodeId === null ? [] : tree.pathTo(nodeId).map((n) => ({ id: n, message: tree.getNode(n)!.message }));
+    return contextView({
+      nodeId,
+      path,
+      model: session.model,
+      system: session.system,
+      opts: session.opts,
+      tools: this.tools.specsFor(enabledServerTools(session.opts), session.tools),
+      limits: modelLimits(session.model, session.opts, this.config.modelLimits),
+    });
   }
 
   private async treeOf(scope: Scope, id: string): Promise<Tree> {

@@ -53,9 +53,13 @@ export type ModelStreamPart =
   /** Always last on success: the complete assistant message and the call's usage. */
   | { type: 'finish'; message: Message; usage: Usage; finishReason: FinishReason };
 
-/** `target_refused`: the SSRF guard refused a URL a tenant gave (its provider base URL, an attachment URL). */
+/**
+ * `target_refused`: the SSRF guard refused a URL a tenant gave (its provider base URL, an attachment URL);
+ * `context_length_exceeded`: the provider said the request is longer than the model's window.
+ */
 export type ModelErrorCode =
   | 'rate_limited'
+  | 'context_length_exceeded'
   | 'provider_error'
   | 'model_not_found'
   | 'bad_model_request'

@@ -72,6 +72,37 @@ describe('toModelError', () => {
     expect(error.retryable).toBe(false);
   });
 
+  it('makes a provider’s “too long for the window” context_length_exceeded, never retryable', () => {
+    const said = (message: string, responseBody?: string) =>
+      toModelError(
+        new APICallError({
+          message,
+          url: 'http://x.test',
+          requestBodyValues: {},
+          statusCode: 400,
+          responseBody,
+        }),
+        false,
+      );
+    // OpenAI (and vLLM, which answers as OpenAI does), Anthropic, and an error code in the body alone.
+    expect(
+      said(
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+      ),
+    ).toMatchObject({ code: 'context_length_exceeded', retryable: false, details: { status: 400 } });
+    expect(said('prompt is too long: 210000 tokens > 200000 maximum').code).toBe('context_length_exceeded');
+    expect(said('Bad Request', '{"error":{"code":"context_length_exceeded"}}').code).toBe(
+      'context_length_exceeded',
+    );
+    expect(said('messages: field required').code).toBe('bad_model_request');
+    expect(
+      toModelError(
+        { type: 'invalid_request_error', message: 'prompt is too long: 9000 tokens > 8192' },
+        false,
+      ).code,
+    ).toBe('context_length_exceeded');
+  });
+
   it('maps provider error events inside a stream', () => {
     expect(toModelError({ type: 'overloaded_error', message: 'Overloaded' }, false)).toMatchObject({
       code: 'provider_error',

@@ -50,6 +50,9 @@ export function toModelError(error: unknown, streamed: boolean, signal?: AbortSi
     }
     if (status >= 500) return fail('provider_error', message, true, { status });
     if (status === 404) return fail('model_not_found', message, false, { status });
+    if (saysContextTooLong(`${error.message} ${error.responseBody ?? ''}`)) {
+      return fail('context_length_exceeded', message, false, { status });
+    }
     return fail('bad_model_request', message, false, { status });
   }
   if (LoadAPIKeyError.isInstance(error)) return fail('not_configured', error.message, false);
@@ -70,6 +73,9 @@ export function toModelError(error: unknown, streamed: boolean, signal?: AbortSi
     // An error event inside an otherwise successful response (Anthropic `error`, OpenAI `{error}` chunks).
     const kind = `${streamError.type ?? ''} ${streamError.code ?? ''}`.toLowerCase();
     if (kind.includes('rate_limit')) return fail('rate_limited', streamError.message, true);
+    if (saysContextTooLong(`${kind} ${streamError.message}`)) {
+      return fail('context_length_exceeded', streamError.message, false);
+    }
     if (kind.includes('invalid_request')) return fail('bad_model_request', streamError.message, false);
     return fail('provider_error', streamError.message, true);
   }
@@ -106,6 +112,18 @@ export function retryAfterMs(
   if (Number.isFinite(seconds)) return seconds >= 0 ? Math.round(seconds * 1000) : undefined;
   const date = Date.parse(after);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/**
+ * How providers say a request is longer than the model's window: OpenAI's error code `context_length_exceeded`
+ * and "maximum context length is N tokens" (also what vLLM and other OpenAI-compatible servers answer),
+ * Anthropic's "prompt is too long", and the "context window" wording others use.
+ */
+const CONTEXT_TOO_LONG =
+  /context_length_exceeded|maximum context length|prompt is too long|exceeds? (the )?(model'?s? )?context (window|length)|context window (is )?exceeded|too many tokens/i;
+
+export function saysContextTooLong(text: string): boolean {
+  return CONTEXT_TOO_LONG.test(text);
 }
 
 function providerMessage(error: APICallError): string {

@@ -14,6 +14,7 @@ import {
   type AssistantBlock,
   type Block,
   type ClientTool,
+  type ContextPolicy,
   type Message,
   type Scope,
   type SessionEventInput,
@@ -29,6 +30,9 @@ import { retryDelayMs, sleep, type RetryPolicy } from './retry';
 import { awaitingIds, type PendingState, type ToolCallState } from './run-state';
 import { errorResult, executeServerTool } from './tool-executor';
 import { keptOnInterrupt } from './interrupted';
+import { contextPolicyOf, planContext, type ContextPlan } from '../context/context-plan';
+import { tokenCounterFor, type TokenCounter } from '../context/tokens';
+import type { ModelLimits } from '../model/model-limits';
 
 export interface RunSpec {
   /** Who acts this execution: hooks and tools get it (see callerScopes). */
@@ -96,7 +100,15 @@ export type RunOutcome =
       kept: Message[];
       keptUsage: Usage;
     }
-  | { status: 'error'; code: string; message: string; partial: Message[]; usage: Usage }
+  | {
+      status: 'error';
+      code: string;
+      message: string;
+      /** Figures of some codes (`context_length_exceeded`: tokens, window). */
+      details?: Record<string, unknown>;
+      partial: Message[];
+      usage: Usage;
+    }
   | { status: 'fenced'; usage: Usage };
 
 export interface TurnRunnerDeps {
@@ -105,6 +117,8 @@ export interface TurnRunnerDeps {
   hooks: HookRegistry;
   toolTimeoutMs: number;
   retry: RetryPolicy;
+  /** The model's window and output limit (absent: unknown, and every request is sent whole). */
+  limits?: (model: string, opts: Record<string, unknown>) => ModelLimits;
 }
 
 /** The run lost the session (cancelled elsewhere, recovered, superseded): it must stop without writing. */
@@ -112,6 +126,17 @@ export class RunFencedError extends Error {
   constructor() {
     super('the run no longer owns the session');
     this.name = 'RunFencedError';
+  }
+}
+
+/** The request, after the session's context policy, is over the model's window: no provider call is made. */
+class ContextLengthExceeded extends Error {
+  constructor(readonly plan: ContextPlan) {
+    super(
+      `the request is ${plan.tokens} tokens: over the model's window of ${plan.window} less ${
+        (plan.window ?? 0) - (plan.budget ?? 0)
+      } kept for the reply (opts.context chooses what to send of a long conversation)`,
+    );
   }
 }
 
@@ -157,6 +182,13 @@ class TurnRun {
   private userMessage: Message | null = null;
   /** What the last model call was sent (injections included), and its injections: what its tools see. */
   private sent: { messages: readonly Message[]; injections: readonly Block[] } | null = null;
+  private readonly counter: TokenCounter;
+  private readonly limits: ModelLimits;
+  private readonly policy: ContextPolicy;
+  /** Tokens of each message counted so far (messages never change once made). */
+  private readonly counted = new WeakMap<Message, number>();
+  /** The last plan of what to send: its figures go with a context-length error. */
+  private lastPlan: ContextPlan | null = null;
 
   constructor(
     private readonly spec: RunSpec,
@@ -165,6 +197,9 @@ class TurnRun {
   ) {
     this.context = [...spec.history];
     this.scope = spec.scope;
+    this.counter = tokenCounterFor(spec.model);
+    this.limits = deps.limits?.(spec.model, spec.opts) ?? { contextWindow: null, maxOutputTokens: null };
+    this.policy = contextPolicyOf(spec.opts);
   }
 
   async run(): Promise<RunOutcome> {
@@ -232,9 +267,17 @@ class TurnRun {
   /** One model call: pre-hooks, the streamed call with retries, post-hooks. */
   private async modelStep(): Promise<{ assistant: Message; halt: { hook: string; reason: string } | null }> {
     this.sent = null;
-    const pre = await this.deps.hooks.runPre({ ...this.turn(), context: [...this.context] });
+    // The context after the session's policy is what hooks see and what is sent; their injections count too.
+    const fixed = this.counter.system(this.spec.system) + this.counter.tools(this.toolSpecs());
+    let planned = this.planned(fixed);
+    const pre = await this.deps.hooks.runPre({ ...this.turn(), context: planned });
     if (pre.halted) throw new RunHalted(pre.code, pre.hook, pre.reason);
-    const messages = withInjections(this.context, pre.injections);
+    if (pre.injections.length > 0) {
+      planned = this.planned(
+        fixed + this.counter.message({ role: 'user', content: pre.injections, timestamp: 0 }),
+      );
+    }
+    const messages = withInjections(planned, pre.injections);
     this.sent = { messages, injections: pre.injections };
 
     let failures = 0;
@@ -279,6 +322,29 @@ class TurnRun {
       assistantMessage: assistant,
     });
     return { assistant, halt: post.halted ? { hook: post.hook, reason: post.reason } : null };
+  }
+
+  /** The messages the policy sends of the context; throws ContextLengthExceeded when even they are too many. */
+  private planned(fixedTokens: number): Message[] {
+    const tokens = this.context.map((m) => {
+      let n = this.counted.get(m);
+      if (n === undefined) {
+        n = this.counter.message(m);
+        this.counted.set(m, n);
+      }
+      return n;
+    });
+    const plan = planContext({
+      messages: this.context,
+      tokens,
+      fixedTokens,
+      window: this.limits.contextWindow,
+      maxOutputTokens: this.limits.maxOutputTokens,
+      policy: this.policy,
+    });
+    this.lastPlan = plan;
+    if (!plan.fits) throw new ContextLengthExceeded(plan);
+    return plan.dropped === 0 ? [...this.context] : plan.sent.map((i) => this.context[i]!);
   }
 
   private async streamOnce(
@@ -521,8 +587,31 @@ class TurnRun {
     if (err instanceof RunHalted) {
       return { status: 'error', code: err.code, message: err.message, partial, usage: this.runUsage };
     }
+    if (err instanceof ContextLengthExceeded) {
+      const { tokens, window } = err.plan;
+      return {
+        status: 'error',
+        code: 'context_length_exceeded',
+        message: err.message,
+        details: { tokens, window },
+        partial,
+        usage: this.runUsage,
+      };
+    }
     if (err instanceof ModelError) {
-      return { status: 'error', code: err.code, message: err.message, partial, usage: this.runUsage };
+      // The provider's own verdict on the request's length: the figures as far as Canopy counted them.
+      const details =
+        err.code === 'context_length_exceeded'
+          ? { details: { tokens: this.lastPlan?.tokens ?? null, window: this.limits.contextWindow } }
+          : {};
+      return {
+        status: 'error',
+        code: err.code,
+        message: err.message,
+        ...details,
+        partial,
+        usage: this.runUsage,
+      };
     }
     // A dependency that did not answer (the database, Redis) ends the run as `unavailable`: the prompt can be
     // sent again once it is back, which `internal` would not say.
@@ -545,13 +634,7 @@ class TurnRun {
   }
 
   private toolSpecs() {
-    const specs = this.spec.serverTools
-      .filter((n) => this.deps.tools.has(n))
-      .map((n) => this.deps.tools.spec(n));
-    for (const t of this.spec.clientTools) {
-      specs.push({ name: t.name, description: t.description, inputSchema: t.inputSchema });
-    }
-    return specs;
+    return this.deps.tools.specsFor(this.spec.serverTools, this.spec.clientTools);
   }
 
   private emit(event: SessionEventInput): void {

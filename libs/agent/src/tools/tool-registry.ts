@@ -1,6 +1,7 @@
 // The registry of server tools (registered in code at start-up) and the JSON Schemas the model sees.
 
 import { z } from 'zod';
+import type { ClientTool } from '@canopy/core';
 import type { ModelToolSpec } from '../model/model-gateway.port';
 import type { ServerTool } from './server-tool';
 
@@ -29,6 +30,14 @@ export class ToolRegistry {
   }
 
   /** The model-facing description of a registered tool. */
+  /** What a session's model calls are sent of its tools: its enabled server tools registered here, then its client tools. */
+  specsFor(serverTools: readonly string[], clientTools: readonly ClientTool[]): ModelToolSpec[] {
+    const specs = serverTools.filter((n) => this.has(n)).map((n) => this.spec(n));
+    for (const t of clientTools)
+      specs.push({ name: t.name, description: t.description, inputSchema: t.inputSchema });
+    return specs;
+  }
+
   spec(name: string): ModelToolSpec {
     const tool = this.tools.get(name);
     if (!tool) throw new Error(`unknown server tool "${name}"`);

@@ -22,12 +22,21 @@ export const actorSchema = z
       'Who acts: a tenant API key (its id), an end user (user token), the admin, or the system (timers, recovery)',
   });
 
+/** Why a run failed. */
+export const runErrorSchema = z.object({
+  code: z.string(),
+  message: z.string(),
+  details: z.record(z.string(), z.unknown()).optional().meta({
+    description: 'Figures of some codes: `context_length_exceeded` has `tokens` (the request) and `window`',
+  }),
+});
+
 export const runViewSchema = z.object({
   id: z.string(),
   sessionId: z.string(),
   kind: z.enum(['prompt', 'branch', 'resume']),
   status: z.enum(['queued', 'running', 'paused', 'completed', 'cancelled', 'error']),
-  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  error: runErrorSchema.optional(),
   usage: usageSchema.meta({ description: 'Usage of the run so far (a paused run’s steps included)' }),
   attempts: z.number().int().meta({ description: 'Executions so far (more than 1 after a takeover)' }),
   actor: actorSchema.nullable().meta({
@@ -95,6 +104,9 @@ export const turnResultSchema = z
     runId: z.string(),
     status: statusSchema,
     awaiting: z.array(toolCallItemSchema).meta({ description: 'Paused: the tool calls awaiting a decision' }),
+    error: runErrorSchema
+      .optional()
+      .meta({ description: 'A failed run: its error code, message and figures' }),
   })
   .meta({ description: 'The result of a run: its messages, tool calls and results, final response, status' });
 
@@ -110,8 +122,39 @@ export const jsonResultSchema = z
     awaiting: z.array(
       z.object({ tool_id: z.string(), tool_name: z.string(), parameters: z.record(z.string(), z.unknown()) }),
     ),
+    error: runErrorSchema.optional(),
   })
   .meta({ description: 'The result of a run in its snake_case JSON form (`format: "json"`)' });
+
+export const contextViewSchema = z
+  .object({
+    nodeId: z.number().int().nullable(),
+    strategy: z.enum(['none', 'truncate']),
+    window: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'The model’s context window; null when unknown' }),
+    reserveOutputTokens: z.number().int().nullable().meta({ description: 'Tokens kept free for the reply' }),
+    tokens: z.number().int().meta({
+      description: 'Tokens of the request: the system prompt, the tools’ schemas and the messages sent',
+    }),
+    fits: z.boolean().meta({
+      description:
+        'Whether it fits the window less the reserve (a run that does not ends with context_length_exceeded)',
+    }),
+    summary: z
+      .object({ text: z.string(), throughNodeId: z.number().int(), tokens: z.number().int() })
+      .nullable(),
+    dropped: z
+      .number()
+      .int()
+      .meta({ description: 'Messages of the path the policy leaves out (the oldest turns)' }),
+    messages: z.array(
+      z.object({ nodeId: z.number().int(), role: z.enum(['user', 'assistant']), tokens: z.number().int() }),
+    ),
+  })
+  .meta({ description: 'What the next run from the node would send, counted in tokens' });
 
 export const acceptedSchema = z.object({
   runId: z.string(),

@@ -159,6 +159,21 @@ export const sessionIdSchema = z
   .regex(/^[A-Za-z0-9_-]{1,128}$/, 'letters, digits, _ and -, 128 at most');
 export const modelSchema = z.string().min(3).max(200);
 
+/**
+ * A session's context policy (`opts.context`): what a run sends when the active path would not fit the model's
+ * window. `none` sends everything (a request over the window ends the run with `context_length_exceeded` before
+ * any provider call); `truncate` leaves out the oldest whole turns until the request fits.
+ */
+export const contextPolicySchema = z
+  .object({
+    strategy: z.enum(['none', 'truncate']),
+    /** Tokens kept free for the reply (default: the model's output limit, at most 4,096 and a quarter of the window). */
+    reserveOutputTokens: z.number().int().min(0).max(1_000_000).optional(),
+    /** Turns at the start of the conversation that truncation never leaves out (default 0). */
+    keepFirstTurns: z.number().int().min(0).max(1_000).optional(),
+  })
+  .strict();
+
 export const createSessionSchema = z
   .object({
     id: sessionIdSchema.optional(),
@@ -210,6 +225,12 @@ export const branchSchema = z
     content: promptContentSchema.optional(),
     maxSteps: z.number().int().min(1).max(1_000).optional(),
     ...waitOptions,
+  })
+  .strict();
+
+export const contextQuerySchema = z
+  .object({
+    nodeId: z.coerce.number().int().min(1).optional().meta({ description: 'The node (default: the head)' }),
   })
   .strict();
 
@@ -285,6 +306,7 @@ export const listTenantsQuerySchema = z
   .strict();
 
 export type CreateSessionRequest = z.infer<typeof createSessionSchema>;
+export type ContextPolicy = z.infer<typeof contextPolicySchema>;
 export type UpdateSessionRequest = z.infer<typeof updateSessionSchema>;
 export type PromptRequest = z.infer<typeof promptSchema>;
 export type BranchRequest = z.infer<typeof branchSchema>;

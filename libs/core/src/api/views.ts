@@ -1,7 +1,8 @@
 // Answers of the API that the service builds and the SDK reads, shared so the two cannot drift: a live session
 // as the registry knows it, the run statistics of dashboards, the models a deployment offers and its tenants.
 
-import type { SessionStatus } from '../events';
+import type { RunError, SessionStatus } from '../events';
+import type { ContextPolicy } from './schemas';
 
 /** A live session across the deployment: the presences of every instance merged. */
 export interface LiveEntry {
@@ -52,7 +53,7 @@ export interface RecentRun {
   createdAt: string;
   finishedAt: string | null;
   totalTokens: number;
-  error: { code: string; message: string } | null;
+  error: RunError | null;
 }
 
 export interface TenantUsage {
@@ -98,6 +99,26 @@ export interface ModelInfo {
   /** Tokens the model gives out in one reply at most; null when unknown (a mock's: `opts.maxOutputTokens`). */
   maxOutputTokens: number | null;
   description: string | null;
+}
+
+/** What the next run from a node would send (GET /v1/sessions/:id/context). */
+export interface ContextView {
+  nodeId: number | null;
+  strategy: ContextPolicy['strategy'];
+  /** The model's context window; null when unknown (then everything is sent). */
+  window: number | null;
+  /** Tokens kept free for the reply; null when the window is unknown. */
+  reserveOutputTokens: number | null;
+  /** Tokens of the request: the system prompt, the tools' schemas and the messages sent. */
+  tokens: number;
+  /** Whether it fits the window less the reserve (a run that does not fit ends with context_length_exceeded). */
+  fits: boolean;
+  /** A summary standing in for the oldest turns; null when none does. */
+  summary: { text: string; throughNodeId: number; tokens: number } | null;
+  /** Messages of the path left out by the policy (the oldest whole turns). */
+  dropped: number;
+  /** The messages sent, oldest first, with their tokens. */
+  messages: Array<{ nodeId: number; role: 'user' | 'assistant'; tokens: number }>;
 }
 
 /** A server tool registered on the deployment (GET /v1/tools): sessions enable it in `opts.serverTools`. */

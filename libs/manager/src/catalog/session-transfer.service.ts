@@ -22,7 +22,7 @@ import {
 import type { ToolRegistry } from '@canopy/agent';
 import type { LiveRegistry } from '@canopy/realtime';
 import type { ImportSessionHead, SessionCatalogStore, SessionFilter, SessionStore } from '@canopy/store';
-import { checkMockDelays, checkTools, toSessionInfo } from '@canopy/session';
+import { checkOpts, checkTools, toSessionInfo } from '@canopy/session';
 import { resolveFilter, type CatalogFilter } from './catalog-filter';
 import type { HeavyOperations } from './heavy-operations';
 import { INLINE_PREPARATION_BYTES, type ImportConverter } from './import-converter';
@@ -132,7 +132,7 @@ export class SessionTransferService {
     }
     const tools = s.tools ?? [];
     checkTools(this.tools, tools, s.opts);
-    checkMockDelays(s.opts);
+    checkOpts(s.opts);
     const head: ImportSessionHead = {
       ...(s.id !== undefined ? { id: s.id } : {}),
       title: s.title,

@@ -1,0 +1,184 @@
+// Long conversations against a model's window, over HTTP with a real provider code path (the local fake provider,
+// which records every request): a session on `truncate` goes on past the window with every request inside it,
+// the oldest whole turns left out and the newest prompt always sent; on `none` (the default) a request over the
+// window ends the run with context_length_exceeded and its figures before any provider call; a provider's own
+// "too long" answer maps to the same code; GET /v1/sessions/:id/context shows what the next run would send.
+
+/* eslint-disable @typescript-eslint/no-unsafe-call -- JSON bodies read loosely */
+
+import { tokenCounterFor } from '@canopy/agent';
+import { FakeLlmServer } from '@canopy/testing';
+import { newTenant, type Api } from './support/api-client';
+import { startTestApp, type TestApp } from './support/test-app';
+
+const WINDOW = 2_000;
+const MAX_OUTPUT = 256;
+const MODEL = 'openai-compatible:small';
+
+let t: TestApp;
+let fake: FakeLlmServer;
+let api: Api;
+
+beforeAll(async () => {
+  fake = await FakeLlmServer.start();
+  t = await startTestApp({
+    env: {
+      ALLOW_PRIVATE_TARGETS: '127.0.0.1',
+      OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl,
+      OPENAI_COMPATIBLE_MODELS: 'small',
+      MODEL_LIMITS: `${MODEL}=${WINDOW}/${MAX_OUTPUT}`,
+      RATE_LIMIT_PER_KEY: '0',
+      RATE_LIMIT_PER_TENANT: '0',
+    },
+  });
+  ({ api } = await newTenant(t, 'long conversations'));
+});
+
+afterAll(async () => {
+  await t?.close();
+  await fake?.close();
+});
+
+/** A prompt of about `words` tokens, numbered so that each turn's text can be found in a request. */
+const prompt = (turn: number, words = 120) => `turn ${turn}: ${'lorem '.repeat(words)}`;
+
+/** The texts of a Chat Completions request's messages (the system prompt first). */
+function sentTexts(body: Record<string, unknown>): string[] {
+  return (body.messages as Array<{ content: unknown }>).map((m) =>
+    typeof m.content === 'string' ? m.content : JSON.stringify(m.content),
+  );
+}
+
+it('lists the model with its window and output limit', async () => {
+  const models = (await api.get('/v1/models')).body.data as Array<Record<string, unknown>>;
+  expect(models.find((m) => m.id === MODEL)).toMatchObject({
+    contextWindow: WINDOW,
+    maxOutputTokens: MAX_OUTPUT,
+  });
+});
+
+it('truncate: a conversation many windows long keeps every request inside the window', async () => {
+  const id = (
+    await api.post('/v1/sessions', {
+      model: MODEL,
+      system: 'Be brief.',
+      opts: { context: { strategy: 'truncate' } },
+    })
+  ).body.id as string;
+  const turns = 30;
+  const first = fake.requests.length;
+  for (let turn = 1; turn <= turns; turn++) {
+    fake.enqueue({
+      text: [`reply ${turn}: `, 'ipsum '.repeat(40)],
+      usage: { inputTokens: 10, outputTokens: 40 },
+    });
+    const res = await api.post(`/v1/sessions/${id}/prompt`, { content: prompt(turn), wait: true });
+    expect({ turn, status: res.body.status }).toEqual({ turn, status: 'completed' });
+  }
+  const requests = fake.requests.slice(first);
+  expect(requests).toHaveLength(turns);
+  // Counted by the tokenizer alone (o200k_base, as for the mocks; Canopy's count for this provider adds a margin
+  // and overheads, so it is the larger).
+  const exact = tokenCounterFor('mock:echo');
+  const sizes = requests.map((r) => exact.text(sentTexts(r.body).join('\n')));
+  expect(Math.max(...sizes)).toBeLessThanOrEqual(WINDOW - MAX_OUTPUT);
+  requests.forEach((r, i) => {
+    const texts = sentTexts(r.body);
+    expect(texts[0]).toBe('Be brief.');
+    expect(texts.at(-1)).toContain(`turn ${i + 1}:`);
+  });
+  // The conversation outgrew the window: the last request left the first turns out, whole (no reply without its
+  // prompt: after the system prompt comes a user message).
+  const last = requests.at(-1)!.body.messages as Array<{ role: string; content: unknown }>;
+  expect(JSON.stringify(last)).not.toContain('turn 1:');
+  expect(last[1]!.role).toBe('user');
+  expect(sizes.at(-1)!).toBeGreaterThan((WINDOW - MAX_OUTPUT) / 2);
+
+  // What the next run would send: the same cut, with each message's tokens.
+  const view = (await api.get(`/v1/sessions/${id}/context`)).body;
+  expect(view).toMatchObject({
+    strategy: 'truncate',
+    window: WINDOW,
+    reserveOutputTokens: MAX_OUTPUT,
+    fits: true,
+  });
+  expect(view.tokens).toBeLessThanOrEqual(WINDOW - MAX_OUTPUT);
+  expect(view.dropped).toBeGreaterThan(0);
+  expect(view.summary).toBeNull();
+  const tree = (await api.get(`/v1/sessions/${id}/tree`)).body;
+  expect(view.nodeId).toBe(tree.head);
+  expect(view.messages.at(-1).nodeId).toBe(tree.head);
+  expect(view.dropped + view.messages.length).toBe(tree.path.length);
+  // The tree keeps every message: nothing was deleted.
+  expect(tree.nodes).toHaveLength(turns * 2);
+  // From an earlier node: the path up to it, whole while it fits.
+  const early = (await api.get(`/v1/sessions/${id}/context?nodeId=4`)).body;
+  expect(early).toMatchObject({ nodeId: 4, dropped: 0, fits: true });
+  expect(early.messages.map((m: { nodeId: number }) => m.nodeId)).toEqual([1, 2, 3, 4]);
+});
+
+it('none (the default): a request over the window fails before any provider call, with its figures', async () => {
+  const id = (await api.post('/v1/sessions', { model: MODEL })).body.id as string;
+  const before = fake.requests.length;
+  const res = await api.post(`/v1/sessions/${id}/prompt`, { content: prompt(1, 3_000), wait: true });
+  expect(res.status).toBe(200);
+  expect(res.body).toMatchObject({
+    status: 'error',
+    isError: true,
+    error: { code: 'context_length_exceeded', details: { window: WINDOW } },
+  });
+  expect(res.body.error.details.tokens).toBeGreaterThan(WINDOW - MAX_OUTPUT);
+  expect(fake.requests.length).toBe(before);
+  // The run's record says the same; nothing was committed.
+  const run = (await api.get(`/v1/runs/${res.body.runId as string}`)).body;
+  expect(run.error).toMatchObject({ code: 'context_length_exceeded', details: { window: WINDOW } });
+  expect((await api.get(`/v1/sessions/${id}/tree`)).body.nodes).toHaveLength(0);
+  // The JSON form carries it too.
+  const json = await api.post(`/v1/sessions/${id}/prompt`, {
+    content: prompt(2, 3_000),
+    wait: true,
+    format: 'json',
+  });
+  expect(json.body).toMatchObject({ is_error: true, error: { code: 'context_length_exceeded' } });
+});
+
+it('maps a provider’s own “too long” answer to context_length_exceeded', async () => {
+  const id = (await api.post('/v1/sessions', { model: MODEL })).body.id as string;
+  fake.enqueue({
+    status: 400,
+    message: "This model's maximum context length is 2000 tokens. However, you requested 2300 tokens.",
+  });
+  const res = await api.post(`/v1/sessions/${id}/prompt`, { content: 'hello', wait: true });
+  expect(res.body).toMatchObject({ status: 'error', error: { code: 'context_length_exceeded' } });
+  expect(res.body.error.details.window).toBe(WINDOW);
+});
+
+it('checks opts.context and the mocks’ windows, and answers the context of a mock session', async () => {
+  const bad = await api.post('/v1/sessions', {
+    model: 'mock:echo',
+    opts: { context: { strategy: 'forget' } },
+  });
+  expect(bad.status).toBe(400);
+  expect(bad.body.error.details.field).toBe('opts.context.strategy');
+  const extra = await api.post('/v1/sessions', {
+    model: 'mock:echo',
+    opts: { context: { strategy: 'none', later: true } },
+  });
+  expect(extra.status).toBe(400);
+  const badWindow = await api.post('/v1/sessions', { model: 'mock:echo', opts: { contextWindow: -3 } });
+  expect(badWindow.body.error.details.field).toBe('opts.contextWindow');
+
+  const id = (await api.post('/v1/sessions', { model: 'mock:echo', opts: { contextWindow: 4_000 } })).body
+    .id as string;
+  const empty = (await api.get(`/v1/sessions/${id}/context`)).body;
+  expect(empty).toMatchObject({ nodeId: null, strategy: 'none', window: 4_000, dropped: 0, messages: [] });
+  await api.post(`/v1/sessions/${id}/prompt`, { content: 'hello there', wait: true });
+  const view = (await api.get(`/v1/sessions/${id}/context`)).body;
+  expect(view.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant']);
+  expect(view.tokens).toBe(view.messages.reduce((sum: number, m: { tokens: number }) => sum + m.tokens, 0));
+
+  expect((await api.get(`/v1/sessions/${id}/context?nodeId=99`)).body.error.code).toBe('not_found');
+  expect((await api.get(`/v1/sessions/${id}/context?nodeId=first`)).status).toBe(400);
+  const stranger = (await newTenant(t, 'context stranger')).api;
+  expect((await stranger.get(`/v1/sessions/${id}/context`)).body.error.code).toBe('not_found');
+});
