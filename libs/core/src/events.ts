@@ -12,6 +12,22 @@ export interface RunError {
   details?: Record<string, unknown>;
 }
 
+/** What a `context` event carries (see SessionEventMap). */
+export interface ContextEventData {
+  /** The run it is of (null: none, e.g. a meter read while idle). */
+  runId: string | null;
+  kind: 'meter' | 'summarizing' | 'summarized' | 'summary_failed';
+  strategy: 'none' | 'truncate' | 'summarize';
+  /** Tokens of the request: what the next run would send (`meter`), or the one being planned. */
+  tokens: number;
+  /** The model's context window; null when unknown. */
+  window: number | null;
+  /** The last node the summary in use covers; null when none does. */
+  summarizedThrough: number | null;
+  /** Why a summary failed (`summary_failed`). */
+  message?: string;
+}
+
 export type SessionStatus = 'idle' | 'busy' | 'paused';
 export type RunKind = 'prompt' | 'branch' | 'resume';
 export type RunStatus = 'queued' | 'running' | 'paused' | 'completed' | 'cancelled' | 'error';
@@ -119,6 +135,13 @@ export interface SessionEventMap {
     head: NodeId | null;
   };
   title: { title: string | null };
+  /**
+   * The session's context against its model's window: `meter` after each run (what the next run from the head
+   * would send: its tokens, and the node its summary covers), `summarizing` when a run starts summarizing older
+   * turns, `summarized` once that summary is stored, `summary_failed` when it failed (the run truncates instead,
+   * and `message` says why).
+   */
+  context: ContextEventData;
   store: { ok: true; kind: StoreKind } | { ok: false; kind: StoreKind; error: string };
 }
 
@@ -148,6 +171,7 @@ export const SESSION_EVENT_TYPES = [
   'state',
   'tree',
   'title',
+  'context',
   'store',
 ] as const satisfies readonly SessionEventType[];
 
@@ -158,6 +182,7 @@ const SESSION_LEVEL_EVENTS: ReadonlySet<SessionEventType> = new Set([
   'state',
   'tree',
   'title',
+  'context',
   'store',
 ] as const);
 
