@@ -8,7 +8,7 @@
 
 import { tokenCounterFor } from '@canopy/agent';
 import { FakeLlmServer } from '@canopy/testing';
-import { newTenant, type Api } from './support/api-client';
+import { newTenant, SseReader, type Api } from './support/api-client';
 import { startTestApp, type TestApp } from './support/test-app';
 
 const WINDOW = 2_000;
@@ -181,4 +181,61 @@ it('checks opts.context and the mocks’ windows, and answers the context of a m
   expect((await api.get(`/v1/sessions/${id}/context?nodeId=first`)).status).toBe(400);
   const stranger = (await newTenant(t, 'context stranger')).api;
   expect((await stranger.get(`/v1/sessions/${id}/context`)).body.error.code).toBe('not_found');
+});
+
+it('meters the context after each run: a `context` event, kept for GET /v1/sessions/:id, the list and the snapshot', async () => {
+  const id = (await api.post('/v1/sessions', { model: MODEL, system: 'Be brief.' })).body.id as string;
+  expect((await api.get(`/v1/sessions/${id}`)).body.context).toBeNull();
+  const auth = { authorization: `Bearer ${api.credential!}` };
+  const events = await SseReader.open(`${api.baseUrl}/v1/sessions/${id}/events`, auth);
+  const meterOf = async (runId: string): Promise<{ tokens: number }> =>
+    (await events.waitFor((e) => e.event === 'context' && e.data.runId === runId)).data as { tokens: number };
+  try {
+    fake.enqueue({ text: ['a short reply'], usage: { inputTokens: 10, outputTokens: 3 } });
+    const done = await api.post(`/v1/sessions/${id}/prompt`, { content: prompt(1, 50), wait: true });
+    expect(done.body.status).toBe('completed');
+    const meter = await meterOf(done.body.runId as string);
+    // What the next run from the new head would send, as GET …/context counts it.
+    const view = (await api.get(`/v1/sessions/${id}/context`)).body;
+    expect(view.messages).toHaveLength(2);
+    const expected = { tokens: view.tokens, window: WINDOW, strategy: 'none', summarizedThrough: null };
+    expect(meter).toEqual({ runId: done.body.runId, kind: 'meter', ...expected });
+    // After the commit's events, and kept before it was published.
+    const types = events.events.map((e) => e.event);
+    expect(types.lastIndexOf('context')).toBeGreaterThan(types.lastIndexOf('tree'));
+    expect((await api.get(`/v1/sessions/${id}`)).body.context).toEqual(expected);
+
+    // A failed run (over the window: nothing committed) meters the same context under its own run id.
+    const failed = await api.post(`/v1/sessions/${id}/prompt`, { content: prompt(2, 3_000), wait: true });
+    expect(failed.body.error.code).toBe('context_length_exceeded');
+    expect(await meterOf(failed.body.runId as string)).toEqual({
+      runId: failed.body.runId,
+      kind: 'meter',
+      ...expected,
+    });
+
+    // A second completed run: the meter grows by its prompt and reply.
+    fake.enqueue({ text: ['another reply'], usage: { inputTokens: 10, outputTokens: 3 } });
+    const next = await api.post(`/v1/sessions/${id}/prompt`, { content: prompt(3, 50), wait: true });
+    const grown = await meterOf(next.body.runId as string);
+    expect(grown.tokens).toBe((await api.get(`/v1/sessions/${id}/context`)).body.tokens);
+    expect(grown.tokens).toBeGreaterThan(expected.tokens + 50);
+    const latest = { ...expected, tokens: grown.tokens };
+    expect((await api.get(`/v1/sessions/${id}`)).body.context).toEqual(latest);
+
+    // A new subscriber's snapshot carries it, and so does the session list.
+    const joined = await SseReader.open(`${api.baseUrl}/v1/sessions/${id}/events?mode=observer`, auth);
+    try {
+      expect((await joined.waitFor((e) => e.event === 'snapshot')).data.session.context).toEqual(latest);
+    } finally {
+      joined.close();
+    }
+    const listed = (await api.get('/v1/sessions?limit=100')).body.data as Array<{ id: string }>;
+    expect(listed.find((s) => s.id === id)).toMatchObject({ context: latest });
+    // Another tenant sees none of it.
+    const stranger = (await newTenant(t, 'meter stranger')).api;
+    expect((await stranger.get(`/v1/sessions/${id}`)).status).toBe(404);
+  } finally {
+    events.close();
+  }
 });

@@ -22,6 +22,7 @@ afterAll(async () => {
 });
 
 const SESSION_KEYS = [
+  'context',
   'createdAt',
   'id',
   'metadata',

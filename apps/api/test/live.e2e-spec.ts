@@ -59,7 +59,10 @@ function shape(types: Array<string | undefined>): Array<string | undefined> {
   return types.filter((type, i) => !(type === 'text_delta' && types[i - 1] === 'text_delta'));
 }
 
-/** The events of one run of a titled session, from its `status` busy to the `store` after its `turn`. */
+/**
+ * The events of one run of a titled session, from its `status` busy to the `store` after its `turn`, then the
+ * token meter (`context`) once it has ended.
+ */
 const RUN_SHAPE = [
   'status',
   'message',
@@ -72,14 +75,19 @@ const RUN_SHAPE = [
   'turn',
   'tree',
   'store',
+  'context',
 ];
 
-/** True once the events hold the run's `turn` and the `store` that follows it (the end of its commit). */
+/**
+ * True once the events hold the run's `turn`, the `store` that follows it (the end of its commit) and the run's
+ * token meter (`context`, published once it has ended).
+ */
 function runCommitted(events: Array<{ event?: string; data: unknown }>, runId: string): boolean {
-  const turn = events.findIndex(
-    (e) => e.event === 'turn' && (e.data as { runId?: unknown } | null)?.runId === runId,
-  );
-  return turn >= 0 && events.slice(turn + 1).some((e) => e.event === 'store');
+  const ofRun = (e: { event?: string; data: unknown }, type: string) =>
+    e.event === type && (e.data as { runId?: unknown } | null)?.runId === runId;
+  const turn = events.findIndex((e) => ofRun(e, 'turn'));
+  const store = events.findIndex((e, i) => i > turn && e.event === 'store');
+  return turn >= 0 && store >= 0 && events.slice(store + 1).some((e) => ofRun(e, 'context'));
 }
 
 function expectIncreasing(seqs: number[]): void {
@@ -743,7 +751,7 @@ describe('graceful shutdown', () => {
 
       await expectClosedForReconnect(streams);
       const seen = streams.sse.events.map((e) => e.event);
-      expect(seen.slice(-4)).toEqual(['turn', 'tree', 'store', 'end']);
+      expect(seen.slice(-5)).toEqual(['turn', 'tree', 'store', 'context', 'end']);
       expect(runCommitted(streams.ws.events(id), runId)).toBe(true);
       await expectNoNewConnections(app, key);
 

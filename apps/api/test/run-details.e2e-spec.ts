@@ -104,6 +104,7 @@ describe('the embedded runtime', () => {
     const failed = await api.post<TurnResult>(`/v1/sessions/${s.id}/branch`, { nodeId: 1, wait: true });
     expect(failed.body).toMatchObject({ status: 'error', finalResponse: 'model exploded' });
     await sse.waitFor((e) => e.event === 'state');
+    await sse.waitFor((e) => e.event === 'context'); // the token meter of the restored head
     sse.close();
     expect(milestones(sse.events.slice(1))).toEqual([
       'status',
@@ -114,8 +115,9 @@ describe('the embedded runtime', () => {
       'tree',
       'store',
       'state',
+      'context',
     ]);
-    expect(sse.events.at(-1)!.data).toMatchObject({
+    expect(sse.events.find((e) => e.event === 'state')!.data).toMatchObject({
       model: 'mock:script',
       opts: { script: [{ error: 'model exploded' }] },
     });

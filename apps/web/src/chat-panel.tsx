@@ -17,6 +17,7 @@ import {
 import { ExportMenu } from './export-menu';
 import { errorText } from './format';
 import { useSessionLive } from './session-live';
+import { TokenMeter } from './token-meter';
 import { TreePanel } from './tree-panel';
 import { TurnView } from './turn-view';
 
@@ -211,6 +212,9 @@ export function ChatPanel({
             <span className="chat-sub">
               {view?.session.model ?? '…'} · <code>{session.id}</code>
             </span>
+            {!notFound && (
+              <TokenMeter loading={!view} context={view?.session.context} lastError={view?.error?.code} />
+            )}
           </div>
           <span
             className={`status status-${notFound ? 'missing' : status}`}

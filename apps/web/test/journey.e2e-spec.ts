@@ -167,6 +167,8 @@ describe('web UI journey: the playground', () => {
     await expectAttribute(byTestId('chat'), 'data-session-id', chatId);
     await expectText(byTestId('session-title'), 'Journey chat');
     await waitIdle();
+    // No run yet: the token meter says it counts after one.
+    await expectAttribute(byTestId('token-meter'), 'data-state', 'none');
     expect(await api('GET', `/v1/sessions/${chatId}`)).toMatchObject({
       title: 'Journey chat',
       model: 'mock:echo',
@@ -202,6 +204,11 @@ describe('web UI journey: the playground', () => {
     await expectText(reply(0), `Echo: ${FIRST}`);
     await waitIdle();
     await expectText(byTestId('tree-summary'), '2 messages, 2 on the active path');
+    // The token meter, live from the run's `context` event: what the next run would send, as the API counts it.
+    const { context } = await api<{ context: { tokens: number } }>('GET', `/v1/sessions/${chatId}`);
+    await expectText(byTestId('token-meter-label'), `${context.tokens} tokens · no window known`);
+    await expectAttribute(byTestId('token-meter'), 'data-state', 'unknown');
+    await expectText(byTestId('token-meter-strategy'), 'none');
 
     const [line1, line2] = SECOND.split('\n');
     await byTestId('prompt-input').fill(line1!);
@@ -370,7 +377,7 @@ describe('web UI journey: the playground', () => {
     const slow = await api<{ id: string }>('POST', '/v1/sessions', {
       model: 'mock:echo',
       title: 'Slow chat',
-      opts: { delayMs: 150 },
+      opts: { delayMs: 150, contextWindow: 4_000 },
     });
     await page.goto(`${t.url}/#/sessions/${encodeURIComponent(slow.id)}`);
     await expectText(byTestId('session-title'), 'Slow chat');
@@ -379,6 +386,9 @@ describe('web UI journey: the playground', () => {
     await page.keyboard.press('Escape');
     await waitIdle();
     await expectText(byTestId('interrupted-label'), 'Cancelled: this reply was stopped and not saved');
+    // A cancelled run is metered too: nothing was kept, against the session's window.
+    await expectText(byTestId('token-meter-label'), '0 / 4,000 tokens');
+    await expectAttribute(byTestId('token-meter'), 'data-state', 'normal');
     const kept = byTestId('interrupted');
     await expectText(kept.getByTestId('turn-prompt'), LONG);
     await expectText(kept.getByTestId('reply-text'), /^Echo: word1 word2/);
@@ -404,6 +414,19 @@ describe('web UI journey: the playground', () => {
     await byTestId('edit-interrupted').click();
     expect(await byTestId('prompt-input').inputValue()).toBe('this will fail');
     await screenshots(page, '13-failed');
+
+    // Over the window: the run fails with context_length_exceeded and the meter turns to its error style.
+    const tight = await api<{ id: string }>('POST', '/v1/sessions', {
+      model: 'mock:echo',
+      title: 'Tight chat',
+      opts: { contextWindow: 32 },
+    });
+    await page.goto(`${t.url}/#/sessions/${encodeURIComponent(tight.id)}`);
+    await expectText(byTestId('session-title'), 'Tight chat');
+    await send(`${LONG} ${LONG}`);
+    await expectText(byTestId('interrupted-label'), /^Failed: .*window/);
+    await expectAttribute(byTestId('token-meter'), 'data-state', 'over');
+    await expectText(byTestId('token-meter-label'), '0 / 32 tokens');
   });
 
   it('renames, searches and deletes sessions, and starts a new chat with Ctrl+Shift+O', async () => {

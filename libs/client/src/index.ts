@@ -35,6 +35,8 @@ export {
   type NodeId,
   type SessionInfo,
   type SessionStatus,
+  type ContextMeter,
+  type ContextEventData,
   type Usage,
   type ClientTool,
   type CanopyDocument,

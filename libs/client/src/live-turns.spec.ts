@@ -21,6 +21,7 @@ const info: SessionInfo = {
   userId: null,
   status: 'idle',
   pinned: false,
+  context: null,
   createdAt: '2026-11-21T10:00:00.000Z',
   updatedAt: '2026-11-21T10:00:00.000Z',
 };

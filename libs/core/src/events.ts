@@ -28,6 +28,19 @@ export interface ContextEventData {
   message?: string;
 }
 
+/**
+ * The session's token meter: what the next run from its head would send, counted after its last run ended (a
+ * `context` event of kind `meter`), kept with the session.
+ */
+export interface ContextMeter {
+  tokens: number;
+  /** The model's context window; null when unknown. */
+  window: number | null;
+  strategy: ContextEventData['strategy'];
+  /** The last node the summary in use covers; null when none does. */
+  summarizedThrough: number | null;
+}
+
 export type SessionStatus = 'idle' | 'busy' | 'paused';
 export type RunKind = 'prompt' | 'branch' | 'resume';
 export type RunStatus = 'queued' | 'running' | 'paused' | 'completed' | 'cancelled' | 'error';
@@ -54,6 +67,8 @@ export interface SessionInfo {
   status: SessionStatus;
   /** Exempt from the tenant's retention policy (unless it keeps nothing). */
   pinned: boolean;
+  /** The token meter after the session's last run; null before any run was counted. */
+  context: ContextMeter | null;
   createdAt: string;
   updatedAt: string;
 }

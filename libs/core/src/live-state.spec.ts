@@ -12,6 +12,7 @@ const info: SessionInfo = {
   userId: null,
   status: 'busy',
   pinned: false,
+  context: null,
   createdAt: '2026-12-03T10:00:00.000Z',
   updatedAt: '2026-12-03T10:00:00.000Z',
 };
@@ -88,5 +89,23 @@ describe('LiveState', () => {
     state.apply(event('message', { runId: 'r1', message: prompt, nodeId: 1 }));
     state.apply(event('message', { runId: 'r1', message: reply, nodeId: 2 }));
     expect(state.runInFlight!.pending).toEqual([prompt, reply]);
+  });
+
+  it('keeps the latest token meter in the session, and a joiner’s snapshot carries it', () => {
+    const { state: server, event } = emptySession();
+    const meter = { tokens: 1_234, window: 8_192, strategy: 'truncate', summarizedThrough: null };
+    server.apply(event('context', { runId: 'r1', kind: 'meter', ...meter }));
+    expect(server.session.context).toEqual(meter);
+    // The summary's progress is no meter: the session's stays as it was.
+    server.apply(event('context', { runId: 'r2', kind: 'summarizing', ...meter, tokens: 9_000 }));
+    expect(server.session.context).toEqual(meter);
+    const joined = new LiveState(liveStateInit(server.snapshot()));
+    expect(joined.session.context).toEqual(meter);
+    const next = { tokens: 2_000, window: null, strategy: 'none', summarizedThrough: 4 };
+    const later = event('context', { runId: 'r3', kind: 'meter', ...next, message: 'ignored' });
+    server.apply(later);
+    joined.apply(later);
+    expect(joined.snapshot().session.context).toEqual(next);
+    expect(server.snapshot().session).toEqual(joined.snapshot().session);
   });
 });

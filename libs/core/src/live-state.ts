@@ -162,6 +162,12 @@ export class LiveState {
       case 'title':
         this.info = { ...this.info, title: event.data.title };
         break;
+      case 'context':
+        if (event.data.kind === 'meter') {
+          const { tokens, window, strategy, summarizedThrough } = event.data;
+          this.info = { ...this.info, context: { tokens, window, strategy, summarizedThrough } };
+        }
+        break;
       case 'state':
         this.info = {
           ...this.info,

@@ -206,7 +206,9 @@ describe('rollback of a branch that never committed', () => {
     const failed = await log.waitFor('error');
     await log.waitFor('store', (e) => e.seq > failed.seq);
     await log.waitFor('state', (e) => e.seq > failed.seq);
-    // The branch's start is a tree change like any other (tree, then store); the rollback ends with `state`.
+    await log.waitFor('context', (e) => e.seq > failed.seq);
+    // The branch's start is a tree change like any other (tree, then store); the rollback ends with `state`, and
+    // the token meter of the restored head follows.
     expect(log.milestones(from)).toEqual([
       'status',
       'tree',
@@ -216,6 +218,7 @@ describe('rollback of a branch that never committed', () => {
       'tree',
       'store',
       'state',
+      'context',
     ]);
     const after = await engine.service.tree(scope, id);
     expect(after.path).toEqual(before.path);
@@ -241,6 +244,7 @@ describe('rollback of a branch that never committed', () => {
     expect(cancelled.data.partial.length).toBeGreaterThan(0); // the partial reply streamed so far
     await log.waitFor('store', (e) => e.seq > cancelled.seq);
     await log.waitFor('state', (e) => e.seq > cancelled.seq);
+    await log.waitFor('context', (e) => e.seq > cancelled.seq);
     expect(log.milestones(from)).toEqual([
       'status',
       'tree',
@@ -250,6 +254,7 @@ describe('rollback of a branch that never committed', () => {
       'tree',
       'store',
       'state',
+      'context',
     ]);
     const after = await engine.service.tree(scope, id);
     expect(after).toEqual(before);

@@ -16,6 +16,7 @@ export function toSessionInfo(r: SessionRecord): SessionInfo {
     userId: r.userId,
     status: r.status,
     pinned: r.pinned,
+    context: r.contextMeter,
     createdAt: r.createdAt.toISOString(),
     updatedAt: r.updatedAt.toISOString(),
   };

@@ -19,6 +19,7 @@ describe('a prompt with mock:echo', () => {
     const result = await engine.service.waitForRun(scope, session.id, runId);
     expect(result.status).toBe('completed');
     await log.waitFor('store', (e) => e.data.kind === 'state');
+    await log.waitFor('context'); // the token meter, once the run has ended
     expect(log.milestones()).toEqual([
       'snapshot',
       'status',
@@ -31,6 +32,7 @@ describe('a prompt with mock:echo', () => {
       'store',
       'title',
       'store',
+      'context',
     ]);
     const seqs = log.events.map((e) => e.seq);
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));

@@ -53,7 +53,7 @@ import type { SessionEngineDeps } from './session-deps';
 /** No deployment entries: the built-in table alone. */
 const NO_CONFIGURED_LIMITS = new Map<string, never>();
 export type RunExecutorDeps = Pick<SessionEngineDeps, 'gateway' | 'tools' | 'hooks' | 'logger'> & {
-  store: Pick<SessionRecordStore, 'get' | 'loadTree' | 'updateState'> &
+  store: Pick<SessionRecordStore, 'get' | 'loadTree' | 'updateState' | 'saveContextMeter'> &
     Pick<RunStore, 'commit' | 'endRun' | 'getRun' | 'loadRun' | 'pauseRun'>;
   settings: Pick<
     SessionEngineDeps['settings'],
@@ -66,6 +66,7 @@ import type { Decisions } from './decisions';
 import { heuristicTitle } from './title';
 import { enabledServerTools } from './session-input';
 import { actingScope, type ActingScope } from './acting-scope';
+import { meterAfterRun } from './context-meter';
 
 /** What a run's input holds, by kind (runs.input). */
 export interface RunInput {
@@ -547,6 +548,7 @@ export class RunExecutor {
       data: { id: session.id, runId: run.id, status: 'completed', usage },
       at: Date.now(),
     });
+    await meterAfterRun(this.deps, this.publisher, this.live, scope, session.id, run.id);
     // The queue is read only when the commit that ended the run saw prompts in it (no read per run otherwise).
     if (position.queueWaiting) this.finishedListener?.(scope.tenantId, session.id);
     // Titled by the run's last commit already (or a title set meanwhile kept), or nothing earlier to title from.
@@ -663,6 +665,7 @@ export class RunExecutor {
       if (current) events.push({ type: 'state', data: stateOf(current) });
     }
     await this.publisher.publish(scope.tenantId, session.id, events);
+    await meterAfterRun(this.deps, this.publisher, this.live, scope, session.id, run.id);
     await this.publisher.activity({
       tenantId: scope.tenantId,
       type: 'run_finished',

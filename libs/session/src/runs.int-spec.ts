@@ -111,6 +111,7 @@ describe('server tools', () => {
     expect(result.status).toBe('completed');
     await log.waitFor('title'); // titling follows the first run's commit
     await log.waitFor('store', (e) => e.data.kind === 'state');
+    await log.waitFor('context'); // then the token meter
     const messages = result.messages.map((m) => m.message);
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
     const uses = toolUses(messages[1]!);
@@ -140,6 +141,7 @@ describe('server tools', () => {
       'store',
       'title',
       'store',
+      'context',
     ]);
     const turn = engine.service.toTurnResult(s.id, result);
     expect(turn.toolCalls.map((c) => c.toolName)).toEqual(['add', 'add']);
@@ -297,7 +299,8 @@ describe('approvals and client tools', () => {
     expect(await engine.service.cancel(scope, s.id)).toEqual({ runId: paused.runId });
     const cancelled = await log.waitFor('cancelled');
     expect(cancelled.data.partial.map((m) => m.role)).toEqual(['user', 'assistant']);
-    expect(log.milestones(from)).toEqual(['status', 'cancelled']);
+    await log.waitFor('context', (e) => e.data.runId === paused.runId);
+    expect(log.milestones(from)).toEqual(['status', 'cancelled', 'context']);
     expect((await engine.service.tree(scope, s.id)).nodes).toHaveLength(0);
     expect((await engine.service.getRun(scope, paused.runId)).status).toBe('cancelled');
     await expect(engine.service.resume(scope, s.id, { decision: { type: 'execute' } })).rejects.toMatchObject(
@@ -340,8 +343,9 @@ describe('cancel, races and interruptions', () => {
     expect(Date.now() - at).toBeLessThan(1_000); // the slow tool did not run to its end
     const result = await engine.service.waitForRun(scope, s.id, runId);
     expect(result.status).toBe('cancelled');
+    await log.waitFor('context', (e) => e.data.runId === runId);
     const types = log.milestones();
-    expect(types.slice(types.lastIndexOf('status'))).toEqual(['status', 'cancelled']);
+    expect(types.slice(types.lastIndexOf('status'))).toEqual(['status', 'cancelled', 'context']);
     expect((await engine.service.tree(scope, s.id)).nodes).toHaveLength(0);
     expect((await engine.service.get(scope, s.id)).status).toBe('idle');
   });
@@ -391,7 +395,8 @@ describe('hooks, retries, step cap, steering', () => {
     const log = await EventLog.of(engine, scope, s.id);
     const result = await run(s.id);
     expect(result).toMatchObject({ status: 'error', error: { message: 'bad request' } });
-    expect(log.milestones().slice(-3)).toEqual(['message', 'status', 'error']);
+    await log.waitFor('context', (e) => e.data.runId === result.runId);
+    expect(log.milestones().slice(-4)).toEqual(['message', 'status', 'error', 'context']);
     expect((await engine.service.tree(scope, s.id)).nodes).toHaveLength(0);
     expect(engine.service.toTurnResult(s.id, result).isError).toBe(true);
   });
@@ -509,7 +514,8 @@ describe('store failures', () => {
       kind: 'tree',
       error: expect.stringMatching(/poisoned message/),
     });
-    expect(log.milestones().slice(-3)).toEqual(['store', 'status', 'error']);
+    await log.waitFor('context', (e) => e.data.runId === result.runId);
+    expect(log.milestones().slice(-4)).toEqual(['store', 'status', 'error', 'context']);
     expect((await engine.service.get(scope, s.id)).status).toBe('idle');
     expect((await engine.service.tree(scope, s.id)).nodes).toHaveLength(0);
     const ok = await run(s.id, 'healthy');

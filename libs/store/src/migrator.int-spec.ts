@@ -1,22 +1,60 @@
 // Migrating a database whose history predates the baseline, on the real Postgres: one built by every migration
-// before the baseline is taken over (the baseline recorded in their place, the data untouched); one stopped part
-// way through that chain, or migrated by a version with migrations this one lacks, is refused with what to do,
-// and nothing changes.
+// before the baseline is taken over (the baseline recorded in their place, the data untouched, the migrations after
+// the baseline applied); one stopped part way through that chain, or migrated by a version with migrations this one
+// lacks, is refused with what to do, and nothing changes.
 
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { createTestDatabase, type TestDatabase } from '@canopy/testing';
+import { adminUrl, roleUrl, TEST_ROLE, type TestDatabase } from '@canopy/testing';
 import { startFailureText } from '@canopy/common';
 import { applyMigrations, BASELINE_MIGRATION, BEFORE_BASELINE, MigrationHistoryRefusal } from './migrator';
 
 const MIGRATIONS_DIR = join(__dirname, '../../../prisma/migrations');
+/** The migrations after the baseline: a database taken over applies them next. */
+const AFTER_BASELINE = readdirSync(MIGRATIONS_DIR, { withFileTypes: true })
+  .filter((d) => d.isDirectory() && d.name > BASELINE_MIGRATION)
+  .map((d) => d.name)
+  .sort();
 
 let db: TestDatabase;
 let client: Client;
+let baselineOnly: string;
+
+beforeAll(() => {
+  baselineOnly = mkdtempSync(join(tmpdir(), 'canopy-baseline-'));
+  cpSync(join(MIGRATIONS_DIR, BASELINE_MIGRATION), join(baselineOnly, BASELINE_MIGRATION), {
+    recursive: true,
+  });
+  cpSync(join(MIGRATIONS_DIR, 'migration_lock.toml'), join(baselineOnly, 'migration_lock.toml'));
+});
+
+afterAll(() => rmSync(baselineOnly, { recursive: true, force: true }));
+
+/**
+ * A database with the baseline's schema and nothing after it: what the migrations before the baseline built (the
+ * test template has every migration, later ones included).
+ */
+async function baselineDatabase(): Promise<TestDatabase> {
+  const name = `canopy_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = async (statement: string) => {
+    const c = new Client({ connectionString: adminUrl() });
+    await c.connect();
+    try {
+      await c.query(statement);
+    } finally {
+      await c.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name} OWNER ${TEST_ROLE}`);
+  await applyMigrations({ url: roleUrl(name), migrationsDir: baselineOnly });
+  return { name, url: roleUrl(name), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
 
 beforeEach(async () => {
-  db = await createTestDatabase();
+  db = await baselineDatabase();
   client = new Client({ connectionString: db.url });
   await client.connect();
 });
@@ -65,8 +103,9 @@ describe('a database migrated before the baseline', () => {
       log: (m) => logs.push(m),
     });
 
-    expect(result).toEqual({ applied: [], adopted: [...BEFORE_BASELINE] });
-    expect(await history()).toEqual([BASELINE_MIGRATION]);
+    // The baseline recorded in place of the earlier chain, then the migrations after it applied.
+    expect(result).toEqual({ applied: AFTER_BASELINE, adopted: [...BEFORE_BASELINE] });
+    expect(await history()).toEqual([BASELINE_MIGRATION, ...AFTER_BASELINE]);
     expect(logs.some((m) => m.includes(`before ${BASELINE_MIGRATION}`))).toBe(true);
     const { rows } = await client.query('SELECT id FROM tenants WHERE id = $1', [tenant]);
     expect(rows).toHaveLength(1);
@@ -81,7 +120,7 @@ describe('a database migrated before the baseline', () => {
     await recordHistory([...BEFORE_BASELINE, BASELINE_MIGRATION]);
     const result = await applyMigrations({ url: db.url, migrationsDir: MIGRATIONS_DIR });
     expect(result.adopted).toHaveLength(BEFORE_BASELINE.length);
-    expect(await history()).toEqual([BASELINE_MIGRATION]);
+    expect(await history()).toEqual([BASELINE_MIGRATION, ...AFTER_BASELINE]);
   });
 
   it('is refused, unchanged, when the earlier chain stopped part way', async () => {

@@ -14,6 +14,7 @@ import { CanopyException } from '@canopy/common';
 import {
   actorOf,
   parseActor,
+  type ContextMeter,
   type NodeId,
   type RunStatus,
   type Scope,
@@ -252,6 +253,23 @@ export class PostgresSessionStore implements SessionStore {
     // Nodes and runs go with the session (ON DELETE CASCADE).
     const rows = await this.db.withTenantSql(scope, (tx) =>
       query(tx, sql`DELETE FROM sessions WHERE ${whereSession(scope, id)} RETURNING 1 AS deleted`),
+    );
+    return rows.length > 0;
+  }
+
+  async saveContextMeter(
+    scope: Scope,
+    id: string,
+    head: NodeId | null,
+    meter: ContextMeter,
+  ): Promise<boolean> {
+    const rows = await this.db.withTenantSql(scope, (tx) =>
+      query(
+        tx,
+        sql`UPDATE sessions SET context_meter = ${json(meter)}
+             WHERE ${whereSession(scope, id)} AND sessions.head IS NOT DISTINCT FROM ${head}::int
+            RETURNING 1 AS saved`,
+      ),
     );
     return rows.length > 0;
   }

@@ -10,6 +10,7 @@ import {
   USAGE_FIELDS,
   unstorableTextPath,
   type ClientTool,
+  type ContextMeter,
   type Message,
   type NodeId,
   type RunError,
@@ -43,6 +44,7 @@ const SESSION_COLUMN_LIST = [
   'sessions.idle_shutdown_after_ms',
   'sessions.active_run_id::text AS active_run_id',
   'sessions.pinned',
+  'sessions.context_meter',
   'sessions.created_at',
   'sessions.updated_at',
 ];
@@ -118,6 +120,7 @@ export interface SessionRow {
   idle_shutdown_after_ms: number | null;
   active_run_id: string | null;
   pinned: boolean;
+  context_meter: unknown;
   created_at: Date;
   updated_at: Date;
 }
@@ -223,6 +226,7 @@ export function toSession(row: SessionRow): SessionRecord {
     idleShutdownAfterMs: row.idle_shutdown_after_ms,
     activeRunId: row.active_run_id,
     pinned: row.pinned === true,
+    contextMeter: toContextMeter(row.context_meter),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -295,6 +299,26 @@ function toPosition(value: unknown): PositionRecord | null {
     path: Array.isArray(path) ? path.filter((n): n is number => typeof n === 'number') : [],
     cursors: toCursors(cursors),
     head: typeof head === 'number' ? head : null,
+  };
+}
+
+const METER_STRATEGIES: ReadonlySet<unknown> = new Set<ContextMeter['strategy']>([
+  'none',
+  'truncate',
+  'summarize',
+]);
+
+/** The stored meter when it is one (null for NULL, and for anything else: it is counted again after the next run). */
+export function toContextMeter(value: unknown): ContextMeter | null {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
+  const { tokens, window, strategy, summarizedThrough } = value as Record<string, unknown>;
+  const count = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+  if (!count(tokens) || !(window === null || count(window)) || !METER_STRATEGIES.has(strategy)) return null;
+  return {
+    tokens,
+    window,
+    strategy: strategy as ContextMeter['strategy'],
+    summarizedThrough: count(summarizedThrough) ? summarizedThrough : null,
   };
 }
 

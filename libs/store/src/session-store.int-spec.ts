@@ -148,6 +148,7 @@ describe('create / get / exists', () => {
       idleShutdownAfterMs: 60_000,
       activeRunId: null,
       pinned: false,
+      contextMeter: null,
       createdAt: expect.any(Date) as Date,
       updatedAt: expect.any(Date) as Date,
     });
@@ -649,6 +650,53 @@ describe('delete', () => {
     expect(await store.getRun(scope, run.id)).toBeNull();
     const left = await sql(scope, (tx) => Promise.all([tx.node.count(), tx.run.count()]));
     expect(left).toEqual([0, 0]);
+  });
+});
+
+describe('saveContextMeter', () => {
+  const meter = { tokens: 1_234, window: 8_192, strategy: 'truncate' as const, summarizedThrough: null };
+
+  it('keeps the meter of the head it was counted at, without touching updatedAt; a moved head keeps the newer one', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    await backdate(scope, 's');
+    expect(await store.saveContextMeter(scope, 's', null, meter)).toBe(true);
+    const saved = (await store.get(scope, 's'))!;
+    expect(saved.contextMeter).toEqual(meter);
+    expect(saved.updatedAt.toISOString()).toBe('2020-01-01T00:00:00.000Z');
+    // Every read of the session carries it: a list, the tree, a run's start.
+    expect((await store.list(scope, { limit: 10 })).data[0]!.contextMeter).toEqual(meter);
+    expect((await store.loadTree(scope, 's'))!.session.contextMeter).toEqual(meter);
+    const { run, session } = await startRun(scope, 's');
+    expect(session.contextMeter).toEqual(meter);
+    await store.commit(scope, {
+      sessionId: 's',
+      runId: run.id,
+      nodes: [node(1, null, 'q')],
+      position: pos([1]),
+      nextNodeId: 2,
+      usage: emptyUsage(),
+      finish: { usage: emptyUsage() },
+    });
+    // Counted at the head before the commit: too late, another meter is due.
+    expect(await store.saveContextMeter(scope, 's', null, { ...meter, tokens: 1 })).toBe(false);
+    const next = { ...meter, tokens: 1_300, window: null, summarizedThrough: 1 };
+    expect(await store.saveContextMeter(scope, 's', 1, next)).toBe(true);
+    expect((await store.get(scope, 's'))!.contextMeter).toEqual(next);
+  });
+
+  it('writes nothing for another tenant or another user, and reads a malformed meter as none', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm', userId: 'alice' });
+    expect(await store.saveContextMeter(await newScope(), 's', null, meter)).toBe(false);
+    expect(await store.saveContextMeter({ ...scope, userId: 'bob' }, 's', null, meter)).toBe(false);
+    expect((await store.get(scope, 's'))!.contextMeter).toBeNull();
+    expect(await store.saveContextMeter({ ...scope, userId: 'alice' }, 's', null, meter)).toBe(true);
+    await sql(
+      scope,
+      (tx) => tx.$executeRaw`UPDATE sessions SET context_meter = '{"tokens": "many"}'::jsonb WHERE id = 's'`,
+    );
+    expect((await store.get(scope, 's'))!.contextMeter).toBeNull();
   });
 });
 

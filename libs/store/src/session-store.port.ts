@@ -6,6 +6,7 @@
 import type {
   Actor,
   ClientTool,
+  ContextMeter,
   Message,
   NodeId,
   RunKind,
@@ -51,6 +52,8 @@ export interface SessionRecord extends PositionRecord {
   activeRunId: string | null;
   /** Exempt from the tenant's retention policy (unless it keeps nothing). */
   pinned: boolean;
+  /** The token meter after the last run; null before any run was counted. */
+  contextMeter: ContextMeter | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -265,6 +268,12 @@ export interface SessionRecordStore {
   savePosition(scope: Scope, id: string, position: PositionRecord): Promise<SessionRecord>;
   /** Deletes the session with its nodes and runs. False when it did not exist. */
   delete(scope: Scope, id: string): Promise<boolean>;
+  /**
+   * Keeps the token meter counted at `head` (the head it was counted from), unless the session has moved on from
+   * that head meanwhile (a later run's meter is not overwritten by an older one). updatedAt is left as it is: the
+   * meter describes the session, it does not change it. Answers whether it was kept.
+   */
+  saveContextMeter(scope: Scope, id: string, head: NodeId | null, meter: ContextMeter): Promise<boolean>;
 }
 
 /** Runs: their start, execution, commits, pauses and ends, fenced on the session's active run. */

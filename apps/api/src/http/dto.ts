@@ -25,6 +25,7 @@ import {
   jsonResultSchema,
   openedSessionSchema,
   runViewSchema,
+  sessionDetailSchema,
   turnResultSchema,
   listSessionsQuerySchema,
   listTenantsQuerySchema,
@@ -64,6 +65,7 @@ export class RunViewDto extends createZodDto(runViewSchema) {}
 export class ContextQueryDto extends createZodDto(contextQuerySchema) {}
 export class ContextViewDto extends createZodDto(contextViewSchema) {}
 export class OpenedSessionDto extends createZodDto(openedSessionSchema) {}
+export class SessionDetailDto extends createZodDto(sessionDetailSchema) {}
 export class SearchQueryDto extends createZodDto(searchQuerySchema) {}
 export class CountQueryDto extends createZodDto(countQuerySchema) {}
 export class ForkDto extends createZodDto(forkSchema) {}

@@ -11,6 +11,7 @@ import {
   ListSessionsQueryDto,
   OpenedSessionDto,
   OpenSessionDto,
+  SessionDetailDto,
   UpdateSessionDto,
 } from './dto';
 import { filterFromQuery } from './session-filter.query';
@@ -45,8 +46,9 @@ export class SessionsController {
   @Get(':id')
   @ApiOperation({
     summary:
-      'A session with its status, path, usage, live subscribers, the run in flight and its queued prompts (`queued`: [{id, mode, content, createdAt}] in the order they will run)',
+      'A session with its status, path, usage, live subscribers, the run in flight, its queued prompts (`queued`: [{id, mode, content, createdAt}] in the order they will run) and its token meter (`context`)',
   })
+  @ApiOkResponse({ type: SessionDetailDto })
   async get(@CurrentScope() scope: Scope, @Param('id') id: string) {
     // A read changes nothing: a session live nowhere is described without being opened.
     const { record, live, inFlight, queued } = await this.sessions.describe(scope, id);

@@ -1,4 +1,5 @@
 import type { AttachmentBlock, Message } from '@canopy/core';
+import o200k from 'gpt-tokenizer/cjs/encoding/o200k_base';
 import type { ModelToolSpec } from '../model/model-gateway.port';
 import { IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, tokenCounterFor } from './tokens';
 
@@ -154,6 +155,33 @@ describe('tokenCounterFor', () => {
     const counts = path.map((m) => mock.message(m));
     expect(counts.slice(0, 4)).toEqual([6, 24, 6, 24]);
     expect(counts.reduce((a, b) => a + b, 0)).toBe(1_000 * 6 + 1_000 * 24);
+  });
+
+  it('remembers each message: a path counted again encodes only the messages that are new', () => {
+    const mock = tokenCounterFor('mock:echo');
+    const path: Message[] = [];
+    for (let i = 0; i < 1_000; i++) path.push(user(text(`prompt ${i}`)), assistant(text(`${FOX} ${i}`)));
+    const encode = jest.spyOn(o200k, 'countTokens');
+    try {
+      const first = path.map((m) => mock.message(m));
+      expect(encode).toHaveBeenCalledTimes(2_000);
+      encode.mockClear();
+      // The same messages again (as after a run, the live tree's path): nothing is encoded.
+      expect(path.map((m) => mock.message(m))).toEqual(first);
+      expect(encode).not.toHaveBeenCalled();
+      // The path a run made longer: only its new messages are.
+      path.push(user(text('one more')), assistant(text('and its reply')));
+      const longer = path.map((m) => mock.message(m));
+      expect(encode).toHaveBeenCalledTimes(2);
+      expect(longer.slice(0, 2_000)).toEqual(first);
+      // Remembered per counter: another profile on the same encoding (its margin differs) counts them afresh.
+      encode.mockClear();
+      // "prompt 0" is 3 tokens: 4 + ceil(3 × 1.15).
+      expect(tokenCounterFor('anthropic:claude-sonnet-4-5').message(path[0]!)).toBe(8);
+      expect(encode).toHaveBeenCalledTimes(1);
+    } finally {
+      encode.mockRestore();
+    }
   });
 
   it('shares one counter among the models of one profile', () => {

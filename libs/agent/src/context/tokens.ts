@@ -145,6 +145,12 @@ export function attachmentTokens(a: AttachmentBlock): number {
 }
 
 class EncodingTokenCounter implements TokenCounter {
+  /**
+   * Each message's count, kept as long as the message itself: a message never changes once made (a tree node's, a
+   * run's), so counting a live session's path again after a run encodes only the messages that are new.
+   */
+  private readonly counted = new WeakMap<Message, number>();
+
   constructor(private readonly profile: Profile) {}
 
   text(text: string): number {
@@ -152,6 +158,15 @@ class EncodingTokenCounter implements TokenCounter {
   }
 
   message(m: Message): number {
+    let tokens = this.counted.get(m);
+    if (tokens === undefined) {
+      tokens = this.countMessage(m);
+      this.counted.set(m, tokens);
+    }
+    return tokens;
+  }
+
+  private countMessage(m: Message): number {
     let text = 0;
     let fixed = MESSAGE_OVERHEAD_TOKENS;
     for (const block of m.content) {
@@ -219,7 +234,10 @@ class EncodingTokenCounter implements TokenCounter {
   }
 }
 
-/** One counter per profile (a handful), shared by every model string that maps to it. */
+/**
+ * One counter per profile (encoding, margin and the provider's rules: a handful), shared by every model string that
+ * maps to it, and so are the message counts it keeps.
+ */
 const counters = new Map<string, TokenCounter>();
 
 /** The counter of a "provider:name" model (an unknown or malformed one: o200k_base with the 15% margin). */

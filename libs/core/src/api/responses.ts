@@ -187,3 +187,57 @@ export const openedSessionSchema = z.object({
     .int()
     .meta({ description: 'Follow the session’s events with `after=<seq>` to miss nothing' }),
 });
+
+export const contextMeterSchema = z
+  .object({
+    tokens: z.number().int().meta({
+      description:
+        'Tokens the next run from the head would send: the system prompt, the tools’ schemas and the messages',
+    }),
+    window: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'The model’s context window; null when unknown' }),
+    strategy: z.enum(['none', 'truncate', 'summarize']).meta({ description: 'The session’s context policy' }),
+    summarizedThrough: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'The last node the summary in use covers; null when none does' }),
+  })
+  .meta({ description: 'The token meter, counted when the session’s last run ended' });
+
+export const sessionDetailSchema = z
+  .looseObject({
+    id: z.string(),
+    title: z.string().nullable(),
+    model: z.string(),
+    system: z.string().nullable(),
+    opts: z.record(z.string(), z.unknown()),
+    tools: z.array(z.record(z.string(), z.unknown())).meta({ description: 'Client tools' }),
+    metadata: z.record(z.string(), z.unknown()),
+    userId: z.string().nullable(),
+    status: z.enum(['idle', 'busy', 'paused']),
+    pinned: z.boolean(),
+    context: contextMeterSchema.nullable().meta({
+      description:
+        'The token meter after the last run (what the next run from the head would send, against the window); null before any run was counted. Live: `context` events of kind `meter`',
+    }),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    head: z.number().int().nullable(),
+    path: z.array(z.number().int()).meta({ description: 'The active path, root first' }),
+    usage: usageSchema,
+    live: z
+      .object({ controllers: z.number().int(), observers: z.number().int() })
+      .optional()
+      .meta({ description: 'Subscribers, when the session is live' }),
+    inFlight: z.record(z.string(), z.unknown()).optional().meta({
+      description: 'The run in flight: {runId, pending, partial, awaiting}, what it has not committed yet',
+    }),
+    queued: z.array(z.record(z.string(), z.unknown())).meta({
+      description: 'Prompts waiting in the queue, {id, mode, content, createdAt}, in the order they will run',
+    }),
+  })
+  .meta({ description: 'A session as GET /v1/sessions/:id shows it' });

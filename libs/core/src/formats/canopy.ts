@@ -43,9 +43,12 @@ export interface CanopyDocument {
 /** The most nodes one document may hold. */
 export const MAX_IMPORT_NODES = 100_000;
 
-/** A session (with `pinned`) and its tree as a canopy document. Nodes in id order. */
+/**
+ * A session (with `pinned`; not its token meter, counted again after a run of the imported copy) and its tree as a
+ * canopy document. Nodes in id order.
+ */
 export function toCanopyDocument(
-  session: Omit<SessionInfo, 'pinned'> & { pinned?: boolean },
+  session: Omit<SessionInfo, 'pinned' | 'context'> & { pinned?: boolean },
   tree: {
     nodes: readonly TreeNode[];
     path: readonly NodeId[];

@@ -1,0 +1,98 @@
+// The token meter: once a run has ended, what the next run from the session's head would send (contextView: the
+// active path under the session's context policy, with the system prompt and the tools), kept with the session and
+// published as a `context` event of kind `meter`, so GET /v1/sessions/:id, a subscriber's snapshot and the live
+// stream all show it. Counted from the live tree only: a session not live in this process is skipped rather than
+// loaded whole for a figure. Message counts are remembered (tokens.ts), so after a run only its new messages are
+// encoded.
+
+import { contextView, modelLimits, type ToolRegistry } from '@canopy/agent';
+import type { CanopyConfig } from '@canopy/common';
+import type { ContextMeter, NodeId, Scope, SessionInfo, Tree } from '@canopy/core';
+import type { SessionRecordStore } from '@canopy/store';
+import type { LiveSessionHost } from './live-session-host';
+import type { EngineSettings, SessionEngineDeps } from './session-deps';
+import { enabledServerTools } from './session-input';
+import type { SessionPublisher } from './session-publisher';
+
+/** What the meter uses: the tool registry (the tools' schemas count), the store that keeps it, the model windows. */
+export type ContextMeterDeps = Pick<SessionEngineDeps, 'tools' | 'logger'> & {
+  store: Pick<SessionRecordStore, 'saveContextMeter'>;
+  settings: Pick<EngineSettings, 'modelLimits'>;
+};
+
+export interface ContextMeterInput {
+  /** The session's committed tree; the meter is of its head. */
+  tree: Tree;
+  session: Pick<SessionInfo, 'model' | 'system' | 'opts' | 'tools'>;
+  tools: ToolRegistry;
+  /** The deployment's MODEL_LIMITS (absent: the built-in table alone). */
+  modelLimits?: CanopyConfig['modelLimits'];
+  /** The last node the summary in use covers (context policy `summarize`); null when none does. */
+  summarizedThrough: NodeId | null;
+}
+
+const NO_CONFIGURED_LIMITS: CanopyConfig['modelLimits'] = new Map();
+
+/** The meter of the tree's head: the tokens a run from it would send, against the model's window. */
+export function contextMeterOf(input: ContextMeterInput): ContextMeter {
+  const { tree, session } = input;
+  const path = tree.path.map((id) => ({ id, message: tree.getNode(id)!.message }));
+  const view = contextView({
+    nodeId: tree.head,
+    path,
+    model: session.model,
+    system: session.system,
+    opts: session.opts,
+    tools: input.tools.specsFor(enabledServerTools(session.opts), session.tools),
+    limits: modelLimits(session.model, session.opts, input.modelLimits ?? NO_CONFIGURED_LIMITS),
+  });
+  return {
+    tokens: view.tokens,
+    window: view.window,
+    strategy: view.strategy,
+    summarizedThrough: input.summarizedThrough,
+  };
+}
+
+/**
+ * After run `runId` of a session ended (completed, cancelled or failed): counts the meter from the session's live
+ * tree here, keeps it with the session, then publishes it (kept first, so a reader told by the event finds it
+ * stored). Skipped when the session is not live here, or its live state has not seen the run end yet (its tree
+ * would not be the one the run left); not published when the session moved to another head meanwhile (a newer
+ * meter follows). Never throws: a meter is not worth failing a run's end for.
+ */
+export async function meterAfterRun(
+  deps: ContextMeterDeps,
+  publisher: SessionPublisher,
+  live: LiveSessionHost,
+  scope: Scope,
+  sessionId: string,
+  runId: string,
+): Promise<void> {
+  try {
+    const session = live.get(scope.tenantId, sessionId);
+    if (!session || session.isClosed || session.inFlight?.runId === runId) return;
+    const tree = session.tree;
+    const meter = contextMeterOf({
+      tree,
+      session: session.info,
+      tools: deps.tools,
+      ...(deps.settings.modelLimits ? { modelLimits: deps.settings.modelLimits } : {}),
+      // No summary is in use yet: the context policy `summarize` will say which node its summary covers.
+      summarizedThrough: null,
+    });
+    const kept = await deps.store
+      .saveContextMeter(scope, sessionId, tree.head, meter)
+      .catch((err: unknown) => {
+        // Unsaved (the database is away): the subscribers still see it; the next run's meter is saved.
+        deps.logger.warn('context meter not saved', { err, sessionId, runId });
+        return true;
+      });
+    if (!kept) return;
+    await publisher.publish(scope.tenantId, sessionId, [
+      { type: 'context', data: { runId, kind: 'meter', ...meter } },
+    ]);
+  } catch (err) {
+    deps.logger.warn('context meter failed', { err, sessionId, runId });
+  }
+}
