@@ -7,7 +7,7 @@
 /* eslint-disable @typescript-eslint/no-unsafe-call -- JSON bodies read loosely */
 
 import { tokenCounterFor } from '@canopy/agent';
-import { FakeLlmServer } from '@canopy/testing';
+import { eventually, FakeLlmServer } from '@canopy/testing';
 import { newTenant, SseReader, type Api } from './support/api-client';
 import { startTestApp, type TestApp } from './support/test-app';
 
@@ -18,6 +18,7 @@ const MODEL = 'openai-compatible:small';
 let t: TestApp;
 let fake: FakeLlmServer;
 let api: Api;
+let key: string;
 
 beforeAll(async () => {
   fake = await FakeLlmServer.start();
@@ -31,7 +32,7 @@ beforeAll(async () => {
       RATE_LIMIT_PER_TENANT: '0',
     },
   });
-  ({ api } = await newTenant(t, 'long conversations'));
+  ({ api, key } = await newTenant(t, 'long conversations'));
 });
 
 afterAll(async () => {
@@ -151,6 +152,168 @@ it('maps a provider’s own “too long” answer to context_length_exceeded', a
   const res = await api.post(`/v1/sessions/${id}/prompt`, { content: 'hello', wait: true });
   expect(res.body).toMatchObject({ status: 'error', error: { code: 'context_length_exceeded' } });
   expect(res.body.error.details.window).toBe(WINDOW);
+});
+
+describe('summarize', () => {
+  /** A summarizing call: its one message asks for a summary. */
+  const isSummaryCall = (body: Record<string, unknown>) =>
+    sentTexts(body).some((text) => text.startsWith('Summarize the conversation below'));
+  /** The numbers of the turns a request carries ("turn N:"). */
+  const turnsIn = (body: Record<string, unknown>) =>
+    [
+      ...sentTexts(body)
+        .join('\n')
+        .matchAll(/turn (\d+):/g),
+    ].map((m) => Number(m[1]));
+  const mainCalls = (from: number) => fake.requests.slice(from).filter((r) => !isSummaryCall(r.body));
+  const summaryCalls = (from: number) => fake.requests.slice(from).filter((r) => isSummaryCall(r.body));
+
+  beforeAll(() => {
+    // Summaries name the last turn they cover; a turn's reply is 40 words.
+    fake.respondWith((request) =>
+      isSummaryCall(request.body)
+        ? {
+            text: [`SUMMARY through turn ${Math.max(...turnsIn(request.body))}`],
+            usage: { inputTokens: 500, outputTokens: 9 },
+          }
+        : { text: ['reply: ', 'ipsum '.repeat(40)], usage: { inputTokens: 10, outputTokens: 40 } },
+    );
+  });
+  afterAll(() => fake.respondWith(null));
+
+  const converse = async (id: string, turns: number, from = 1) => {
+    const runs: string[] = [];
+    for (let turn = from; turn < from + turns; turn++) {
+      const res = await api.post(`/v1/sessions/${id}/prompt`, { content: prompt(turn), wait: true });
+      expect({ turn, status: res.body.status }).toEqual({ turn, status: 'completed' });
+      runs.push(res.body.runId as string);
+    }
+    return runs;
+  };
+
+  it('summarizes the oldest turns, rolling, with every request inside the window; the summary’s usage counts in its run', async () => {
+    const id = (
+      await api.post('/v1/sessions', {
+        model: MODEL,
+        system: 'Be brief.',
+        opts: { context: { strategy: 'summarize' } },
+      })
+    ).body.id as string;
+    const first = fake.requests.length;
+    const sse = await SseReader.open(`${t.url}/v1/sessions/${id}/events`, { authorization: `Bearer ${key}` });
+    const runs = await converse(id, 24);
+    const summaries = summaryCalls(first);
+    const main = mainCalls(first);
+    expect(main).toHaveLength(24);
+    // Rolling: more than one summary, each after the first given the one before it.
+    expect(summaries.length).toBeGreaterThan(1);
+    expect(sentTexts(summaries[1]!.body).join('\n')).toContain('Earlier summary:\nSUMMARY through turn');
+    const exact = tokenCounterFor('mock:echo');
+    for (const r of main)
+      expect(exact.text(sentTexts(r.body).join('\n'))).toBeLessThanOrEqual(WINDOW - MAX_OUTPUT);
+    // The last request: the system prompt with the latest summary, then the turns after it, the first gone.
+    const last = sentTexts(main.at(-1)!.body);
+    expect(last[0]).toContain('Be brief.');
+    const through = Number(/SUMMARY through turn (\d+)/.exec(last[0]!)?.[1]);
+    expect(through).toBeGreaterThan(1);
+    expect(turnsIn(main.at(-1)!.body)[0]).toBe(through + 1);
+    expect(turnsIn(main.at(-1)!.body).at(-1)).toBe(24);
+    // A run that summarized counts the summarizing call's usage (500 input tokens) with its own.
+    const usages = await Promise.all(
+      runs.map(async (r) => (await api.get(`/v1/runs/${r}`)).body.usage.inputTokens as number),
+    );
+    expect(usages.filter((u) => u >= 500)).toHaveLength(summaries.length);
+    // Each summary is announced and then said done, with the node it covers from then on.
+    const done = await sse.waitFor(
+      (e) =>
+        e.event === 'context' && e.data.kind === 'summarized' && e.data.summarizedThrough === through * 2,
+    );
+    sse.close();
+    const contextEvents = sse.events.filter((e) => e.event === 'context' && e.data.kind !== 'meter');
+    expect(contextEvents.filter((e) => e.data.kind === 'summarizing')).toHaveLength(summaries.length);
+    expect(contextEvents.filter((e) => e.data.kind === 'summarized')).toHaveLength(summaries.length);
+    expect(done.data).toMatchObject({ strategy: 'summarize', window: WINDOW, runId: expect.any(String) });
+    expect(done.data.tokens).toBeLessThanOrEqual(WINDOW - MAX_OUTPUT);
+
+    // GET …/context shows the summary in use and the turns after it.
+    const view = (await api.get(`/v1/sessions/${id}/context`)).body;
+    expect(view).toMatchObject({
+      strategy: 'summarize',
+      fits: true,
+      summary: { text: `SUMMARY through turn ${through}` },
+    });
+    const tree = (await api.get(`/v1/sessions/${id}/tree`)).body;
+    // Turn t is nodes 2t-1 (prompt) and 2t (reply): the summary covers through the reply of turn `through`.
+    expect(view.summary.throughNodeId).toBe(through * 2);
+    expect(view.messages[0].nodeId).toBe(through * 2 + 1);
+    expect(tree.nodes).toHaveLength(48);
+    // The session's meter counts with the summary in use and names the node it covers.
+    await eventually(async () =>
+      expect((await api.get(`/v1/sessions/${id}`)).body.context).toEqual({
+        tokens: view.tokens,
+        window: WINDOW,
+        strategy: 'summarize',
+        summarizedThrough: through * 2,
+      }),
+    );
+
+    // A regeneration below the summary reuses it: no new summary, the summary sent.
+    const before = fake.requests.length;
+    const regen = await api.post(`/v1/sessions/${id}/branch`, { nodeId: 47, wait: true });
+    expect(regen.body.status).toBe('completed');
+    expect(summaryCalls(before)).toHaveLength(0);
+    expect(sentTexts(mainCalls(before)[0]!.body)[0]).toContain(`SUMMARY through turn ${through}`);
+    // An edit above it (turn 2's prompt, attached after turn 1's reply) leaves the path the summary covers: it is
+    // never sent there.
+    const edit = await api.post(`/v1/sessions/${id}/branch`, { nodeId: 2, content: prompt(99), wait: true });
+    expect(edit.body.status).toBe('completed');
+    expect(JSON.stringify(mainCalls(before)[1]!.body)).not.toContain('SUMMARY');
+    expect((await api.get(`/v1/sessions/${id}/context`)).body.summary).toBeNull();
+  });
+
+  it('a cancel stops a summary under way: the run is cancelled, nothing is stored', async () => {
+    const id = (
+      await api.post('/v1/sessions', { model: MODEL, opts: { context: { strategy: 'summarize' } } })
+    ).body.id as string;
+    const first = fake.requests.length;
+    await converse(id, 7);
+    expect(summaryCalls(first)).toHaveLength(0);
+    // The next turn summarizes, slowly: cancelled once the summarizing call reached the provider.
+    fake.respondWith((request) =>
+      isSummaryCall(request.body)
+        ? { text: ['SUMMARY', ' never', ' finished'], eventDelayMs: 10_000 }
+        : { text: ['reply: ', 'ipsum '.repeat(40)], usage: { inputTokens: 10, outputTokens: 40 } },
+    );
+    const started = await api.post(`/v1/sessions/${id}/prompt`, { content: prompt(8) });
+    await eventually(() => expect(summaryCalls(first)).toHaveLength(1));
+    expect((await api.post(`/v1/sessions/${id}/cancel`)).status).toBe(200);
+    await eventually(async () =>
+      expect((await api.get(`/v1/runs/${started.body.runId as string}`)).body.status).toBe('cancelled'),
+    );
+    expect(mainCalls(first)).toHaveLength(7);
+    expect((await api.get(`/v1/sessions/${id}/context`)).body.summary).toBeNull();
+  });
+
+  it('truncates when the summary fails, and says so', async () => {
+    const id = (
+      await api.post('/v1/sessions', { model: MODEL, opts: { context: { strategy: 'summarize' } } })
+    ).body.id as string;
+    fake.respondWith((request) =>
+      isSummaryCall(request.body)
+        ? { status: 400, message: 'summaries are off today' }
+        : { text: ['reply: ', 'ipsum '.repeat(40)], usage: { inputTokens: 10, outputTokens: 40 } },
+    );
+    const first = fake.requests.length;
+    await converse(id, 14);
+    expect(summaryCalls(first).length).toBeGreaterThan(0);
+    const exact = tokenCounterFor('mock:echo');
+    for (const r of mainCalls(first)) {
+      expect(exact.text(sentTexts(r.body).join('\n'))).toBeLessThanOrEqual(WINDOW - MAX_OUTPUT);
+      expect(JSON.stringify(r.body)).not.toContain('SUMMARY');
+    }
+    expect(turnsIn(mainCalls(first).at(-1)!.body)[0]).toBeGreaterThan(1);
+    expect((await api.get(`/v1/sessions/${id}/context`)).body).toMatchObject({ summary: null, fits: true });
+  });
 });
 
 it('checks opts.context and the mocks’ windows, and answers the context of a mock session', async () => {

@@ -5,10 +5,10 @@
 // loaded whole for a figure. Message counts are remembered (tokens.ts), so after a run only its new messages are
 // encoded.
 
-import { contextView, modelLimits, type ToolRegistry } from '@canopy/agent';
+import { contextPolicyOf, contextView, modelLimits, type ToolRegistry } from '@canopy/agent';
 import type { CanopyConfig } from '@canopy/common';
-import type { ContextMeter, NodeId, Scope, SessionInfo, Tree } from '@canopy/core';
-import type { SessionRecordStore } from '@canopy/store';
+import type { ContextMeter, ContextSummary, Scope, SessionInfo, Tree } from '@canopy/core';
+import type { ContextSummaryStore, SessionRecordStore } from '@canopy/store';
 import type { LiveSessionHost } from './live-session-host';
 import type { EngineSettings, SessionEngineDeps } from './session-deps';
 import { enabledServerTools } from './session-input';
@@ -16,7 +16,7 @@ import type { SessionPublisher } from './session-publisher';
 
 /** What the meter uses: the tool registry (the tools' schemas count), the store that keeps it, the model windows. */
 export type ContextMeterDeps = Pick<SessionEngineDeps, 'tools' | 'logger'> & {
-  store: Pick<SessionRecordStore, 'saveContextMeter'>;
+  store: Pick<SessionRecordStore, 'saveContextMeter'> & Pick<ContextSummaryStore, 'summariesOn'>;
   settings: Pick<EngineSettings, 'modelLimits'>;
 };
 
@@ -27,8 +27,8 @@ export interface ContextMeterInput {
   tools: ToolRegistry;
   /** The deployment's MODEL_LIMITS (absent: the built-in table alone). */
   modelLimits?: CanopyConfig['modelLimits'];
-  /** The last node the summary in use covers (context policy `summarize`); null when none does. */
-  summarizedThrough: NodeId | null;
+  /** Summaries stored against nodes of the path (context policy `summarize`): the nearest one is in use. */
+  summaries?: readonly ContextSummary[];
 }
 
 const NO_CONFIGURED_LIMITS: CanopyConfig['modelLimits'] = new Map();
@@ -45,12 +45,13 @@ export function contextMeterOf(input: ContextMeterInput): ContextMeter {
     opts: session.opts,
     tools: input.tools.specsFor(enabledServerTools(session.opts), session.tools),
     limits: modelLimits(session.model, session.opts, input.modelLimits ?? NO_CONFIGURED_LIMITS),
+    ...(input.summaries ? { summaries: input.summaries } : {}),
   });
   return {
     tokens: view.tokens,
     window: view.window,
     strategy: view.strategy,
-    summarizedThrough: input.summarizedThrough,
+    summarizedThrough: view.summary?.throughNodeId ?? null,
   };
 }
 
@@ -73,13 +74,17 @@ export async function meterAfterRun(
     const session = live.get(scope.tenantId, sessionId);
     if (!session || session.isClosed || session.inFlight?.runId === runId) return;
     const tree = session.tree;
+    // A session that summarizes: the summaries of its path (one small read) say what the next run sends.
+    const summaries =
+      contextPolicyOf(session.info.opts).strategy === 'summarize'
+        ? await deps.store.summariesOn(scope, sessionId, tree.path)
+        : undefined;
     const meter = contextMeterOf({
       tree,
       session: session.info,
       tools: deps.tools,
       ...(deps.settings.modelLimits ? { modelLimits: deps.settings.modelLimits } : {}),
-      // No summary is in use yet: the context policy `summarize` will say which node its summary covers.
-      summarizedThrough: null,
+      ...(summaries ? { summaries } : {}),
     });
     const kept = await deps.store
       .saveContextMeter(scope, sessionId, tree.head, meter)

@@ -25,6 +25,7 @@ import {
 import {
   RunFencedError,
   isPendingState,
+  contextPolicyOf,
   modelLimits,
   runTurn,
   type CommitRequest,
@@ -42,6 +43,7 @@ import type {
   PositionRecord,
   RunContext,
   RunRecord,
+  ContextSummaryStore,
   RunStore,
   SessionRecord,
   SessionRecordStore,
@@ -54,7 +56,8 @@ import type { SessionEngineDeps } from './session-deps';
 const NO_CONFIGURED_LIMITS = new Map<string, never>();
 export type RunExecutorDeps = Pick<SessionEngineDeps, 'gateway' | 'tools' | 'hooks' | 'logger'> & {
   store: Pick<SessionRecordStore, 'get' | 'loadTree' | 'updateState' | 'saveContextMeter'> &
-    Pick<RunStore, 'commit' | 'endRun' | 'getRun' | 'loadRun' | 'pauseRun'>;
+    Pick<RunStore, 'commit' | 'endRun' | 'getRun' | 'loadRun' | 'pauseRun'> &
+    ContextSummaryStore;
   settings: Pick<
     SessionEngineDeps['settings'],
     'coalesceMs' | 'maxSteps' | 'retry' | 'toolTimeoutMs' | 'modelLimits'
@@ -244,6 +247,19 @@ export class RunExecutor {
       await this.endRun(scope, session, run, 'error', error, [], emptyUsage(), false);
       return;
     }
+    if (contextPolicyOf(session.opts).strategy === 'summarize') {
+      // The summaries stored against the path's nodes: the run sends the nearest one instead of what it covers.
+      // Without them the run summarizes again (a summary stored already stays: the first one wins).
+      spec.summaries = await this.deps.store
+        .summariesOn(scope, session.id, spec.historyNodeIds ?? [])
+        .catch((err: unknown) => {
+          this.deps.logger.warn('could not read the context summaries of a session', {
+            err,
+            sessionId: session.id,
+          });
+          return [];
+        });
+    }
     const coalescer = new DeltaCoalescer({
       windowMs: this.deps.settings.coalesceMs,
       flush: (events) => this.publisher.publish(job.tenantId, job.sessionId, events),
@@ -267,6 +283,9 @@ export class RunExecutor {
       pause: async (state) => {
         await coalescer.flush();
         await this.pause(scope, session, run, state);
+      },
+      saveSummary: async (summary) => {
+        await this.deps.store.saveSummary(scope, { sessionId: session.id, ...summary });
       },
     };
 
@@ -385,6 +404,7 @@ export class RunExecutor {
       serverTools,
       maxSteps,
       history: pathNodes.map((n) => n.message),
+      historyNodeIds: pathNodes.map((n) => n.id),
       start,
       signal,
     };

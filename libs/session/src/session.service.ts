@@ -22,6 +22,7 @@ import {
   type SessionEvent,
   type SessionEventInput,
   type SessionSnapshot,
+  type ContextSummary,
 } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
 import {
@@ -169,6 +170,11 @@ export class SessionService {
       nextId: session.nextNodeId,
     });
     return { session, tree };
+  }
+
+  /** The context summaries stored against the nodes (GET …/context shows the one in use). */
+  summariesOn(scope: Scope, id: string, nodeIds: readonly number[]): Promise<ContextSummary[]> {
+    return this.deps.store.summariesOn(scope, id, nodeIds);
   }
 
   /** The turns of the session whose latest regeneration failed, with the error (GET …/turns marks them). */

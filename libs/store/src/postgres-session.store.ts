@@ -15,6 +15,7 @@ import {
   actorOf,
   parseActor,
   type ContextMeter,
+  type ContextSummary,
   type NodeId,
   type RunStatus,
   type Scope,
@@ -63,6 +64,7 @@ import type {
   QueueMode,
   RunContext,
   RunRecord,
+  SaveSummaryInput,
   SessionPage,
   SessionRecord,
   SessionStatePatch,
@@ -592,6 +594,36 @@ export class PostgresSessionStore implements SessionStore {
 
   failedTurns(scope: Scope, sessionId: string): Promise<FailedTurn[]> {
     return this.db.withTenantSql(scope, (tx) => failedRegenerations(tx, scope, sessionId));
+  }
+
+  async summariesOn(scope: Scope, sessionId: string, nodeIds: readonly number[]): Promise<ContextSummary[]> {
+    if (nodeIds.length === 0) return [];
+    const rows = await this.db.withTenantSql(scope, (tx) =>
+      query<{ through_node_id: number; text: string; tokens: number }>(
+        tx,
+        sql`SELECT c.through_node_id, c.text, c.tokens
+              FROM context_summaries c JOIN sessions ON sessions.tenant_id = c.tenant_id AND sessions.id = c.session_id
+             WHERE ${whereSession(scope, sessionId)} AND c.through_node_id = ANY(${[...nodeIds]}::int[])
+             ORDER BY c.through_node_id`,
+      ),
+    );
+    return rows.map((r) => ({ throughNodeId: r.through_node_id, text: r.text, tokens: r.tokens }));
+  }
+
+  async saveSummary(scope: Scope, input: SaveSummaryInput): Promise<boolean> {
+    const rows = await this.db.withTenantSql(scope, (tx) =>
+      query<{ saved: boolean }>(
+        tx,
+        sql`INSERT INTO context_summaries (tenant_id, session_id, through_node_id, text, tokens, model, usage)
+            SELECT sessions.tenant_id, sessions.id, ${input.throughNodeId}::int, ${input.text}::text,
+                   ${input.tokens}::int, ${input.model}::text, ${JSON.stringify(input.usage)}::jsonb
+              FROM sessions
+             WHERE ${whereSession(scope, input.sessionId)}
+            ON CONFLICT (tenant_id, session_id, through_node_id) DO NOTHING
+            RETURNING true AS saved`,
+      ),
+    );
+    return rows.length > 0;
   }
 
   async unfinishedRuns(): Promise<

@@ -7,6 +7,7 @@ import type {
   Actor,
   ClientTool,
   ContextMeter,
+  ContextSummary,
   Message,
   NodeId,
   RunKind,
@@ -369,6 +370,26 @@ export interface PromptQueueStore {
 }
 
 /** The whole port, by concept: sessions, runs, the prompt queue. Its users depend on the parts they use. */
-export interface SessionStore extends SessionRecordStore, RunStore, PromptQueueStore {}
+/** A summary to store: the session, what it covers and says, and what writing it cost. */
+export interface SaveSummaryInput extends ContextSummary {
+  sessionId: string;
+  /** The model that wrote it. */
+  model: string;
+  /** Usage of the summarizing call. */
+  usage: Usage;
+}
+
+/**
+ * Summaries of a conversation's oldest turns (context policy `summarize`), stored against the last node each covers:
+ * a run reads those of the nodes on its path and writes a new one at most once per (session, node).
+ */
+export interface ContextSummaryStore {
+  /** The summaries stored against any of `nodeIds` of the session, oldest node first. */
+  summariesOn(scope: Scope, sessionId: string, nodeIds: readonly number[]): Promise<ContextSummary[]>;
+  /** Stores a summary unless one covers the same node already (the first stays); answers whether it stored this one. */
+  saveSummary(scope: Scope, input: SaveSummaryInput): Promise<boolean>;
+}
+
+export interface SessionStore extends SessionRecordStore, RunStore, PromptQueueStore, ContextSummaryStore {}
 
 export const SESSION_STORE = Symbol('SESSION_STORE');

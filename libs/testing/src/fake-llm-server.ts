@@ -79,6 +79,7 @@ export class FakeLlmServer {
   /** Every request received, in order. */
   readonly requests: FakeRequest[] = [];
   private readonly replies: FakeReply[] = [];
+  private responder: ((request: FakeRequest) => FakeReply) | null = null;
   private server: Server | undefined;
   private port = 0;
   private ids = 0;
@@ -101,6 +102,15 @@ export class FakeLlmServer {
     return this;
   }
 
+  /**
+   * Answers the requests that find no queued reply: the test decides from the request (e.g. a summarizing call
+   * and a conversation's next turn answered differently). Null: none (they get a 500).
+   */
+  respondWith(responder: ((request: FakeRequest) => FakeReply) | null): this {
+    this.responder = responder;
+    return this;
+  }
+
   get pending(): number {
     return this.replies.length;
   }
@@ -114,6 +124,7 @@ export class FakeLlmServer {
   reset(): void {
     this.requests.length = 0;
     this.replies.length = 0;
+    this.responder = null;
   }
 
   async close(): Promise<void> {
@@ -146,8 +157,9 @@ export class FakeLlmServer {
       return;
     }
     const body = (raw === '' ? {} : JSON.parse(raw)) as Record<string, unknown>;
-    this.requests.push({ api, path, headers: req.headers, body });
-    const reply = this.replies.shift();
+    const request: FakeRequest = { api, path, headers: req.headers, body };
+    this.requests.push(request);
+    const reply = this.replies.shift() ?? this.responder?.(request);
     if (!reply) {
       sendError(res, api, { status: 500, message: 'fake-llm-server: no reply queued' });
       return;

@@ -13,7 +13,7 @@ import {
 } from '@canopy/core';
 import { CANOPY_CONFIG, CanopyException, type CanopyConfig } from '@canopy/common';
 import { CurrentScope } from '@canopy/auth';
-import { contextView, modelLimits, ToolRegistry } from '@canopy/agent';
+import { contextPolicyOf, contextView, modelLimits, ToolRegistry } from '@canopy/agent';
 import { enabledServerTools, SessionService } from '@canopy/session';
 import { ContextQueryDto, ContextViewDto } from './dto';
 import { nodeView } from './views';
@@ -152,6 +152,14 @@ export class TreeController {
       opts: session.opts,
       tools: this.tools.specsFor(enabledServerTools(session.opts), session.tools),
       limits: modelLimits(session.model, session.opts, this.config.modelLimits),
+      summaries:
+        contextPolicyOf(session.opts).strategy === 'summarize'
+          ? await this.sessions.summariesOn(
+              scope,
+              id,
+              path.map((n) => n.id),
+            )
+          : [],
     });
   }
 

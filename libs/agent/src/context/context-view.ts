@@ -1,10 +1,11 @@
 // What the next run from a node would send (GET /v1/sessions/:id/context): the path from the root to the node under
 // the session's context policy, counted as a run counts it.
 
-import type { ContextView, Message, NodeId } from '@canopy/core';
+import type { ContextSummary, ContextView, Message, NodeId } from '@canopy/core';
 import type { ModelToolSpec } from '../model/model-gateway.port';
 import type { ModelLimits } from '../model/model-limits';
 import { contextPolicyOf, planContext, reserveFor } from './context-plan';
+import { summaryOnPath, systemWithSummary } from './summary';
 import { tokenCounterFor } from './tokens';
 
 export interface ContextViewInput {
@@ -17,18 +18,30 @@ export interface ContextViewInput {
   opts: Record<string, unknown>;
   tools: readonly ModelToolSpec[];
   limits: ModelLimits;
+  /** Summaries stored against nodes of the path (read for the `summarize` policy only). */
+  summaries?: readonly ContextSummary[];
 }
 
 export function contextView(input: ContextViewInput): ContextView {
   const counter = tokenCounterFor(input.model);
   const policy = contextPolicyOf(input.opts);
-  const messages = input.path.map((n) => n.message);
+  // The nearest summary on the path stands for the turns it covers, as in a run.
+  const onPath =
+    policy.strategy === 'summarize'
+      ? summaryOnPath(
+          input.path.map((n) => n.id),
+          input.summaries ?? [],
+        )
+      : null;
+  const path = onPath ? input.path.slice(onPath.index + 1) : input.path;
+  const summary = onPath?.summary ?? null;
+  const messages = path.map((n) => n.message);
   const tokens = messages.map((m) => counter.message(m));
   const { contextWindow: window, maxOutputTokens } = input.limits;
   const plan = planContext({
     messages,
     tokens,
-    fixedTokens: counter.system(input.system) + counter.tools(input.tools),
+    fixedTokens: counter.system(systemWithSummary(input.system, summary)) + counter.tools(input.tools),
     window,
     maxOutputTokens,
     policy,
@@ -40,10 +53,10 @@ export function contextView(input: ContextViewInput): ContextView {
     reserveOutputTokens: window === null ? null : reserveFor(policy, window, maxOutputTokens),
     tokens: plan.tokens,
     fits: plan.fits,
-    summary: null,
-    dropped: plan.dropped,
+    summary,
+    dropped: plan.dropped + (input.path.length - path.length),
     messages: plan.sent.map((i) => ({
-      nodeId: input.path[i]!.id,
+      nodeId: path[i]!.id,
       role: messages[i]!.role,
       tokens: tokens[i]!,
     })),

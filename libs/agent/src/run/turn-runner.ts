@@ -15,6 +15,7 @@ import {
   type Block,
   type ClientTool,
   type ContextPolicy,
+  type ContextSummary,
   type Message,
   type Scope,
   type SessionEventInput,
@@ -30,7 +31,17 @@ import { retryDelayMs, sleep, type RetryPolicy } from './retry';
 import { awaitingIds, type PendingState, type ToolCallState } from './run-state';
 import { errorResult, executeServerTool } from './tool-executor';
 import { keptOnInterrupt } from './interrupted';
-import { contextPolicyOf, planContext, type ContextPlan } from '../context/context-plan';
+import { contextPolicyOf, planContext, reserveFor, type ContextPlan } from '../context/context-plan';
+import {
+  DEFAULT_SUMMARY_PROMPT,
+  DEFAULT_TRIGGER_RATIO,
+  summaryCut,
+  summaryLength,
+  summaryOnPath,
+  summaryRequest,
+  summaryText,
+  systemWithSummary,
+} from '../context/summary';
 import { tokenCounterFor, type TokenCounter } from '../context/tokens';
 import type { ModelLimits } from '../model/model-limits';
 
@@ -54,6 +65,10 @@ export interface RunSpec {
   maxSteps: number;
   /** Messages along the session's active path: the committed context the run continues. */
   history: Message[];
+  /** The tree nodes of `history`, in the same order (summaries are stored against them). */
+  historyNodeIds?: number[];
+  /** Summaries stored against nodes of the path (context policy `summarize`), oldest node first. */
+  summaries?: ContextSummary[];
   /**
    * prompt: a new user message (appended and committed by the run); continue: the path already ends with the
    * user message to answer (regeneration); resume: a paused run with its decisions recorded.
@@ -84,6 +99,8 @@ export interface RunIO {
   commit(request: CommitRequest): Promise<{ message: Message; scope?: Scope } | null>;
   /** Persists the paused state; throws RunFencedError like commit. */
   pause(state: PendingState): Promise<void>;
+  /** Stores a summary the run wrote (context policy `summarize`); absent: summaries are not kept. */
+  saveSummary?(summary: ContextSummary & { model: string; usage: Usage }): Promise<void>;
 }
 
 export type RunOutcome =
@@ -189,6 +206,11 @@ class TurnRun {
   private readonly counted = new WeakMap<Message, number>();
   /** The last plan of what to send: its figures go with a context-length error. */
   private lastPlan: ContextPlan | null = null;
+  /** The summary in use (`summarize`) and how many messages of the context it stands for (not sent). */
+  private summary: ContextSummary | null = null;
+  private summarized = 0;
+  /** A summary failed in this run: it truncates from then on. */
+  private summaryFailed = false;
 
   constructor(
     private readonly spec: RunSpec,
@@ -200,6 +222,13 @@ class TurnRun {
     this.counter = tokenCounterFor(spec.model);
     this.limits = deps.limits?.(spec.model, spec.opts) ?? { contextWindow: null, maxOutputTokens: null };
     this.policy = contextPolicyOf(spec.opts);
+    if (this.policy.strategy === 'summarize') {
+      const onPath = summaryOnPath(spec.historyNodeIds ?? [], spec.summaries ?? []);
+      if (onPath) {
+        this.summary = onPath.summary;
+        this.summarized = onPath.index + 1;
+      }
+    }
   }
 
   async run(): Promise<RunOutcome> {
@@ -267,8 +296,9 @@ class TurnRun {
   /** One model call: pre-hooks, the streamed call with retries, post-hooks. */
   private async modelStep(): Promise<{ assistant: Message; halt: { hook: string; reason: string } | null }> {
     this.sent = null;
+    if (this.policy.strategy === 'summarize') await this.summarizeWhenDue();
     // The context after the session's policy is what hooks see and what is sent; their injections count too.
-    const fixed = this.counter.system(this.spec.system) + this.counter.tools(this.toolSpecs());
+    const fixed = this.fixedTokens();
     let planned = this.planned(fixed);
     const pre = await this.deps.hooks.runPre({ ...this.turn(), context: planned });
     if (pre.halted) throw new RunHalted(pre.code, pre.hook, pre.reason);
@@ -324,18 +354,131 @@ class TurnRun {
     return { assistant, halt: post.halted ? { hook: post.hook, reason: post.reason } : null };
   }
 
+  private count(m: Message): number {
+    let n = this.counted.get(m);
+    if (n === undefined) {
+      n = this.counter.message(m);
+      this.counted.set(m, n);
+    }
+    return n;
+  }
+
+  /** The system prompt as sent: the session's, with the summary in use. */
+  private system(): string | null {
+    return systemWithSummary(this.spec.system, this.summary);
+  }
+
+  /** Tokens of a request besides its messages: the system prompt (with the summary) and the tools. */
+  private fixedTokens(): number {
+    return this.counter.system(this.system()) + this.counter.tools(this.toolSpecs());
+  }
+
+  /**
+   * `summarize`: once the request passes the trigger, the oldest turns after the summary in use are summarized by
+   * one model call (part of the run: its events, its usage, its cancel); the summary is stored against the last node
+   * it covers and stands for those turns from then on. A failed summary is said in an event, and the run truncates.
+   */
+  private async summarizeWhenDue(): Promise<void> {
+    const window = this.limits.contextWindow;
+    if (this.summaryFailed || window === null) return;
+    const budget = Math.max(0, window - reserveFor(this.policy, window, this.limits.maxOutputTokens));
+    const base = this.context.slice(this.summarized);
+    const tokens = base.map((m) => this.count(m));
+    const sent = (from: number) => tokens.slice(from).reduce((sum, t) => sum + t, 0);
+    const total = this.fixedTokens() + sent(0);
+    if (total <= (this.policy.triggerRatio ?? DEFAULT_TRIGGER_RATIO) * budget) return;
+    const model = this.policy.summaryModel ?? this.spec.model;
+    const own = this.deps.limits?.(model, this.spec.opts).contextWindow ?? null;
+    const summaryTokens = summaryLength(own);
+    // What the summarizing call may be given of the conversation: its window less the summary and the request.
+    const asked =
+      this.counter.text(this.policy.summaryPrompt ?? DEFAULT_SUMMARY_PROMPT) +
+      (this.summary?.tokens ?? 0) +
+      64;
+    const nodeIds = this.spec.historyNodeIds ?? [];
+    const cut = summaryCut({
+      messages: base,
+      tokens,
+      committed: Math.max(0, nodeIds.length - this.summarized),
+      // The new summary replaces the one in use: the session's own system prompt, the tools and the new summary.
+      fixedTokens:
+        this.counter.system(this.spec.system) + this.counter.tools(this.toolSpecs()) + summaryTokens,
+      budget,
+      summarizerBudget: own === null ? null : Math.max(0, own - summaryTokens - asked),
+    });
+    if (cut === null) return;
+    const through = nodeIds[this.summarized + cut - 1]!;
+    const context = (
+      kind: 'summarizing' | 'summarized' | 'summary_failed',
+      tokens: number,
+      message?: string,
+    ) =>
+      this.emit({
+        type: 'context',
+        data: {
+          runId: this.spec.runId,
+          kind,
+          strategy: 'summarize',
+          tokens,
+          window,
+          summarizedThrough: this.summary?.throughNodeId ?? null,
+          ...(message !== undefined ? { message } : {}),
+        },
+      });
+    context('summarizing', total);
+    try {
+      const { message, usage } = await this.summarize(model, base.slice(0, cut), summaryTokens);
+      this.runUsage = addUsage(this.runUsage, usage);
+      this.segmentUsage = addUsage(this.segmentUsage, usage);
+      const text = summaryText(message);
+      if (text === '') throw new Error('the summary came back empty');
+      const summary: ContextSummary = { throughNodeId: through, text, tokens: this.counter.text(text) };
+      await this.io.saveSummary?.({ ...summary, model, usage });
+      this.summary = summary;
+      this.summarized += cut;
+      context('summarized', this.fixedTokens() + sent(cut));
+    } catch (err) {
+      if (this.spec.signal.aborted || err instanceof RunFencedError) throw err;
+      this.summaryFailed = true;
+      context(
+        'summary_failed',
+        total,
+        `the summary failed, the oldest turns are left out instead: ${errorText(err)}`,
+      );
+    }
+  }
+
+  /** The summarizing call: the transcript of `messages` (after the summary in use) to the summary model. */
+  private async summarize(
+    model: string,
+    messages: Message[],
+    maxTokens: number,
+  ): Promise<{ message: Message; usage: Usage }> {
+    const stream = this.deps.gateway.stream({
+      model,
+      system: null,
+      messages: [summaryRequest(this.policy.summaryPrompt, this.summary, messages)],
+      tools: [],
+      opts: { maxTokens },
+      attempt: 0,
+      signal: this.spec.signal,
+      tenantId: this.spec.scope.tenantId,
+    });
+    for await (const part of stream) {
+      if (part.type === 'finish') return { message: part.message, usage: part.usage };
+    }
+    throw new ModelError('provider_error', 'the summary stream ended without finishing', {
+      retryable: false,
+      streamed: true,
+    });
+  }
+
   /** The messages the policy sends of the context; throws ContextLengthExceeded when even they are too many. */
   private planned(fixedTokens: number): Message[] {
-    const tokens = this.context.map((m) => {
-      let n = this.counted.get(m);
-      if (n === undefined) {
-        n = this.counter.message(m);
-        this.counted.set(m, n);
-      }
-      return n;
-    });
+    const base = this.summarized === 0 ? this.context : this.context.slice(this.summarized);
+    const tokens = base.map((m) => this.count(m));
     const plan = planContext({
-      messages: this.context,
+      messages: base,
       tokens,
       fixedTokens,
       window: this.limits.contextWindow,
@@ -344,7 +487,7 @@ class TurnRun {
     });
     this.lastPlan = plan;
     if (!plan.fits) throw new ContextLengthExceeded(plan);
-    return plan.dropped === 0 ? [...this.context] : plan.sent.map((i) => this.context[i]!);
+    return plan.dropped === 0 ? [...base] : plan.sent.map((i) => base[i]!);
   }
 
   private async streamOnce(
@@ -365,7 +508,7 @@ class TurnRun {
     };
     const stream = this.deps.gateway.stream({
       model: this.spec.model,
-      system: this.spec.system,
+      system: this.system(),
       messages,
       tools: this.toolSpecs(),
       opts: this.spec.opts,
@@ -660,4 +803,8 @@ function withInjections(context: Message[], injections: Message['content']): Mes
   }
   copy.push({ role: 'user', content: injections, timestamp: Date.now() });
   return copy;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

@@ -129,7 +129,7 @@ export const jsonResultSchema = z
 export const contextViewSchema = z
   .object({
     nodeId: z.number().int().nullable(),
-    strategy: z.enum(['none', 'truncate']),
+    strategy: z.enum(['none', 'truncate', 'summarize']),
     window: z
       .number()
       .int()

@@ -162,15 +162,24 @@ export const modelSchema = z.string().min(3).max(200);
 /**
  * A session's context policy (`opts.context`): what a run sends when the active path would not fit the model's
  * window. `none` sends everything (a request over the window ends the run with `context_length_exceeded` before
- * any provider call); `truncate` leaves out the oldest whole turns until the request fits.
+ * any provider call); `truncate` leaves out the oldest whole turns until the request fits; `summarize`, once the
+ * request passes `triggerRatio` of what the window leaves for it, summarizes the oldest turns (the summary is
+ * stored against the last node it covers and sent, in the system prompt, by every later run below that node) and
+ * truncates what still does not fit.
  */
 export const contextPolicySchema = z
   .object({
-    strategy: z.enum(['none', 'truncate']),
+    strategy: z.enum(['none', 'truncate', 'summarize']),
     /** Tokens kept free for the reply (default: the model's output limit, at most 4,096 and a quarter of the window). */
     reserveOutputTokens: z.number().int().min(0).max(1_000_000).optional(),
     /** Turns at the start of the conversation that truncation never leaves out (default 0). */
     keepFirstTurns: z.number().int().min(0).max(1_000).optional(),
+    /** summarize: the share of the window (less the reserve) past which a run summarizes (default 0.8). */
+    triggerRatio: z.number().min(0.1).max(1).optional(),
+    /** summarize: the model that writes summaries (default: the session's). */
+    summaryModel: modelSchema.optional(),
+    /** summarize: what the summarizing call is asked (default: a prompt that keeps facts, decisions and open tasks). */
+    summaryPrompt: z.string().min(1).max(10_000).optional(),
   })
   .strict();
 

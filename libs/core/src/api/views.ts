@@ -101,6 +101,15 @@ export interface ModelInfo {
   description: string | null;
 }
 
+/** The summary of a conversation's path up to a node (context policy `summarize`), sent in place of those turns. */
+export interface ContextSummary {
+  /** The last node it covers. */
+  throughNodeId: number;
+  text: string;
+  /** Its tokens as the session's model counts them. */
+  tokens: number;
+}
+
 /** What the next run from a node would send (GET /v1/sessions/:id/context). */
 export interface ContextView {
   nodeId: number | null;
@@ -114,7 +123,7 @@ export interface ContextView {
   /** Whether it fits the window less the reserve (a run that does not fit ends with context_length_exceeded). */
   fits: boolean;
   /** A summary standing in for the oldest turns; null when none does. */
-  summary: { text: string; throughNodeId: number; tokens: number } | null;
+  summary: ContextSummary | null;
   /** Messages of the path left out by the policy (the oldest whole turns). */
   dropped: number;
   /** The messages sent, oldest first, with their tokens. */
