@@ -328,6 +328,12 @@ it('checks opts.context and the mocks’ windows, and answers the context of a m
     opts: { context: { strategy: 'none', later: true } },
   });
   expect(extra.status).toBe(400);
+  const badSummarizer = await api.post('/v1/sessions', {
+    model: 'mock:echo',
+    opts: { context: { strategy: 'summarize', summaryModel: 'nowhere:model' } },
+  });
+  expect(badSummarizer.status).toBe(400);
+  expect(badSummarizer.body.error.details.field).toBe('opts.context.summaryModel');
   const badWindow = await api.post('/v1/sessions', { model: 'mock:echo', opts: { contextWindow: -3 } });
   expect(badWindow.body.error.details.field).toBe('opts.contextWindow');
 

@@ -17,6 +17,7 @@ import type {
 import {
   LiveSession,
   checkOpts,
+  summaryModelOf,
   checkModelFor,
   checkTools,
   modelContext,
@@ -68,6 +69,9 @@ export class SessionManager {
     await checkModelFor(this.deps, scope.tenantId, input.model);
     checkTools(this.deps.tools, input.tools ?? [], input.opts);
     checkOpts(input.opts);
+    const summaryModel = summaryModelOf(input.opts);
+    if (summaryModel)
+      await checkModelFor(this.deps, scope.tenantId, summaryModel, 'opts.context.summaryModel');
     const record = await this.deps.store.create(scope, {
       ...input,
       userId: scope.userId ?? input.userId ?? null,
@@ -146,7 +150,12 @@ export class SessionManager {
     if (patch.tools !== undefined || patch.opts !== undefined) {
       checkTools(this.deps.tools, patch.tools ?? current.tools, patch.opts ?? current.opts);
     }
-    if (patch.opts !== undefined) checkOpts(patch.opts);
+    if (patch.opts !== undefined) {
+      checkOpts(patch.opts);
+      const summaryModel = summaryModelOf(patch.opts);
+      if (summaryModel)
+        await checkModelFor(this.deps, scope.tenantId, summaryModel, 'opts.context.summaryModel');
+    }
     const idleOnly =
       patch.model !== undefined ||
       patch.system !== undefined ||

@@ -24,9 +24,10 @@ export function checkModel(
   gateway: Pick<ModelGateway, 'check'>,
   model: string,
   context?: ModelCheckContext,
+  field = 'model',
 ): void {
   const problem = gateway.check(model, context);
-  if (problem) throw CanopyException.badRequest(problem, { field: 'model' });
+  if (problem) throw CanopyException.badRequest(problem, { field });
 }
 
 /**
@@ -48,8 +49,17 @@ export async function checkModelFor(
   deps: Pick<SessionEngineDeps, 'gateway' | 'providerKeys'>,
   tenantId: string,
   model: string,
+  field = 'model',
 ): Promise<void> {
-  checkModel(deps.gateway, model, await modelContext(deps, tenantId, [model]));
+  checkModel(deps.gateway, model, await modelContext(deps, tenantId, [model]), field);
+}
+
+/** The model a session's context policy summarizes with, when it names one (`opts.context.summaryModel`). */
+export function summaryModelOf(opts: Record<string, unknown> | undefined): string | undefined {
+  const context = opts?.context;
+  if (typeof context !== 'object' || context === null) return undefined;
+  const model = (context as { summaryModel?: unknown }).summaryModel;
+  return typeof model === 'string' ? model : undefined;
 }
 
 export function checkTools(
