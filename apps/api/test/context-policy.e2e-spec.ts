@@ -7,6 +7,9 @@
 /* eslint-disable @typescript-eslint/no-unsafe-call -- JSON bodies read loosely */
 
 import { tokenCounterFor } from '@canopy/agent';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { eventually, FakeLlmServer } from '@canopy/testing';
 import { newTenant, SseReader, type Api } from './support/api-client';
 import { startTestApp, type TestApp } from './support/test-app';
@@ -19,19 +22,20 @@ let t: TestApp;
 let fake: FakeLlmServer;
 let api: Api;
 let key: string;
+/** The apps' environment: the fake provider as the deployment's OpenAI-compatible server, with a small window. */
+let ENV: Record<string, string>;
 
 beforeAll(async () => {
   fake = await FakeLlmServer.start();
-  t = await startTestApp({
-    env: {
-      ALLOW_PRIVATE_TARGETS: '127.0.0.1',
-      OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl,
-      OPENAI_COMPATIBLE_MODELS: 'small',
-      MODEL_LIMITS: `${MODEL}=${WINDOW}/${MAX_OUTPUT}`,
-      RATE_LIMIT_PER_KEY: '0',
-      RATE_LIMIT_PER_TENANT: '0',
-    },
-  });
+  ENV = {
+    ALLOW_PRIVATE_TARGETS: '127.0.0.1',
+    OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl,
+    OPENAI_COMPATIBLE_MODELS: 'small',
+    MODEL_LIMITS: `${MODEL}=${WINDOW}/${MAX_OUTPUT}`,
+    RATE_LIMIT_PER_KEY: '0',
+    RATE_LIMIT_PER_TENANT: '0',
+  };
+  t = await startTestApp({ env: ENV });
   ({ api, key } = await newTenant(t, 'long conversations'));
 });
 
@@ -154,7 +158,27 @@ it('maps a provider’s own “too long” answer to context_length_exceeded', a
   expect(res.body.error.details.window).toBe(WINDOW);
 });
 
-describe('summarize', () => {
+describe.each(['postgres', 'embedded'] as const)('summarize on %s', (runtime) => {
+  let app: TestApp;
+  let rapi: Api;
+  let rkey: string;
+  let dataDir: string | null = null;
+
+  beforeAll(async () => {
+    if (runtime === 'postgres') {
+      [app, rapi, rkey] = [t, api, key];
+      return;
+    }
+    dataDir = mkdtempSync(join(tmpdir(), 'canopy-context-'));
+    app = await startTestApp({ embeddedDataDir: dataDir, env: ENV });
+    ({ api: rapi, key: rkey } = await newTenant(app, 'long conversations, embedded'));
+  });
+
+  afterAll(async () => {
+    if (runtime === 'embedded') await app?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
   /** A summarizing call: its one message asks for a summary. */
   const isSummaryCall = (body: Record<string, unknown>) =>
     sentTexts(body).some((text) => text.startsWith('Summarize the conversation below'));
@@ -184,7 +208,7 @@ describe('summarize', () => {
   const converse = async (id: string, turns: number, from = 1) => {
     const runs: string[] = [];
     for (let turn = from; turn < from + turns; turn++) {
-      const res = await api.post(`/v1/sessions/${id}/prompt`, { content: prompt(turn), wait: true });
+      const res = await rapi.post(`/v1/sessions/${id}/prompt`, { content: prompt(turn), wait: true });
       expect({ turn, status: res.body.status }).toEqual({ turn, status: 'completed' });
       runs.push(res.body.runId as string);
     }
@@ -193,14 +217,16 @@ describe('summarize', () => {
 
   it('summarizes the oldest turns, rolling, with every request inside the window; the summary’s usage counts in its run', async () => {
     const id = (
-      await api.post('/v1/sessions', {
+      await rapi.post('/v1/sessions', {
         model: MODEL,
         system: 'Be brief.',
         opts: { context: { strategy: 'summarize' } },
       })
     ).body.id as string;
     const first = fake.requests.length;
-    const sse = await SseReader.open(`${t.url}/v1/sessions/${id}/events`, { authorization: `Bearer ${key}` });
+    const sse = await SseReader.open(`${app.url}/v1/sessions/${id}/events`, {
+      authorization: `Bearer ${rkey}`,
+    });
     const runs = await converse(id, 24);
     const summaries = summaryCalls(first);
     const main = mainCalls(first);
@@ -220,7 +246,7 @@ describe('summarize', () => {
     expect(turnsIn(main.at(-1)!.body).at(-1)).toBe(24);
     // A run that summarized counts the summarizing call's usage (500 input tokens) with its own.
     const usages = await Promise.all(
-      runs.map(async (r) => (await api.get(`/v1/runs/${r}`)).body.usage.inputTokens as number),
+      runs.map(async (r) => (await rapi.get(`/v1/runs/${r}`)).body.usage.inputTokens as number),
     );
     expect(usages.filter((u) => u >= 500)).toHaveLength(summaries.length);
     // Each summary is announced and then said done, with the node it covers from then on.
@@ -236,20 +262,20 @@ describe('summarize', () => {
     expect(done.data.tokens).toBeLessThanOrEqual(WINDOW - MAX_OUTPUT);
 
     // GET …/context shows the summary in use and the turns after it.
-    const view = (await api.get(`/v1/sessions/${id}/context`)).body;
+    const view = (await rapi.get(`/v1/sessions/${id}/context`)).body;
     expect(view).toMatchObject({
       strategy: 'summarize',
       fits: true,
       summary: { text: `SUMMARY through turn ${through}` },
     });
-    const tree = (await api.get(`/v1/sessions/${id}/tree`)).body;
+    const tree = (await rapi.get(`/v1/sessions/${id}/tree`)).body;
     // Turn t is nodes 2t-1 (prompt) and 2t (reply): the summary covers through the reply of turn `through`.
     expect(view.summary.throughNodeId).toBe(through * 2);
     expect(view.messages[0].nodeId).toBe(through * 2 + 1);
     expect(tree.nodes).toHaveLength(48);
     // The session's meter counts with the summary in use and names the node it covers.
     await eventually(async () =>
-      expect((await api.get(`/v1/sessions/${id}`)).body.context).toEqual({
+      expect((await rapi.get(`/v1/sessions/${id}`)).body.context).toEqual({
         tokens: view.tokens,
         window: WINDOW,
         strategy: 'summarize',
@@ -259,21 +285,21 @@ describe('summarize', () => {
 
     // A regeneration below the summary reuses it: no new summary, the summary sent.
     const before = fake.requests.length;
-    const regen = await api.post(`/v1/sessions/${id}/branch`, { nodeId: 47, wait: true });
+    const regen = await rapi.post(`/v1/sessions/${id}/branch`, { nodeId: 47, wait: true });
     expect(regen.body.status).toBe('completed');
     expect(summaryCalls(before)).toHaveLength(0);
     expect(sentTexts(mainCalls(before)[0]!.body)[0]).toContain(`SUMMARY through turn ${through}`);
     // An edit above it (turn 2's prompt, attached after turn 1's reply) leaves the path the summary covers: it is
     // never sent there.
-    const edit = await api.post(`/v1/sessions/${id}/branch`, { nodeId: 2, content: prompt(99), wait: true });
+    const edit = await rapi.post(`/v1/sessions/${id}/branch`, { nodeId: 2, content: prompt(99), wait: true });
     expect(edit.body.status).toBe('completed');
     expect(JSON.stringify(mainCalls(before)[1]!.body)).not.toContain('SUMMARY');
-    expect((await api.get(`/v1/sessions/${id}/context`)).body.summary).toBeNull();
+    expect((await rapi.get(`/v1/sessions/${id}/context`)).body.summary).toBeNull();
   });
 
   it('a cancel stops a summary under way: the run is cancelled, nothing is stored', async () => {
     const id = (
-      await api.post('/v1/sessions', { model: MODEL, opts: { context: { strategy: 'summarize' } } })
+      await rapi.post('/v1/sessions', { model: MODEL, opts: { context: { strategy: 'summarize' } } })
     ).body.id as string;
     const first = fake.requests.length;
     await converse(id, 7);
@@ -284,19 +310,19 @@ describe('summarize', () => {
         ? { text: ['SUMMARY', ' never', ' finished'], eventDelayMs: 10_000 }
         : { text: ['reply: ', 'ipsum '.repeat(40)], usage: { inputTokens: 10, outputTokens: 40 } },
     );
-    const started = await api.post(`/v1/sessions/${id}/prompt`, { content: prompt(8) });
+    const started = await rapi.post(`/v1/sessions/${id}/prompt`, { content: prompt(8) });
     await eventually(() => expect(summaryCalls(first)).toHaveLength(1));
-    expect((await api.post(`/v1/sessions/${id}/cancel`)).status).toBe(200);
+    expect((await rapi.post(`/v1/sessions/${id}/cancel`)).status).toBe(200);
     await eventually(async () =>
-      expect((await api.get(`/v1/runs/${started.body.runId as string}`)).body.status).toBe('cancelled'),
+      expect((await rapi.get(`/v1/runs/${started.body.runId as string}`)).body.status).toBe('cancelled'),
     );
     expect(mainCalls(first)).toHaveLength(7);
-    expect((await api.get(`/v1/sessions/${id}/context`)).body.summary).toBeNull();
+    expect((await rapi.get(`/v1/sessions/${id}/context`)).body.summary).toBeNull();
   });
 
   it('truncates when the summary fails, and says so', async () => {
     const id = (
-      await api.post('/v1/sessions', { model: MODEL, opts: { context: { strategy: 'summarize' } } })
+      await rapi.post('/v1/sessions', { model: MODEL, opts: { context: { strategy: 'summarize' } } })
     ).body.id as string;
     fake.respondWith((request) =>
       isSummaryCall(request.body)
@@ -312,7 +338,7 @@ describe('summarize', () => {
       expect(JSON.stringify(r.body)).not.toContain('SUMMARY');
     }
     expect(turnsIn(mainCalls(first).at(-1)!.body)[0]).toBeGreaterThan(1);
-    expect((await api.get(`/v1/sessions/${id}/context`)).body).toMatchObject({ summary: null, fits: true });
+    expect((await rapi.get(`/v1/sessions/${id}/context`)).body).toMatchObject({ summary: null, fits: true });
   });
 });
 
