@@ -298,11 +298,11 @@ class TurnRun {
     this.sent = null;
     if (this.policy.strategy === 'summarize') await this.summarizeWhenDue();
     // The context after the session's policy is what hooks see and what is sent; their injections count too.
-    const fixed = this.fixedTokens();
+    const fixed = this.limits.contextWindow === null ? 0 : this.fixedTokens();
     let planned = this.planned(fixed);
     const pre = await this.deps.hooks.runPre({ ...this.turn(), context: planned });
     if (pre.halted) throw new RunHalted(pre.code, pre.hook, pre.reason);
-    if (pre.injections.length > 0) {
+    if (pre.injections.length > 0 && this.limits.contextWindow !== null) {
       planned = this.planned(
         fixed + this.counter.message({ role: 'user', content: pre.injections, timestamp: 0 }),
       );
@@ -476,6 +476,8 @@ class TurnRun {
   /** The messages the policy sends of the context; throws ContextLengthExceeded when even they are too many. */
   private planned(fixedTokens: number): Message[] {
     const base = this.summarized === 0 ? this.context : this.context.slice(this.summarized);
+    // A model whose window is not known is sent everything: nothing to count.
+    if (this.limits.contextWindow === null) return [...base];
     const tokens = base.map((m) => this.count(m));
     const plan = planContext({
       messages: base,
