@@ -1,11 +1,12 @@
 -- canopy_commit(p_tenant uuid, p_user text, p_session text, p_run uuid, p_nodes jsonb, p_position jsonb, p_next_node_id integer, p_usage jsonb, p_finish jsonb, p_timeout_ms integer, p_title text, OUT outcome text, OUT steer jsonb, OUT titled boolean, OUT queued boolean)
 --
--- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- Defined last by prisma/migrations/20261207030000_session_meter_in_commit/migration.sql (first by 20261206000000_baseline).
 -- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
 -- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- SessionStore.commit: appends the nodes p_nodes ([{id, parentId, message, usage}], the role taken from the
--- message), moves the position to p_position ({path, cursors, head}), sets next_node_id, adds p_usage to the
+-- message), moves the position to p_position ({path, cursors, head}, and context_meter: the token meter of the
+-- new head, kept when the run ends here), sets next_node_id, adds p_usage to the
 -- session's usage and clears the run's rollback point and pending state, fenced on p_run still being the
 -- session's active run (and the session being p_user's when p_user is given). With p_finish (the run's usage so
 -- far), also records that usage on the run (settled into usage_daily by its trigger) and ends the run (completed)
@@ -98,6 +99,9 @@ BEGIN
            title = CASE WHEN titled THEN p_title ELSE sessions.title END,
            status = CASE WHEN v_ends THEN 'idle' ELSE sessions.status END,
            active_run_id = CASE WHEN v_ends THEN NULL ELSE sessions.active_run_id END,
+           -- The token meter of the new head, when the caller counted it (p_position's context_meter).
+           context_meter = CASE WHEN v_ends AND v_position.context_meter IS NOT NULL
+                                THEN v_position.context_meter ELSE sessions.context_meter END,
            updated_at = now()
      WHERE sessions.tenant_id = p_tenant AND sessions.id = p_session;
 

@@ -7,7 +7,7 @@
 
 import { contextPolicyOf, contextView, modelLimits, type ToolRegistry } from '@canopy/agent';
 import type { CanopyConfig } from '@canopy/common';
-import type { ContextMeter, ContextSummary, Scope, SessionInfo, Tree } from '@canopy/core';
+import type { ContextMeter, ContextSummary, Message, NodeId, Scope, SessionInfo, Tree } from '@canopy/core';
 import type { ContextSummaryStore, SessionRecordStore } from '@canopy/store';
 import type { LiveSessionHost } from './live-session-host';
 import type { EngineSettings, SessionEngineDeps } from './session-deps';
@@ -35,10 +35,20 @@ const NO_CONFIGURED_LIMITS: CanopyConfig['modelLimits'] = new Map();
 
 /** The meter of the tree's head: the tokens a run from it would send, against the model's window. */
 export function contextMeterOf(input: ContextMeterInput): ContextMeter {
-  const { tree, session } = input;
-  const path = tree.path.map((id) => ({ id, message: tree.getNode(id)!.message }));
+  const { tree, ...rest } = input;
+  return contextMeterOfPath({
+    ...rest,
+    path: tree.path.map((id) => ({ id, message: tree.getNode(id)!.message })),
+  });
+}
+
+/** The meter of a path's last node (the head a run leaves). */
+export function contextMeterOfPath(
+  input: Omit<ContextMeterInput, 'tree'> & { path: Array<{ id: NodeId; message: Message }> },
+): ContextMeter {
+  const { path, session } = input;
   const view = contextView({
-    nodeId: tree.head,
+    nodeId: path.at(-1)?.id ?? null,
     path,
     model: session.model,
     system: session.system,
@@ -69,8 +79,16 @@ export async function meterAfterRun(
   scope: Scope,
   sessionId: string,
   runId: string,
+  /** The meter the run's last commit kept with the session already: published as it is, not counted again. */
+  carried: ContextMeter | null = null,
 ): Promise<void> {
   try {
+    if (carried) {
+      await publisher.publish(scope.tenantId, sessionId, [
+        { type: 'context', data: { runId, kind: 'meter', ...carried } },
+      ]);
+      return;
+    }
     const session = live.get(scope.tenantId, sessionId);
     if (!session || session.isClosed || session.inFlight?.runId === runId) return;
     const tree = session.tree;

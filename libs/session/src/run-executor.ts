@@ -21,6 +21,7 @@ import {
   type TreeNode,
   type Usage,
   type RunError,
+  type ContextMeter,
 } from '@canopy/core';
 import {
   RunFencedError,
@@ -69,7 +70,7 @@ import type { Decisions } from './decisions';
 import { heuristicTitle } from './title';
 import { enabledServerTools } from './session-input';
 import { actingScope, type ActingScope } from './acting-scope';
-import { meterAfterRun } from './context-meter';
+import { contextMeterOfPath, meterAfterRun } from './context-meter';
 
 /** What a run's input holds, by kind (runs.input). */
 export interface RunInput {
@@ -119,6 +120,8 @@ interface RunPosition {
   titleSent: boolean;
   /** Whether the commit that ended the run found prompts waiting in the session's queue. */
   queueWaiting: boolean;
+  /** The token meter the run's last commit kept with the session (null: none, the meter is saved on its own). */
+  meterKept: ContextMeter | null;
 }
 
 export class RunExecutor {
@@ -240,6 +243,7 @@ export class RunExecutor {
       firstPrompt: null,
       titleSent: false,
       queueWaiting: false,
+      meterKept: null,
     };
     const spec = this.specFor(actingScope(scope.tenantId, run), session, run, pathNodes, controller.signal);
     if (!spec) {
@@ -367,6 +371,35 @@ export class RunExecutor {
     return { ...prepared, pathNodes };
   }
 
+  /**
+   * The meter of the path a finishing commit leaves, from the live tree here and the commit's new nodes; null when
+   * the session is not live here, summarizes (its meter needs the stored summaries: saved on its own), or a node is
+   * missing.
+   */
+  private meterAfterCommit(
+    scope: Scope,
+    session: SessionRecord,
+    path: readonly NodeId[],
+    nodes: readonly NewNode[],
+  ): ContextMeter | null {
+    if (contextPolicyOf(session.opts).strategy === 'summarize') return null;
+    const tree = this.live.get(scope.tenantId, session.id)?.tree;
+    if (!tree) return null;
+    const added = new Map(nodes.map((n) => [n.id, n.message]));
+    const messages: Array<{ id: NodeId; message: Message }> = [];
+    for (const id of path) {
+      const message = added.get(id) ?? tree.getNode(id)?.message;
+      if (!message) return null;
+      messages.push({ id, message });
+    }
+    return contextMeterOfPath({
+      path: messages,
+      session,
+      tools: this.deps.tools,
+      ...(this.deps.settings.modelLimits ? { modelLimits: this.deps.settings.modelLimits } : {}),
+    });
+  }
+
   /** Builds what the runner needs from the run's kind and input; null when the input is unusable. */
   private specFor(
     acting: ActingScope,
@@ -432,6 +465,8 @@ export class RunExecutor {
         ? (position.firstPrompt ?? request.messages.find(isTitledPrompt) ?? null)
         : null;
     const title = titleFrom ? heuristicTitle(messageText(titleFrom)) : null;
+    // The token meter of the head this commit leaves, kept by the same statement when the run ends here.
+    const meter = stop ? this.meterAfterCommit(scope, session, path, nodes) : null;
     const input: CommitInput = {
       sessionId: session.id,
       runId: run.id,
@@ -441,6 +476,7 @@ export class RunExecutor {
       usage: request.usage,
       ...(stop ? { finish: { usage: request.runUsage } } : {}),
       ...(title ? { title } : {}),
+      ...(meter ? { contextMeter: meter } : {}),
     };
     // An attempt that failed for the database's absence may have committed all the same (its answer lost).
     let inDoubt = false;
@@ -472,6 +508,7 @@ export class RunExecutor {
       nextNodeId: next,
       committed: true,
       queueWaiting: result.queued,
+      meterKept: meter,
     });
     position.firstPrompt ??= request.messages.find(isTitledPrompt) ?? null;
     const steered = result.steer as (RunInput & { actor?: unknown }) | null;
@@ -568,7 +605,7 @@ export class RunExecutor {
       data: { id: session.id, runId: run.id, status: 'completed', usage },
       at: Date.now(),
     });
-    await meterAfterRun(this.deps, this.publisher, this.live, scope, session.id, run.id);
+    await meterAfterRun(this.deps, this.publisher, this.live, scope, session.id, run.id, position.meterKept);
     // The queue is read only when the commit that ended the run saw prompts in it (no read per run otherwise).
     if (position.queueWaiting) this.finishedListener?.(scope.tenantId, session.id);
     // Titled by the run's last commit already (or a title set meanwhile kept), or nothing earlier to title from.

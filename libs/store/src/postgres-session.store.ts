@@ -409,7 +409,8 @@ export class PostgresSessionStore implements SessionStore {
       sql`
       SELECT committed.outcome, committed.steer, committed.titled, committed.queued
         FROM canopy_commit(${scope.tenantId}::uuid, ${scope.userId ?? null}::text, ${input.sessionId}::text,
-                           ${input.runId}::uuid, ${json(input.nodes)}, ${json(input.position)},
+                           ${input.runId}::uuid, ${json(input.nodes)},
+                           ${json(input.contextMeter ? { ...input.position, context_meter: input.contextMeter } : input.position)},
                            ${input.nextNodeId}::int, ${json(toUsage(input.usage))},
                            ${input.finish ? json(toUsage(input.finish.usage)) : raw('NULL::jsonb')},
                            ${this.db.txTimeoutMs}::int,

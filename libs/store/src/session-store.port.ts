@@ -178,6 +178,8 @@ export interface CommitInput {
   finish?: { usage: Usage };
   /** With finish: the title an untitled session takes when the run ends here (a title set meanwhile wins). */
   title?: string;
+  /** With finish: the token meter of the new head, kept with the session when the run ends here. */
+  contextMeter?: ContextMeter;
 }
 
 export interface EndRunInput {
