@@ -23,7 +23,8 @@ export interface ContextViewInput {
 }
 
 export function contextView(input: ContextViewInput): ContextView {
-  const counter = tokenCounterFor(input.model);
+  // A model whose window is not known has no limit to keep: its figures are estimates, and no tokenizer is loaded.
+  const counter = tokenCounterFor(input.model, { estimate: input.limits.contextWindow === null });
   const policy = contextPolicyOf(input.opts);
   // The nearest summary on the path stands for the turns it covers, as in a run.
   const onPath =

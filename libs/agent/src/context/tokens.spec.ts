@@ -55,6 +55,13 @@ describe('tokenCounterFor', () => {
     expect(tokenCounterFor('anthropic:claude-haiku-4-5').text(`${FOX} ${FOX}`)).toBe(23);
   });
 
+  it('estimates text as characters / 4 when asked (counts only shown: no tokenizer), margins and framing kept', () => {
+    expect(tokenCounterFor('mock:echo', { estimate: true }).text('hello world')).toBe(3);
+    expect(tokenCounterFor('anthropic:claude-sonnet-4-5', { estimate: true }).text('a'.repeat(40))).toBe(12);
+    const hello: Message = { role: 'user', content: [{ type: 'text', text: 'hello world' }], timestamp: 0 };
+    expect(tokenCounterFor('mock:echo', { estimate: true }).message(hello)).toBe(MESSAGE_OVERHEAD_TOKENS + 3);
+  });
+
   it('counts a message as its framing and its text: 4 tokens besides', () => {
     expect(MESSAGE_OVERHEAD_TOKENS).toBe(4);
     const mock = tokenCounterFor('mock:echo');

@@ -81,8 +81,15 @@ function encoding(name: EncodingName): GptEncoding {
   return loaded;
 }
 
+/**
+ * Characters per token of the estimate used where no limit is at stake (a model whose window is not known): no
+ * tokenizer is loaded for such models, whose counts are only shown (GET …/context, the meter).
+ */
+export const ESTIMATED_CHARS_PER_TOKEN = 4;
+
 interface Profile {
-  encoding: EncodingName;
+  /** `estimate`: characters / ESTIMATED_CHARS_PER_TOKEN, no tokenizer. */
+  encoding: EncodingName | 'estimate';
   /** Applied to tokenized text only; the fixed overheads and attachment estimates are taken as they are. */
   marginPercent: number;
   /** Which thinking blocks are sent (and so counted). */
@@ -220,7 +227,11 @@ class EncodingTokenCounter implements TokenCounter {
 
   /** The encoding's own count, without the margin. */
   private count(text: string): number {
-    return text === '' ? 0 : encoding(this.profile.encoding).countTokens(text, ORDINARY_TEXT);
+    if (text === '') return 0;
+    const name = this.profile.encoding;
+    return name === 'estimate'
+      ? Math.ceil(text.length / ESTIMATED_CHARS_PER_TOKEN)
+      : encoding(name).countTokens(text, ORDINARY_TEXT);
   }
 
   private sendsThinking(block: Extract<Block, { type: 'thinking' }>): boolean {
@@ -240,9 +251,15 @@ class EncodingTokenCounter implements TokenCounter {
  */
 const counters = new Map<string, TokenCounter>();
 
-/** The counter of a "provider:name" model (an unknown or malformed one: o200k_base with the 15% margin). */
-export function tokenCounterFor(model: string): TokenCounter {
-  const profile = profileOf(model);
+/**
+ * The counter of a "provider:name" model (an unknown or malformed one: o200k_base with the 15% margin). With
+ * `estimate`, text is counted as characters / 4 instead (the same overheads and margins): for counts only shown,
+ * never for a limit.
+ */
+export function tokenCounterFor(model: string, options: { estimate?: boolean } = {}): TokenCounter {
+  const profile: Profile = options.estimate
+    ? { ...profileOf(model), encoding: 'estimate' }
+    : profileOf(model);
   const key = `${profile.encoding}/${profile.marginPercent}/${profile.thinking}/${profile.toolsPreamble}`;
   let counter = counters.get(key);
   if (counter === undefined) {
