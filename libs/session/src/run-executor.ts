@@ -392,12 +392,18 @@ export class RunExecutor {
       if (!message) return null;
       messages.push({ id, message });
     }
-    return contextMeterOfPath({
-      path: messages,
-      session,
-      tools: this.deps.tools,
-      ...(this.deps.settings.modelLimits ? { modelLimits: this.deps.settings.modelLimits } : {}),
-    });
+    try {
+      return contextMeterOfPath({
+        path: messages,
+        session,
+        tools: this.deps.tools,
+        ...(this.deps.settings.modelLimits ? { modelLimits: this.deps.settings.modelLimits } : {}),
+      });
+    } catch (err) {
+      // A meter is not worth failing a commit for: the run's end saves one on its own instead.
+      this.deps.logger.warn('context meter not counted', { err, sessionId: session.id });
+      return null;
+    }
   }
 
   /** Builds what the runner needs from the run's kind and input; null when the input is unusable. */
