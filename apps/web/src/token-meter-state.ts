@@ -14,7 +14,7 @@ export const NEAR_RATIO = 0.8;
 
 export interface TokenMeterDisplay {
   state: TokenMeterState;
-  /** "1,234 / 8,192 tokens", "1,234 tokens · no window known", ...: `figure` then `unit`. */
+  /** "1,234 / 8,192 tokens", "~1,234 tokens · no window known", ...: `figure` then `unit`. */
   label: string;
   /** "1,234 / 8,192": what a narrow screen shows of the label. */
   figure: string;
@@ -65,11 +65,12 @@ export function tokenMeterDisplay(input: {
   if (context.window === null) {
     return {
       state: failedForSize ? 'over' : 'unknown',
-      ...labelled(tokens, ' tokens · no window known'),
+      // Without a window the service estimates (four characters a token): said with a "~".
+      ...labelled(`~${tokens}`, ' tokens · no window known'),
       percent: null,
       strategy: context.strategy,
       title:
-        `The next run would send ${tokens} tokens; this model’s context window is not known` +
+        `The next run would send about ${tokens} tokens (an estimate: this model’s context window is not known)` +
         (failedForSize ? '; the last run did not fit it (context_length_exceeded)' : ''),
     };
   }

@@ -206,7 +206,7 @@ describe('web UI journey: the playground', () => {
     await expectText(byTestId('tree-summary'), '2 messages, 2 on the active path');
     // The token meter, live from the run's `context` event: what the next run would send, as the API counts it.
     const { context } = await api<{ context: { tokens: number } }>('GET', `/v1/sessions/${chatId}`);
-    await expectText(byTestId('token-meter-label'), `${context.tokens} tokens · no window known`);
+    await expectText(byTestId('token-meter-label'), `~${context.tokens} tokens · no window known`);
     await expectAttribute(byTestId('token-meter'), 'data-state', 'unknown');
     await expectText(byTestId('token-meter-strategy'), 'none');
 

@@ -23,11 +23,11 @@ describe('tokenMeterDisplay', () => {
     });
   });
 
-  it('shows the count alone when no window is known', () => {
+  it('shows the count alone, as an estimate, when no window is known', () => {
     expect(tokenMeterDisplay({ loading: false, context: meter(1_234, null), lastError: null })).toEqual(
       expect.objectContaining({
         state: 'unknown',
-        label: '1,234 tokens · no window known',
+        label: '~1,234 tokens · no window known',
         percent: null,
         strategy: 'none',
       }),
