@@ -16,3 +16,4 @@ export * from './api/views';
 export * from './formats';
 export * from './api/catalog-schemas';
 export * from './api/saas-schemas';
+export * from './api/mcp-schemas';

@@ -1,6 +1,6 @@
 // @canopy/tenancy: the tenant-operations features, one folder each with its service and repository: tenants and
 // their API keys, the audit log, webhooks (endpoints, the outbox and its sender), quotas with usage and run
-// statistics, a tenant's own provider keys, and retention. Above the store, below auth, agent and session (which
+// statistics, a tenant's own provider keys, its MCP servers, and retention. Above the store, below auth, agent and session (which
 // read tenants, keys, quotas and provider keys through it); what its use cases need from higher layers comes
 // through the ports it declares (CredentialChanges, TenantRuns).
 
@@ -27,3 +27,5 @@ export * from './quotas/usage-window';
 export * from './provider-keys/provider-keys.repository';
 export * from './provider-keys/provider-keys.service';
 export * from './retention/retention.repository';
+export * from './mcp-servers/mcp-servers.repository';
+export * from './mcp-servers/mcp-servers.service';

@@ -20,6 +20,8 @@ import { TenantsRepository } from './tenants/tenants.repository';
 import { TenantsService } from './tenants/tenants.service';
 import { WebhooksRepository } from './webhooks/webhooks.repository';
 import { WebhooksService } from './webhooks/webhooks.service';
+import { McpServersRepository } from './mcp-servers/mcp-servers.repository';
+import { McpServersService } from './mcp-servers/mcp-servers.service';
 
 /** A repository built over the database alone. */
 function repository<T>(type: new (db: Database) => T) {
@@ -39,6 +41,8 @@ const SHARED = [
   RunStatsService,
   ProviderKeysRepository,
   ProviderKeysService,
+  McpServersRepository,
+  McpServersService,
 ];
 
 @Module({})
@@ -65,8 +69,18 @@ export class TenancyModule {
             return new ProviderKeysRepository(db, resolved ? new SecretBox(resolved.key) : null);
           },
         },
+        {
+          // A tenant's MCP servers (their headers sealed under the same key as provider keys).
+          provide: McpServersRepository,
+          inject: [CANOPY_CONFIG, Database],
+          useFactory: (c: CanopyConfig, db: Database) => {
+            const resolved = resolveEncryptionKey(c);
+            return new McpServersRepository(db, resolved ? new SecretBox(resolved.key) : null);
+          },
+        },
         AuditService,
         WebhooksService,
+        McpServersService,
         QuotasService,
         RunStatsService,
         ProviderKeysService,

@@ -130,7 +130,11 @@ export interface ContextView {
   messages: Array<{ nodeId: number; role: 'user' | 'assistant'; tokens: number }>;
 }
 
-/** A server tool registered on the deployment (GET /v1/tools): sessions enable it in `opts.serverTools`. */
+/**
+ * A server tool (GET /v1/tools): one registered on the deployment (sessions enable it in `opts.serverTools`), or one
+ * of the tenant's MCP servers lists (`server` set; named `<server>__<tool>`; sessions enable it with its server in
+ * `opts.mcpServers`).
+ */
 export interface ServerToolInfo {
   name: string;
   description: string;
@@ -138,6 +142,43 @@ export interface ServerToolInfo {
   approval: boolean;
   /** JSON Schema of its input. */
   inputSchema: Record<string, unknown>;
+  /** The MCP server it comes from. */
+  server?: string;
+}
+
+/** A tool as an MCP server lists it (tools/list). */
+export interface McpToolInfo {
+  name: string;
+  description: string | null;
+  inputSchema: Record<string, unknown>;
+}
+
+/** A tenant's MCP server (GET /v1/mcp-servers/:id): its settings (never its headers' values) and its state. */
+export interface McpServerView {
+  id: string;
+  name: string;
+  url: string;
+  /** The names of the headers it is sent (their values are never returned). */
+  headerNames: string[];
+  allowedTools: string[] | null;
+  approval: 'never' | 'always' | Record<string, 'never' | 'always'>;
+  enabled: boolean;
+  timeoutMs: number | null;
+  userCredentials: boolean;
+  /** The tools it listed when last reached (null: never listed). */
+  tools: McpToolInfo[] | null;
+  lastReachedAt: string | null;
+  lastError: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** An end user's credentials for an MCP server (never their values). */
+export interface McpCredentialsView {
+  serverId: string;
+  userId: string;
+  headerNames: string[];
+  updatedAt: string;
 }
 
 /** A tenant as the admin lists them (GET /v1/admin/tenants). */
