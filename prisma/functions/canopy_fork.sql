@@ -1,10 +1,11 @@
 -- canopy_fork(p_tenant uuid, p_user text, p_source text, p_node integer, p_id text, p_title text, p_title_given boolean, p_metadata jsonb, p_owner text, p_timeout_ms integer, OUT outcome text, OUT session sessions, OUT copied integer)
 --
--- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- Defined last by prisma/migrations/20261208100000_fork_keeps_summaries/migration.sql (first by 20261206000000_baseline).
 -- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
 -- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
--- Fork: the new session shares the path's nodes with their session instead of copying them.
+-- Fork: the new session shares the path's nodes with their session instead of copying them, and keeps the context
+-- summaries stored against them (renumbered as the nodes are).
 CREATE OR REPLACE FUNCTION public.canopy_fork(p_tenant uuid, p_user text, p_source text, p_node integer, p_id text, p_title text, p_title_given boolean, p_metadata jsonb, p_owner text, p_timeout_ms integer, OUT outcome text, OUT session sessions, OUT copied integer)
  RETURNS record
  LANGUAGE plpgsql
@@ -185,6 +186,16 @@ BEGIN
                              OFFSET 0) AS own;
         GET DIAGNOSTICS copied = ROW_COUNT;
     END IF;
+
+    -- 7. The context summaries stored against the path's nodes (context policy summarize), each against the
+    --    fork's id of its node (the path's k-th node is the fork's node k): later runs of the fork send them as
+    --    the source's runs would, without summarizing those turns again.
+    INSERT INTO context_summaries (tenant_id, session_id, through_node_id, text, tokens, model, usage, created_at)
+    SELECT p_tenant, p_id, step.ord::integer, summary.text, summary.tokens, summary.model, summary.usage,
+           summary.created_at
+      FROM context_summaries AS summary
+      JOIN unnest(v_ids) WITH ORDINALITY AS step(id, ord) ON step.id = summary.through_node_id
+     WHERE summary.tenant_id = p_tenant AND summary.session_id = p_source;
     outcome := 'ok';
 END
 $function$;

@@ -16,6 +16,7 @@ import {
   parseActor,
   type ContextMeter,
   type ContextSummary,
+  type ConversationSummary,
   type NodeId,
   type RunStatus,
   type Scope,
@@ -37,6 +38,7 @@ import {
   type RunRow,
   type PrefixedRunRow,
   type NodeJson,
+  type PathNodeJson,
   type StartedRow,
   json,
   jsonOrNull,
@@ -48,6 +50,9 @@ import {
   toNode,
   jsonObject,
   toUsage,
+  SUMMARY_JSON,
+  toSummary,
+  type SummaryJson,
 } from './session-rows';
 import { failedRegenerations, type FailedTurn } from './turn-runs';
 import type {
@@ -58,6 +63,8 @@ import type {
   FencedResult,
   JsonObject,
   ListSessionsQuery,
+  PathLoad,
+  PathPart,
   PositionRecord,
   QueuedPromptRecord,
   QueuedRunRecord,
@@ -374,22 +381,51 @@ export class PostgresSessionStore implements SessionStore {
     });
   }
 
-  async loadRun(scope: Scope, sessionId: string, runId: string): Promise<RunContext | null> {
+  async loadRun(
+    scope: Scope,
+    sessionId: string,
+    runId: string,
+    maxNodes?: number,
+  ): Promise<RunContext | null> {
     if (!isUuid(runId)) return null;
     // canopy_load_run: the session the run must own, locked FOR SHARE (no end, pause or commit slips in, and the
     // row read is the latest); the run taken (queued -> running, or a running one taken over: one more attempt
     // either way); the nodes of the active path in path order, read after the lock so none committed before it
-    // is missed. All NULL when there is nothing to execute.
-    const [row] = await this.call<StartedRow & { path_nodes: NodeJson[] | null }>(
+    // is missed (none when the path is longer than maxNodes: pathTail reads those). All NULL when there is
+    // nothing to execute.
+    const [row] = await this.call<StartedRow & { path_nodes: PathNodeJson[] | null }>(
       scope,
       sql`
       SELECT ${sessionAndRunOf('taken')}, taken.path_nodes
         FROM canopy_load_run(${scope.tenantId}::uuid, ${scope.userId ?? null}::text, ${sessionId}::text,
-                             ${runId}::uuid, ${this.db.txTimeoutMs}::int) AS taken`,
+                             ${runId}::uuid, ${this.db.txTimeoutMs}::int, ${maxNodes ?? null}::int) AS taken`,
     );
     if (row?.id == null) return null;
-    const taken = row as SessionRow & PrefixedRunRow & { path_nodes: NodeJson[] };
-    return { session: toSession(taken), run: toRun(runFrom(taken)), pathNodes: taken.path_nodes.map(toNode) };
+    const taken = row as SessionRow & PrefixedRunRow & { path_nodes: PathNodeJson[] | null };
+    const nodes = taken.path_nodes;
+    return {
+      session: toSession(taken),
+      run: toRun(runFrom(taken)),
+      pathNodes: nodes?.map(toNode) ?? null,
+      ...(nodes ? { pathTokens: nodes.map((n) => n.tokens ?? null) } : {}),
+    };
+  }
+
+  async pathTail(scope: Scope, sessionId: string, path: readonly NodeId[], load: PathLoad): Promise<PathPart> {
+    // canopy_path_tail: one call (autocommit), walking the path from its ends by primary key.
+    const [row] = await this.call<{ nodes: Array<PathNodeJson & { position: number }> | null }>(
+      scope,
+      sql`
+      SELECT canopy_path_tail(${scope.tenantId}::uuid, ${sessionId}::text, ${[...path]}::int[],
+                              ${load.tailTokens}::int, ${load.headTurns}::int, ${load.fromSummary}::boolean,
+                              ${this.db.txTimeoutMs}::int) AS nodes`,
+    );
+    const nodes = row?.nodes ?? [];
+    return {
+      nodes: nodes.map(toNode),
+      tokens: nodes.map((n) => n.tokens ?? null),
+      positions: nodes.map((n) => n.position - 1),
+    };
   }
 
   async commit(scope: Scope, input: CommitInput): Promise<CommitResult> {
@@ -625,6 +661,19 @@ export class PostgresSessionStore implements SessionStore {
       ),
     );
     return rows.length > 0;
+  }
+
+  async summariesOf(scope: Scope, sessionId: string): Promise<ConversationSummary[]> {
+    const rows = await this.db.withTenantSql(scope, (tx) =>
+      query<{ summary: SummaryJson }>(
+        tx,
+        sql`SELECT ${SUMMARY_JSON} AS summary
+              FROM context_summaries c JOIN sessions ON sessions.tenant_id = c.tenant_id AND sessions.id = c.session_id
+             WHERE ${whereSession(scope, sessionId)}
+             ORDER BY c.through_node_id`,
+      ),
+    );
+    return rows.map((r) => toSummary(r.summary));
   }
 
   async unfinishedRuns(): Promise<

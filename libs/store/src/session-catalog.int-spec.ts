@@ -699,6 +699,85 @@ describe('copy-on-write fork', () => {
     ]);
   });
 
+  it('keeps the context summaries of the nodes it takes, against its own ids, in the same statement', async () => {
+    const summary = (throughNodeId: number, text: string) => ({
+      throughNodeId,
+      text,
+      tokens: 7,
+      model: 'mock:echo',
+      usage: makeUsage({ inputTokens: 500, outputTokens: 9 }),
+    });
+    // Tree: 1 -> 2 -> 3 -> 4 (path) and a branch 2 -> 5, imported with summaries through 2 and through 4.
+    const base = linear(['sq1', 'sa1', 'sq2', 'sa2'], {
+      summaries: [summary(2, 'through 2'), summary(4, 'through 4')],
+    });
+    base.nodes.push({ id: 5, parentId: 2, message: userMessage('sq2 edited', 2_000), usage: null });
+    base.nextNodeId = 6;
+    const source = await catalog.importSession(scope, base);
+    expect(await store.summariesOf(scope, source.id)).toEqual([
+      summary(2, 'through 2'),
+      summary(4, 'through 4'),
+    ]);
+    await store.saveSummary(scope, { sessionId: source.id, ...summary(5, 'through 5') });
+
+    // Through the branch (path 1, 2, 5): the summaries of 2 and 5, 5 renumbered 3; not 4's, off the path.
+    db.statements = db.roundTrips = 0;
+    const branch = await catalog.fork(scope, { sessionId: source.id, nodeId: 5 });
+    expect([db.statements, db.roundTrips]).toEqual([1, 1]);
+    if (!branch.ok) throw new Error(branch.reason);
+    expect(await store.summariesOf(scope, branch.session.id)).toEqual([
+      summary(2, 'through 2'),
+      summary(3, 'through 5'),
+    ]);
+    expect(await store.summariesOn(scope, branch.session.id, [1, 2, 3])).toEqual([
+      { throughNodeId: 2, text: 'through 2', tokens: 7 },
+      { throughNodeId: 3, text: 'through 5', tokens: 7 },
+    ]);
+    // Above a summary's node: none of it.
+    const early = await catalog.fork(scope, { sessionId: source.id, nodeId: 1 });
+    if (!early.ok) throw new Error(early.reason);
+    expect(await store.summariesOf(scope, early.session.id)).toEqual([]);
+
+    // A fork of a fork: its shared nodes' summaries (stored against its ids) and those of its own nodes.
+    const first = await catalog.fork(scope, { sessionId: source.id, nodeId: 2 });
+    if (!first.ok) throw new Error(first.reason);
+    // Nodes 3, 4 of the first fork: its own.
+    const started = await store.startRun(scope, {
+      sessionId: first.session.id,
+      kind: 'prompt',
+      input: {},
+      status: 'running',
+    });
+    if (!started.ok) throw new Error(started.reason);
+    await store.commit(scope, {
+      sessionId: first.session.id,
+      runId: started.run.id,
+      nodes: [
+        { id: 3, parentId: 2, message: userMessage('sq3', 6_000), usage: null },
+        { id: 4, parentId: 3, message: assistantMessage('sa3', 6_001), usage: null },
+      ],
+      position: { path: [1, 2, 3, 4], cursors: { '1': 2, '2': 3, '3': 4 }, head: 4 },
+      nextNodeId: 5,
+      usage: makeUsage({}),
+      finish: { usage: makeUsage({}) },
+    });
+    await store.saveSummary(scope, { sessionId: first.session.id, ...summary(4, 'fork through 4') });
+    const second = await catalog.fork(scope, { sessionId: first.session.id });
+    if (!second.ok) throw new Error(second.reason);
+    expect(second.copied).toBe(2);
+    expect(await store.summariesOf(scope, second.session.id)).toEqual([
+      summary(2, 'through 2'),
+      summary(4, 'fork through 4'),
+    ]);
+    // The source deleted (its nodes copied into its forks): the forks' summaries are their own rows.
+    await catalog.deleteIdle(scope, [source.id]);
+    expect(await store.summariesOf(scope, branch.session.id)).toHaveLength(2);
+
+    // An export page carries them; an import of the page restores them.
+    const page = (await catalog.exportPage(scope, { ids: [second.session.id] }, 10, null)).data[0]!;
+    expect(page.summaries).toEqual(await store.summariesOf(scope, second.session.id));
+  });
+
   it("search finds a fork's shared messages under the fork's ids, with the fork's own filters", async () => {
     const owner = await newTenant();
     const source = await catalog.importSession(

@@ -9,6 +9,7 @@ import { CanopyException } from '@canopy/common';
 import {
   sumUsage,
   systemScope,
+  type ConversationSummary,
   type Scope,
   type SessionStatus,
   type TreeNode,
@@ -20,13 +21,16 @@ import { countSessions, declareSearch, searchMatches, searchPage, type SearchPag
 import {
   NODE_JSON,
   SESSION_COLUMNS,
+  SUMMARY_JSON,
   json,
   sessionOf,
   toNode,
   toSession,
+  toSummary,
   toUsage,
   type NodeJson,
   type SessionRow,
+  type SummaryJson,
 } from './session-rows';
 import type { JsonObject, PositionRecord, SessionRecord } from './session-store.port';
 import { join, query, sql } from './sql';
@@ -68,11 +72,15 @@ export interface ImportSessionHead {
   updatedAt?: Date;
   position: PositionRecord;
   nextNodeId: number;
+  /** Its context summaries, each against a node of the tree (stored with the session). */
+  summaries?: ConversationSummary[];
 }
 
 export interface SessionWithTree {
   session: SessionRecord;
   nodes: TreeNode[];
+  /** Its context summaries, oldest node first. */
+  summaries: ConversationSummary[];
 }
 
 export interface BulkTarget {
@@ -108,8 +116,9 @@ export class SessionCatalogStore {
    * connection), O(path length). Copy-on-write: the fork SHARES the path's nodes (its base)
    * instead of copying them; forking a fork shares what the source shares and copies
    * only the source's own nodes on the path (`copied`). A node on the source's active path (the default: its tip)
-   * takes the stored path's prefix; any other node walks up the parent pointers. Reads committed nodes only, so the
-   * source may be busy; it is not touched.
+   * takes the stored path's prefix; any other node walks up the parent pointers. The context summaries stored
+   * against the path's nodes are kept, against the fork's ids. Reads committed nodes only, so the source may be
+   * busy; it is not touched.
    */
   async fork(scope: Scope, input: ForkInput): Promise<ForkResult> {
     const statement = sql`
@@ -282,21 +291,26 @@ export class SessionCatalogStore {
       );
     }
     const rows = await this.db.withTenantSql(scope, (tx) =>
-      query<SessionRow & { nodes: NodeJson[] }>(
+      query<SessionRow & { nodes: NodeJson[]; summaries: SummaryJson[] }>(
         tx,
         sql`
         SELECT ${SESSION_COLUMNS},
                COALESCE((SELECT json_agg(${NODE_JSON} ORDER BY nodes.id)
-                           FROM canopy_session_nodes(sessions.tenant_id, sessions.id) AS nodes), '[]') AS nodes
+                           FROM canopy_session_nodes(sessions.tenant_id, sessions.id) AS nodes), '[]') AS nodes,
+               COALESCE((SELECT json_agg(${SUMMARY_JSON} ORDER BY c.through_node_id)
+                           FROM context_summaries AS c
+                          WHERE c.tenant_id = sessions.tenant_id AND c.session_id = sessions.id), '[]') AS summaries
           FROM sessions
          WHERE ${join(conditions, ' AND ')}
          ORDER BY sessions.created_at, sessions.id
          LIMIT ${clampLimit(limit) + 1}::int`,
       ),
     );
-    const data = rows
-      .slice(0, clampLimit(limit))
-      .map((r) => ({ session: toSession(r), nodes: r.nodes.map(toNode) }));
+    const data = rows.slice(0, clampLimit(limit)).map((r) => ({
+      session: toSession(r),
+      nodes: r.nodes.map(toNode),
+      summaries: r.summaries.map(toSummary),
+    }));
     const last = data[data.length - 1];
     return { data, nextCursor: rows.length > data.length && last ? exportCursorOf(last.session) : null };
   }
@@ -371,7 +385,10 @@ function newSessionId(): string {
   return randomBytes(16).toString('base64url');
 }
 
-/** The session row of an import; `staged`: hidden until published (stageImport). already_exists for a taken id. */
+/**
+ * The session row of an import, with its context summaries; `staged`: hidden until published (stageImport).
+ * already_exists for a taken id.
+ */
 async function insertSession(
   tx: SqlTx,
   scope: Scope,
@@ -397,6 +414,16 @@ async function insertSession(
     RETURNING ${SESSION_COLUMNS}`,
   );
   if (!row) throw new CanopyException('already_exists', `session ${id} already exists`, { id, field: 'id' });
+  if (input.summaries?.length) {
+    await query(
+      tx,
+      sql`
+      INSERT INTO context_summaries (tenant_id, session_id, through_node_id, text, tokens, model, usage)
+      SELECT ${scope.tenantId}::uuid, ${id}::text, c."throughNodeId", c.text, c.tokens, c.model, c.usage
+        FROM jsonb_to_recordset(${json(input.summaries)}) AS c("throughNodeId" INTEGER, text TEXT, tokens INTEGER,
+                                                                 model TEXT, usage JSONB)`,
+    );
+  }
   return row;
 }
 

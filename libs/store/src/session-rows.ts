@@ -11,6 +11,7 @@ import {
   unstorableTextPath,
   type ClientTool,
   type ContextMeter,
+  type ConversationSummary,
   type Message,
   type NodeId,
   type RunError,
@@ -154,12 +155,30 @@ export interface NodeJson {
   usage: unknown;
 }
 
+/** A node as a run reads it (canopy_load_run, canopy_path_tail): with its stored token count. */
+export interface PathNodeJson extends NodeJson {
+  tokens?: number | null;
+}
+
 /**
  * A node as json_build_object for NodeJson (the catalog's export aggregates nodes beside their session;
  * canopy_load_tree and canopy_load_run build the same).
  */
 export const NODE_JSON = raw(
   `json_build_object('id', nodes.id, 'parentId', nodes.parent_id, 'message', nodes.message, 'usage', nodes.usage)`,
+);
+
+/** A context summary (alias `c` of context_summaries) as json_build_object gives it: what an export carries. */
+export interface SummaryJson {
+  throughNodeId: number;
+  text: string;
+  tokens: number;
+  model: string;
+  usage: unknown;
+}
+
+export const SUMMARY_JSON = raw(
+  `json_build_object('throughNodeId', c.through_node_id, 'text', c.text, 'tokens', c.tokens, 'model', c.model, 'usage', c.usage)`,
 );
 
 export type Nullable<T> = { [K in keyof T]: T[K] | null };
@@ -266,6 +285,16 @@ export function toNode(n: NodeJson): TreeNode {
     parentId: n.parentId,
     message: n.message,
     usage: n.usage === null ? null : toUsage(n.usage),
+  };
+}
+
+export function toSummary(c: SummaryJson): ConversationSummary {
+  return {
+    throughNodeId: c.throughNodeId,
+    text: c.text,
+    tokens: c.tokens,
+    model: c.model,
+    usage: toUsage(c.usage),
   };
 }
 

@@ -8,6 +8,7 @@ import type {
   ClientTool,
   ContextMeter,
   ContextSummary,
+  ConversationSummary,
   Message,
   NodeId,
   RunKind,
@@ -162,6 +163,8 @@ export interface NewNode {
   parentId: NodeId | null;
   message: Message;
   usage: Usage | null;
+  /** The message's tokens for the session's model (the context policy's count), kept with the node. */
+  tokens?: number | null;
 }
 
 export interface CommitInput {
@@ -225,8 +228,31 @@ export type FencedResult = 'ok' | 'fenced';
 export interface RunContext {
   session: SessionRecord;
   run: RunRecord;
-  /** The nodes along the session's active path, root first (the committed context of the run). */
-  pathNodes: TreeNode[];
+  /**
+   * The nodes along the session's active path, root first (the committed context of the run); null when the path
+   * is longer than loadRun was asked to read (then pathTail reads what the run sends of it).
+   */
+  pathNodes: TreeNode[] | null;
+  /** Each path node's stored token count (null: not counted), in the same order; absent: none known. */
+  pathTokens?: Array<number | null>;
+}
+
+/**
+ * What a run reads of a long path (canopy_path_tail): the tail holding more than `tailTokens` tokens, back to a turn's
+ * start (null: the whole path); with `fromSummary`, no further back than the nearest node a context summary is stored
+ * against; and the first `headTurns` turns.
+ */
+export interface PathLoad {
+  tailTokens: number | null;
+  headTurns: number;
+  fromSummary: boolean;
+}
+
+/** Nodes of a path as read for a run: the nodes, their stored token counts and their places in the path (0-based). */
+export interface PathPart {
+  nodes: TreeNode[];
+  tokens: Array<number | null>;
+  positions: number[];
 }
 
 /**
@@ -299,10 +325,16 @@ export interface RunStore {
   ): Promise<{ run: RunRecord } | { queued: QueuedRunRecord } | null>;
   /**
    * Takes a run for execution in one transaction: a queued run becomes running (the attempt counted), a running
-   * one counts another attempt (taken over); returns the session, the run and the nodes along the active path.
+   * one counts another attempt (taken over); returns the session, the run and the nodes along the active path
+   * (none when the path has more than `maxNodes`: see pathTail).
    * Null when the run is not the session's active run or is not queued/running (nothing to execute).
    */
-  loadRun(scope: Scope, sessionId: string, runId: string): Promise<RunContext | null>;
+  loadRun(scope: Scope, sessionId: string, runId: string, maxNodes?: number): Promise<RunContext | null>;
+  /**
+   * What a run sends of a long path, read by walking it from its ends (rows read about the rows sent, however long
+   * the path), in path order.
+   */
+  pathTail(scope: Scope, sessionId: string, path: readonly NodeId[], load: PathLoad): Promise<PathPart>;
   /**
    * Appends the nodes, moves the position, adds usage and clears the run's rollback point and pending state,
    * fenced on the run still being the session's active run; with `finish`, also ends the run (completed) and sets
@@ -390,6 +422,8 @@ export interface ContextSummaryStore {
   summariesOn(scope: Scope, sessionId: string, nodeIds: readonly number[]): Promise<ContextSummary[]>;
   /** Stores a summary unless one covers the same node already (the first stays); answers whether it stored this one. */
   saveSummary(scope: Scope, input: SaveSummaryInput): Promise<boolean>;
+  /** Every summary of the session with the model and usage that wrote it, oldest node first (an export's). */
+  summariesOf(scope: Scope, sessionId: string): Promise<ConversationSummary[]>;
 }
 
 export interface SessionStore extends SessionRecordStore, RunStore, PromptQueueStore, ContextSummaryStore {}

@@ -171,6 +171,15 @@ export function canopyDocumentArb(maxNodes = 12): fc.Arbitrary<CanopyDocument> {
       pinned: fc.boolean(),
       createdAt: isoDate,
       updatedAt: isoDate,
+      summaries: fc.array(
+        fc.record({
+          node: fc.nat(),
+          text,
+          tokens: fc.nat(100_000),
+          usage: usageArb.map((u) => u ?? makeUsage()),
+        }),
+        { maxLength: 3 },
+      ),
     })
     .map((r) => {
       const flat = r.items
@@ -190,7 +199,7 @@ export function canopyDocumentArb(maxNodes = 12): fc.Arbitrary<CanopyDocument> {
       const cursors: Record<string, NodeId> = {};
       for (const n of nodes) if (n.parentId !== null) cursors[String(n.parentId)] = n.id; // the newest child
       for (let i = 1; i < path.length; i++) cursors[String(path[i - 1])] = path[i]!;
-      return {
+      const document: CanopyDocument = {
         format: 'canopy' as const,
         version: 1 as const,
         session: {
@@ -208,6 +217,26 @@ export function canopyDocumentArb(maxNodes = 12): fc.Arbitrary<CanopyDocument> {
         },
         tree: { nodes, path, cursors, nextId: nodes.length + 1 + r.reserve },
         usage: makeUsage(),
+      };
+      // Context summaries of some nodes (one a node at most), in node order; absent when there are none.
+      const summaries = new Map<NodeId, NonNullable<CanopyDocument['summaries']>[number]>();
+      if (nodes.length) {
+        for (const c of r.summaries) {
+          const throughNodeId = (c.node % nodes.length) + 1;
+          summaries.set(throughNodeId, {
+            throughNodeId,
+            text: c.text,
+            tokens: c.tokens,
+            model: 'mock:echo',
+            usage: c.usage,
+          });
+        }
+      }
+      return {
+        ...document,
+        ...(summaries.size
+          ? { summaries: [...summaries.values()].sort((a, b) => a.throughNodeId - b.throughNodeId) }
+          : {}),
       };
     });
 }

@@ -1,5 +1,6 @@
 // The `canopy` format: a whole session as Canopy stores it — its fields, every node of its tree (parent, message,
-// usage), the active path and the cursors — so that export, import and export again give the same document.
+// usage), the active path and the cursors, and the context summaries stored against its nodes — so that export,
+// import and export again give the same document.
 // Reading checks everything the database would refuse (ids, parent order, a path that is a parent chain, cursors
 // that point at children) and names the field, so a bad document is refused whole, before anything is stored.
 
@@ -8,9 +9,15 @@ import type { SessionInfo } from '../events';
 import type { Message } from '../message';
 import type { NodeId, TreeNode } from '../tree';
 import { makeUsage, sumUsage, type Usage } from '../usage';
-import { clientToolSchema, LIMITS, boundedJson } from '../api/schemas';
+import {
+  clientToolSchema,
+  LIMITS,
+  boundedJson,
+  unstorableTextPath,
+  UNSTORABLE_TEXT_MESSAGE,
+} from '../api/schemas';
 import { messageSchema, usageSchema } from './message-schema';
-import { FormatError, fieldPath, type Conversation } from './conversation';
+import { FormatError, fieldPath, type Conversation, type ConversationSummary } from './conversation';
 
 export const CANOPY_FORMAT_VERSION = 1;
 
@@ -38,6 +45,11 @@ export interface CanopyDocument {
   };
   /** Usage summed over every node (in id order); informative: an import sums the nodes again. */
   usage: Usage;
+  /**
+   * The context summaries stored against nodes of the tree (context policy `summarize`), in node order; absent
+   * when there are none (documents written before summaries existed have none).
+   */
+  summaries?: ConversationSummary[];
 }
 
 /** The most nodes one document may hold. */
@@ -55,6 +67,7 @@ export function toCanopyDocument(
     cursors: Record<string, NodeId>;
     nextId: NodeId;
   },
+  summaries: readonly ConversationSummary[] = [],
 ): CanopyDocument {
   const nodes = [...tree.nodes]
     .sort((a, b) => a.id - b.id)
@@ -80,6 +93,19 @@ export function toCanopyDocument(
     },
     tree: { nodes, path: [...tree.path], cursors, nextId: tree.nextId },
     usage: sumUsage(nodes.map((n) => n.usage)),
+    ...(summaries.length
+      ? {
+          summaries: [...summaries]
+            .sort((a, b) => a.throughNodeId - b.throughNodeId)
+            .map((c) => ({
+              throughNodeId: c.throughNodeId,
+              text: c.text,
+              tokens: c.tokens,
+              model: c.model,
+              usage: c.usage,
+            })),
+        }
+      : {}),
   };
 }
 
@@ -132,6 +158,23 @@ const canopyDocumentSchema = z
       })
       .strict(),
     usage: usageSchema.optional(),
+    summaries: z
+      .array(
+        z
+          .object({
+            throughNodeId: nodeId,
+            text: z
+              .string()
+              .max(LIMITS.system)
+              .refine((t) => unstorableTextPath(t) === null, { message: UNSTORABLE_TEXT_MESSAGE }),
+            tokens: z.number().int().min(0).max(2_147_483_647),
+            model: z.string().min(1).max(200),
+            usage: usageSchema.optional(),
+          })
+          .strict(),
+      )
+      .max(MAX_IMPORT_NODES)
+      .optional(),
   })
   .strict();
 
@@ -185,6 +228,17 @@ export function fromCanopyDocument(data: unknown, base = 'data'): Conversation {
       );
     }
   }
+  const covered = new Set<NodeId>();
+  (doc.summaries ?? []).forEach((c, i) => {
+    if (!byId.has(c.throughNodeId))
+      throw new FormatError(at('summaries', i, 'throughNodeId'), `unknown node ${c.throughNodeId}`);
+    if (covered.has(c.throughNodeId))
+      throw new FormatError(
+        at('summaries', i, 'throughNodeId'),
+        `a second summary of node ${c.throughNodeId}`,
+      );
+    covered.add(c.throughNodeId);
+  });
   const nextId = doc.tree.nextId ?? maxId + 1;
   if (nextId <= maxId)
     throw new FormatError(at('tree', 'nextId'), `must be above the highest node id (${maxId})`);
@@ -209,5 +263,12 @@ export function fromCanopyDocument(data: unknown, base = 'data'): Conversation {
       cursors: doc.tree.cursors,
       nextId,
     },
+    ...(doc.summaries?.length
+      ? {
+          summaries: doc.summaries
+            .map((c) => ({ ...c, usage: makeUsage(c.usage ?? {}) }))
+            .sort((a, b) => a.throughNodeId - b.throughNodeId),
+        }
+      : {}),
   };
 }

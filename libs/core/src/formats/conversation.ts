@@ -5,6 +5,7 @@
 import type { ClientTool } from '../events';
 import type { Message } from '../message';
 import type { NodeId, TreeNode } from '../tree';
+import type { Usage } from '../usage';
 
 /** The session fields a conversation carries (what an import may set; absent ones take the service's defaults). */
 export interface ConversationSession {
@@ -29,9 +30,23 @@ export interface ConversationTree {
   nextId: NodeId;
 }
 
+/** A summary of a path's oldest turns (context policy `summarize`), stored against the last node it covers. */
+export interface ConversationSummary {
+  throughNodeId: NodeId;
+  text: string;
+  /** Its tokens as the session's model counted them. */
+  tokens: number;
+  /** The model that wrote it. */
+  model: string;
+  /** Usage of the call that wrote it. */
+  usage: Usage;
+}
+
 export interface Conversation {
   session: ConversationSession;
   tree: ConversationTree;
+  /** Summaries of nodes of the tree, in node order (only the canopy format carries them). */
+  summaries?: ConversationSummary[];
 }
 
 /** Input a format cannot read. `field` is where, e.g. `messages[3].content[0].type`. */

@@ -38,6 +38,7 @@ describe('the canopy format', () => {
             updatedAt: read.session.updatedAt!,
           },
           read.tree,
+          read.summaries,
         );
         expect(again).toEqual(normalized(doc));
       }),
@@ -92,6 +93,23 @@ describe('the canopy format', () => {
         'data.tree.nodes[0].message.role',
       ],
       [{ ...base({ nodes: [], path: [], cursors: {} }), version: 2 }, 'data.version'],
+      [
+        {
+          ...base({ nodes: [{ id: 1, parentId: null, message }], path: [1], cursors: {} }),
+          summaries: [{ throughNodeId: 2, text: 'so far', tokens: 3, model: 'mock:echo' }],
+        },
+        'data.summaries[0].throughNodeId',
+      ],
+      [
+        {
+          ...base({ nodes: [{ id: 1, parentId: null, message }], path: [1], cursors: {} }),
+          summaries: [
+            { throughNodeId: 1, text: 'so far', tokens: 3, model: 'mock:echo' },
+            { throughNodeId: 1, text: 'again', tokens: 3, model: 'mock:echo' },
+          ],
+        },
+        'data.summaries[1].throughNodeId',
+      ],
     ];
     for (const [doc, field] of cases) {
       let caught: unknown;

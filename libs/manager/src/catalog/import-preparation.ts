@@ -15,6 +15,7 @@ import {
   sumUsage,
   type Conversation,
   type ConversationSession,
+  type ConversationSummary,
   type NodeId,
   type Usage,
 } from '@canopy/core';
@@ -46,6 +47,8 @@ export interface PreparedImport {
   path: NodeId[];
   cursors: Record<string, NodeId>;
   nextId: NodeId;
+  /** The context summaries of its nodes (canopy documents carry them). */
+  summaries: ConversationSummary[];
 }
 
 /** Why not: the body is not JSON, the request failed its schema (issues as the validation pipe names them), or the conversation its format. */
@@ -115,6 +118,7 @@ export function prepareImport(input: PreparationInput): PreparationResult {
       path,
       cursors,
       nextId,
+      summaries: conversation.summaries ?? [],
     },
   };
 }

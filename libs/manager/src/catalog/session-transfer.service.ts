@@ -72,6 +72,7 @@ export class SessionTransferService {
   ): Promise<{ contentType: string; body: unknown }> {
     const loaded = await this.store.loadTree(scope, id);
     if (!loaded) throw CanopyException.notFound('session');
+    const summaries = format === 'canopy' ? await this.store.summariesOf(scope, id) : [];
     const { session, nodes } = loaded;
     const info = toSessionInfo(session);
     const byId = new Map(nodes.map((n) => [n.id, n]));
@@ -83,12 +84,16 @@ export class SessionTransferService {
       case 'canopy':
         return {
           contentType: 'application/json',
-          body: toCanopyDocument(info, {
-            nodes,
-            path: session.path,
-            cursors: session.cursors,
-            nextId: session.nextNodeId,
-          }),
+          body: toCanopyDocument(
+            info,
+            {
+              nodes,
+              path: session.path,
+              cursors: session.cursors,
+              nextId: session.nextNodeId,
+            },
+            summaries,
+          ),
         };
       case 'openai':
         return { contentType: 'application/json', body: toOpenAi(session.model, session.system, messages) };
@@ -147,6 +152,7 @@ export class SessionTransferService {
       ...(s.updatedAt ? { updatedAt: new Date(s.updatedAt) } : {}),
       position: { path: prepared.path, cursors: prepared.cursors, head: prepared.path.at(-1) ?? null },
       nextNodeId: prepared.nextId,
+      summaries: prepared.summaries,
     };
     const record =
       prepared.batches.length <= 1
@@ -226,13 +232,12 @@ export class SessionTransferService {
     let after = cursor;
     do {
       const page = await this.catalog.exportPage(scope, resolved, pageSize, after);
-      for (const { session, nodes } of page.data) {
-        yield toCanopyDocument(toSessionInfo(session), {
-          nodes,
-          path: session.path,
-          cursors: session.cursors,
-          nextId: session.nextNodeId,
-        });
+      for (const { session, nodes, summaries } of page.data) {
+        yield toCanopyDocument(
+          toSessionInfo(session),
+          { nodes, path: session.path, cursors: session.cursors, nextId: session.nextNodeId },
+          summaries,
+        );
       }
       after = page.nextCursor;
     } while (after);
