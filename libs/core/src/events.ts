@@ -39,6 +39,11 @@ export interface ContextMeter {
   strategy: ContextEventData['strategy'];
   /** The last node the summary in use covers; null when none does. */
   summarizedThrough: number | null;
+  /**
+   * What the provider reported as the last request's input tokens over Canopy's count of it, when that is more than
+   * 1 (the count fell short): later counts of the session are raised by it. Absent: the counts held.
+   */
+  calibration?: number;
 }
 
 export type SessionStatus = 'idle' | 'busy' | 'paused';
@@ -85,11 +90,23 @@ export interface InFlight {
   awaiting: ToolUseBlock[];
 }
 
-/** The state a subscription starts from; `seq` is the last event it reflects. */
+/**
+ * The state a subscription starts from; `seq` is the last event it reflects. Its tree is what a live view needs: the
+ * active path's recent part (a live session keeps its last LIVE_PATH_NODES nodes), the versions (siblings) of its
+ * nodes and the children of the head; `cursors` of those nodes. `partial` is there when `path` starts after the
+ * root: `omitted` nodes of the active path come before `path[0]` (`firstNodeId`; null with an empty `path`, when
+ * none of the path's recent part is held yet). Earlier turns are read through the tree and turns routes.
+ */
 export interface SessionSnapshot {
   seq: number;
   session: SessionInfo;
-  tree: { nodes: TreeNode[]; path: NodeId[]; cursors: Record<string, NodeId>; head: NodeId | null };
+  tree: {
+    nodes: TreeNode[];
+    path: NodeId[];
+    cursors: Record<string, NodeId>;
+    head: NodeId | null;
+    partial?: { firstNodeId: NodeId | null; omitted: number };
+  };
   inFlight: InFlight | null;
 }
 

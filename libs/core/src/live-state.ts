@@ -3,10 +3,20 @@
 // decision). Every instance that serves a session builds the same view from the same ordered events, so a
 // subscriber can start from a snapshot of it and continue with the events after its seq; a client (the SDK)
 // keeps the same view of the events it receives. Pure: no I/O.
+//
+// Bounded: with a path bound, the view keeps of the committed tree only what a live view shows, the active path's
+// last `pathBound` nodes, the versions (siblings) of each and the children of the head; the rest is dropped as the
+// path moves on, and read from the store (the tree and turns routes) by whoever needs it. A `tree` event that moves
+// the path onto nodes not held leaves a gap (`missingNodes`) until `fill` brings them; meanwhile the view and its
+// snapshots show the part after the gap.
 
 import type { InFlight, SessionEventBody, SessionInfo, SessionSnapshot } from './events';
 import type { AssistantBlock, Message } from './message';
+import { isTurnBoundary } from './message';
 import { Tree, type NodeId, type TreeNode } from './tree';
+
+/** How many of the active path's last nodes a live session keeps by default (LIVE_PATH_NODES). */
+export const DEFAULT_LIVE_PATH_NODES = 200;
 
 export interface LiveStateInit {
   info: SessionInfo;
@@ -16,10 +26,30 @@ export interface LiveStateInit {
   nextNodeId: number;
   inFlight: InFlight | null;
   seq: number;
+  /**
+   * `nodes` leave some of the session's nodes out (a partial snapshot); `omitted`: how many nodes of the active
+   * path come before `path[0]`. Absent: `nodes` are the whole tree and `path` the whole path.
+   */
+  partial?: { omitted: number };
+  /**
+   * Keep only the active path's last `pathBound` nodes, the versions (siblings) of each and the children of the
+   * head; drop the rest as the path moves on. Absent: keep every node.
+   */
+  pathBound?: number;
 }
 
 export class LiveState {
-  private readonly tree: Tree;
+  private tree: Tree;
+  /** How many of the active path's last nodes are kept (Infinity: all). */
+  private readonly bound: number;
+  /** The active path's last `bound` ids (some may not be held yet: see missingNodes). */
+  private window: NodeId[];
+  /** How many nodes of the active path come before `window`. */
+  private omitted: number;
+  /** Every node of the session is held (nothing was ever dropped or left out). */
+  private whole: boolean;
+  /** The tree's size above which the nodes no longer needed are dropped (so dropping costs O(1) a node). */
+  private pruneAbove = 0;
   private info: SessionInfo;
   private inFlight: InFlight | null;
   private partialBlocks: AssistantBlock[] | null = null;
@@ -35,12 +65,14 @@ export class LiveState {
   private lastSeq: number;
 
   constructor(init: LiveStateInit) {
-    this.tree = Tree.hydrate({
-      nodes: init.nodes,
-      path: init.path,
-      cursors: init.cursors,
-      nextId: init.nextNodeId,
-    });
+    this.bound = Math.max(1, init.pathBound ?? Infinity);
+    this.whole = init.partial === undefined;
+    const from = Math.max(0, init.path.length - this.bound);
+    this.omitted = (init.partial?.omitted ?? 0) + from;
+    this.window = init.path.slice(from);
+    const cursors = init.cursors;
+    this.tree = Tree.hydrate({ nodes: [], path: [], cursors: {}, nextId: init.nextNodeId, partial: true });
+    this.reshape(init.nodes, cursors);
     this.info = { ...init.info };
     this.inFlight = init.inFlight ? { ...init.inFlight, pending: [...init.inFlight.pending] } : null;
     this.pendingIds = (init.inFlight?.pending ?? []).map((_, i) => init.nextNodeId + i);
@@ -59,9 +91,40 @@ export class LiveState {
     return this.info;
   }
 
-  /** The committed tree (read it, don't change it: events do). */
+  /**
+   * The committed tree held (read it, don't change it: events do): with a path bound, its path is the active path's
+   * recent part held (see `holdsWholeTree`).
+   */
   get committedTree(): Tree {
     return this.tree;
+  }
+
+  /** Whether the committed tree held is the session's whole tree and its path the whole active path. */
+  get holdsWholeTree(): boolean {
+    return this.whole && this.omitted === 0 && this.tree.path.length === this.window.length;
+  }
+
+  /** The last node of the active path (held or not). */
+  get head(): NodeId | null {
+    return this.window.length > 0 ? this.window[this.window.length - 1]! : null;
+  }
+
+  /** How many nodes of the active path come before the committed tree's path (not held). */
+  get pathOmitted(): number {
+    return this.omitted + this.window.length - this.tree.path.length;
+  }
+
+  /** Nodes of the active path's recent part that are not held (a `tree` event moved the path onto them). */
+  get missingNodes(): NodeId[] {
+    return this.window.filter((id) => !this.tree.has(id));
+  }
+
+  /**
+   * Brings nodes read from the store (of this session: committed nodes never change): those the bounded view needs
+   * are kept, the missing nodes of the path and their versions among them.
+   */
+  fill(nodes: Iterable<TreeNode>): void {
+    this.reshape(nodes, null);
   }
 
   get runInFlight(): InFlight | null {
@@ -146,15 +209,18 @@ export class LiveState {
           this.dropPartial();
         }
         break;
-      case 'tree':
+      case 'tree': {
         for (const node of event.data.nodes) {
           if (!this.tree.has(node.id)) this.tree.addNode(node);
         }
-        this.tree.restorePosition({
-          path: event.data.path,
-          cursors: new Map(Object.entries(event.data.cursors).map(([k, v]) => [Number(k), v])),
-        });
+        const path = event.data.path;
+        const from = Math.max(0, path.length - this.bound);
+        this.window = from === 0 ? [...path] : path.slice(from);
+        this.omitted = from;
+        this.place(event.data.cursors);
+        if (this.bound !== Infinity && this.tree.size > this.pruneAbove) this.reshape([], null);
         break;
+      }
       case 'cancelled':
       case 'error':
         if (!event.data.runId || this.inFlight?.runId === event.data.runId) this.endRun();
@@ -183,13 +249,25 @@ export class LiveState {
     }
   }
 
+  /**
+   * The state a subscriber starts from. Its tree is what the bounded view needs (the path's recent part held, the
+   * versions of its nodes, the children of its head), marked `partial` when the path starts after the root.
+   */
   snapshot(): SessionSnapshot {
     this.settlePartial();
-    const data = this.tree.toJSON();
+    const { nodes, cursors } = this.needed(this.tree, this.tree.path);
+    const path = [...this.tree.path];
+    const omitted = this.pathOmitted;
     return {
       seq: this.lastSeq,
       session: { ...this.info },
-      tree: { nodes: data.nodes, path: data.path, cursors: data.cursors, head: this.tree.head },
+      tree: {
+        nodes: [...nodes.values()].sort((a, b) => a.id - b.id),
+        path,
+        cursors,
+        head: this.head,
+        ...(omitted > 0 ? { partial: { firstNodeId: path[0] ?? null, omitted } } : {}),
+      },
       inFlight: this.inFlight
         ? {
             ...this.inFlight,
@@ -198,6 +276,87 @@ export class LiveState {
           }
         : null,
     };
+  }
+
+  /**
+   * What the bounded view needs of `source`: the nodes of `path` (the active path's recent part), the children of
+   * each one's parent (its versions) and of the head, and the cursors of the nodes held.
+   */
+  private needed(
+    source: Tree,
+    path: readonly NodeId[],
+  ): { nodes: Map<NodeId, TreeNode>; cursors: Record<string, NodeId> } {
+    const nodes = new Map<NodeId, TreeNode>();
+    const cursors: Record<string, NodeId> = {};
+    const keep = (id: NodeId) => {
+      const node = source.getNode(id);
+      if (node) nodes.set(id, node);
+    };
+    const parents = new Set<NodeId | null>();
+    for (const id of path) {
+      keep(id);
+      const node = source.getNode(id);
+      if (node) parents.add(node.parentId);
+    }
+    const head = this.head;
+    if (head !== null) parents.add(head);
+    for (const parent of parents) {
+      const children = parent === null ? source.roots() : source.children(parent);
+      for (const child of children) keep(child);
+    }
+    for (const [parent, child] of source.cursors) {
+      if (nodes.has(child) && (nodes.has(parent) || parents.has(parent))) cursors[String(parent)] = child;
+    }
+    return { nodes, cursors };
+  }
+
+  /**
+   * Rebuilds the tree held from its nodes and `extra` (what fill brings, or an init's nodes): keeps what the
+   * bounded view needs (everything without a bound), with `cursors` (null: the current ones), and puts the path.
+   */
+  private reshape(extra: Iterable<TreeNode>, cursors: Record<string, NodeId> | null): void {
+    const current = cursors ?? this.cursorRecord();
+    const pool = Tree.hydrate({
+      nodes: uniqueNodes(this.tree.allNodes(), extra),
+      path: [],
+      cursors: {},
+      nextId: this.tree.nextId,
+      partial: true,
+    });
+    let nodes: Iterable<TreeNode> = pool.allNodes();
+    if (this.bound !== Infinity) {
+      const kept = this.needed(pool, this.window).nodes;
+      if (kept.size < pool.size) this.whole = false;
+      nodes = [...kept.values()].sort((a, b) => a.id - b.id);
+    }
+    this.tree = Tree.hydrate({ nodes, path: [], cursors: {}, nextId: pool.nextId, partial: true });
+    this.place(current);
+    this.pruneAbove = 2 * this.tree.size + 64;
+  }
+
+  /** Puts the path (the held part at the end of the window) and the cursors of the nodes held. */
+  private place(cursors: Record<string, NodeId>): void {
+    let start = this.window.length;
+    while (start > 0 && this.tree.has(this.window[start - 1]!)) start--;
+    // After a gap the path starts at a prompt (a turn is shown whole or not at all).
+    if (start > 0 || this.omitted > 0) {
+      let prompt = start;
+      while (prompt < this.window.length && !isTurnBoundary(this.tree.getNode(this.window[prompt]!)!.message))
+        prompt++;
+      if (prompt < this.window.length) start = prompt;
+    }
+    const held = new Map<NodeId, NodeId>();
+    for (const [k, v] of Object.entries(cursors)) {
+      const parent = Number(k);
+      if (this.tree.getNode(v)?.parentId === parent) held.set(parent, v);
+    }
+    this.tree.restorePosition({ path: start === 0 ? this.window : this.window.slice(start), cursors: held });
+  }
+
+  private cursorRecord(): Record<string, NodeId> {
+    const cursors: Record<string, NodeId> = {};
+    for (const [k, v] of this.tree.cursors) cursors[String(k)] = v;
+    return cursors;
   }
 
   /** Replaces the session fields (a reload from the store). */
@@ -259,6 +418,7 @@ export class LiveState {
 /** The init of a LiveState from a subscription's snapshot (what a client starts from). */
 export function liveStateInit(snapshot: SessionSnapshot): LiveStateInit {
   const nodes = snapshot.tree.nodes;
+  const partial = snapshot.tree.partial;
   return {
     info: snapshot.session,
     nodes,
@@ -267,5 +427,19 @@ export function liveStateInit(snapshot: SessionSnapshot): LiveStateInit {
     nextNodeId: nodes.reduce((max, n) => Math.max(max, n.id), 0) + 1,
     inFlight: snapshot.inFlight,
     seq: snapshot.seq,
+    ...(partial ? { partial: { omitted: partial.omitted } } : {}),
   };
+}
+
+/** `first`'s nodes, then those of `more` not among them. */
+function uniqueNodes(first: TreeNode[], more: Iterable<TreeNode>): TreeNode[] {
+  const seen = new Set(first.map((n) => n.id));
+  const all = [...first];
+  for (const node of more) {
+    if (!seen.has(node.id)) {
+      seen.add(node.id);
+      all.push(node);
+    }
+  }
+  return all;
 }

@@ -32,6 +32,11 @@ export interface TreeInit {
   cursors?: Record<string, NodeId> | ReadonlyMap<NodeId, NodeId>;
   /** The id the next push gets, when the store tracks it; never below max(id) + 1. */
   nextId?: number;
+  /**
+   * Some of the session's nodes are left out (a live view's recent part): a node's parent may be missing, and the
+   * path may start below a root (at a node whose parent is left out). Everything present is still checked.
+   */
+  partial?: boolean;
 }
 
 /** Where the active path stands: enough to undo a navigation (a branch that never committed). */
@@ -64,6 +69,7 @@ export class Tree implements Iterable<TreeNode> {
   private readonly cursorMap = new Map<NodeId, NodeId>();
   private activePath: NodeId[] = [];
   private next = 1;
+  private partialTree = false;
 
   /**
    * Rebuilds a tree from persisted nodes, path and cursors, checking that they form a tree: every parent exists
@@ -72,6 +78,7 @@ export class Tree implements Iterable<TreeNode> {
    */
   static hydrate(init: TreeInit = {}): Tree {
     const tree = new Tree();
+    tree.partialTree = init.partial === true;
     let maxId = 0;
     for (const node of init.nodes ?? []) {
       if (!Number.isInteger(node.id) || node.id < 1) throw new InvalidTreeError(`invalid node id ${node.id}`);
@@ -81,7 +88,7 @@ export class Tree implements Iterable<TreeNode> {
     }
     for (const node of tree.byId.values()) {
       if (node.parentId !== null) {
-        if (!tree.byId.has(node.parentId)) {
+        if (!tree.byId.has(node.parentId) && !tree.partialTree) {
           throw new InvalidTreeError(`node ${node.id} has unknown parent ${node.parentId}`);
         }
         if (node.parentId >= node.id) {
@@ -97,7 +104,8 @@ export class Tree implements Iterable<TreeNode> {
       const node = tree.byId.get(id);
       if (!node) throw new InvalidTreeError(`path holds unknown node ${id}`);
       const expectedParent = i === 0 ? null : path[i - 1];
-      if (node.parentId !== expectedParent) {
+      const startsBelowRoot = i === 0 && tree.partialTree && !tree.byId.has(node.parentId ?? 0);
+      if (node.parentId !== expectedParent && !startsBelowRoot) {
         throw new InvalidTreeError(`path is not a parent chain at node ${id}`);
       }
     });
@@ -107,7 +115,7 @@ export class Tree implements Iterable<TreeNode> {
       init.cursors instanceof Map ? init.cursors.entries() : Object.entries(init.cursors ?? {});
     for (const [key, child] of cursorEntries) {
       const parent = Number(key);
-      if (tree.byId.get(child)?.parentId !== parent || !tree.byId.has(parent)) {
+      if (tree.byId.get(child)?.parentId !== parent || (!tree.byId.has(parent) && !tree.partialTree)) {
         throw new InvalidTreeError(`cursor ${parent} -> ${child} does not point at a child`);
       }
       tree.cursorMap.set(parent, child);
@@ -118,6 +126,11 @@ export class Tree implements Iterable<TreeNode> {
   }
 
   // Query
+
+  /** Whether some of the session's nodes are left out (see TreeInit.partial). */
+  get partial(): boolean {
+    return this.partialTree;
+  }
 
   /** Total number of nodes, abandoned branches included. */
   get size(): number {
@@ -184,15 +197,17 @@ export class Tree implements Iterable<TreeNode> {
     return [...(this.kids.get(null) ?? [])];
   }
 
-  /** Ids from the root down to the node, root first. Throws UnknownNodeError for an unknown id. */
+  /**
+   * Ids from the root down to the node, root first (in a partial tree, from the first ancestor present). Throws
+   * UnknownNodeError for an unknown id.
+   */
   pathTo(id: NodeId): NodeId[] {
     const reversed: NodeId[] = [];
-    let node = this.byId.get(id);
+    let node: TreeNode | undefined = this.byId.get(id);
     if (!node) throw new UnknownNodeError(id);
-    for (;;) {
+    while (node) {
       reversed.push(node.id);
-      if (node.parentId === null) break;
-      node = this.byId.get(node.parentId)!;
+      node = node.parentId === null ? undefined : this.byId.get(node.parentId);
     }
     return reversed.reverse();
   }
@@ -224,7 +239,8 @@ export class Tree implements Iterable<TreeNode> {
     if (!Number.isInteger(node.id) || node.id < 1) throw new InvalidTreeError(`invalid node id ${node.id}`);
     if (this.byId.has(node.id)) throw new InvalidTreeError(`duplicate node id ${node.id}`);
     const parentId = node.parentId ?? null;
-    if (parentId !== null && (!this.byId.has(parentId) || parentId >= node.id)) {
+    const parentMissing = parentId !== null && !this.byId.has(parentId) && !this.partialTree;
+    if (parentId !== null && (parentMissing || parentId >= node.id)) {
       throw new InvalidTreeError(`node ${node.id} has no older parent ${parentId} in this tree`);
     }
     this.byId.set(node.id, freezeNode(node));
@@ -304,6 +320,7 @@ export class Tree implements Iterable<TreeNode> {
       path: this.activePath,
       cursors: this.cursorMap,
       nextId: this.next,
+      partial: this.partialTree,
     });
   }
 

@@ -85,16 +85,24 @@ export function newTurn(id: NodeId | null, messages: readonly Message[], usage: 
   return turn;
 }
 
-/** Cuts the tree's active path into turns. Throws TurnProjectionError if the path starts with no user prompt. */
+/**
+ * Cuts the tree's active path into turns. Throws TurnProjectionError if the path starts with no user prompt; a
+ * partial tree's path that starts below a root (a live view's recent part) starts at its first prompt instead.
+ */
 export function allTurns(tree: Tree): Turn[] {
   const turns: Turn[] = [];
   let chunk: TreeNode[] = [];
+  const startsBelowRoot =
+    tree.partial && tree.path.length > 0 && tree.getNode(tree.path[0]!)!.parentId !== null;
   for (const node of tree) {
     if (isTurnBoundary(node.message)) {
       if (chunk.length > 0) turns.push(fromNodes(tree, chunk));
       chunk = [node];
     } else {
-      if (chunk.length === 0) throw leadingNodeError(node);
+      if (chunk.length === 0) {
+        if (startsBelowRoot && turns.length === 0) continue;
+        throw leadingNodeError(node);
+      }
       chunk.push(node);
     }
   }
