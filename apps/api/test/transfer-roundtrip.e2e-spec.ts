@@ -1,6 +1,7 @@
 // The canopy format round-trips exactly through the API (fast-check): for generated trees (branches, several
-// roots, every block type, usage on some nodes, session fields), import -> export gives the document back (its
-// usage total summed over its nodes), and export -> import elsewhere -> export gives the same bytes. Forks of any
+// roots, every block type, usage on some nodes, session fields, context summaries of some nodes), import -> export
+// gives the document back (its usage total summed over its nodes), and export -> import elsewhere -> export gives
+// the same bytes. Forks of any
 // node of such a tree carry that node's path exactly, as do forks of those forks, before and after the source is
 // deleted (copy-on-write forks share the source's nodes until then).
 
