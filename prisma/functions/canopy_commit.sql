@@ -1,12 +1,12 @@
 -- canopy_commit(p_tenant uuid, p_user text, p_session text, p_run uuid, p_nodes jsonb, p_position jsonb, p_next_node_id integer, p_usage jsonb, p_finish jsonb, p_timeout_ms integer, p_title text, OUT outcome text, OUT steer jsonb, OUT titled boolean, OUT queued boolean)
 --
--- Defined last by prisma/migrations/20261207030000_session_meter_in_commit/migration.sql (first by 20261206000000_baseline).
+-- Defined last by prisma/migrations/20261208000000_node_token_counts/migration.sql (first by 20261206000000_baseline).
 -- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
 -- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
--- SessionStore.commit: appends the nodes p_nodes ([{id, parentId, message, usage}], the role taken from the
--- message), moves the position to p_position ({path, cursors, head}, and context_meter: the token meter of the
--- new head, kept when the run ends here), sets next_node_id, adds p_usage to the
+-- SessionStore.commit: appends the nodes p_nodes ([{id, parentId, message, usage, tokens}], the role taken from
+-- the message, tokens the message's count for the session's model), moves the position to p_position ({path,
+-- cursors, head}, and context_meter: the token meter of the new head, kept when the run ends here), sets next_node_id, adds p_usage to the
 -- session's usage and clears the run's rollback point and pending state, fenced on p_run still being the
 -- session's active run (and the session being p_user's when p_user is given). With p_finish (the run's usage so
 -- far), also records that usage on the run (settled into usage_daily by its trigger) and ends the run (completed)
@@ -48,10 +48,11 @@ BEGIN
     -- 2. The turn's nodes. Parents inserted by the same statement satisfy the foreign key, checked at its end.
     --    Each node's path usage is its parent's plus its own, down each chain from a parent already stored (read
     --    through canopy_session_nodes: a fork's first own node hangs under a shared one).
-    INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, path_usage)
+    INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, path_usage, tokens)
     WITH RECURSIVE added AS (
-        SELECT n.id, n."parentId" AS parent_id, n.message, n.usage
-          FROM jsonb_to_recordset(p_nodes) AS n(id INTEGER, "parentId" INTEGER, message JSONB, usage JSONB)
+        SELECT n.id, n."parentId" AS parent_id, n.message, n.usage, n.tokens
+          FROM jsonb_to_recordset(p_nodes)
+            AS n(id INTEGER, "parentId" INTEGER, message JSONB, usage JSONB, tokens INTEGER)
     ), down AS (
         SELECT added.*, CASE WHEN added.parent_id IS NULL THEN canopy_usage_vector(added.usage)
                              ELSE canopy_path_usage(parent.path_usage, added.usage) END AS path_usage
@@ -63,7 +64,7 @@ BEGIN
           FROM down JOIN added ON added.parent_id = down.id
     )
     SELECT p_tenant, p_session, down.id, down.parent_id, (down.message ->> 'role')::message_role, down.message,
-           down.usage, down.path_usage
+           down.usage, down.path_usage, down.tokens
       FROM down;
 
     -- 3. The run. A finishing commit reads the steer staged on it (after the lock above: every stager locks the

@@ -1,6 +1,6 @@
 -- canopy_session_nodes(p_tenant uuid, p_session text, p_ids integer[])
 --
--- Defined last by prisma/migrations/20261206000000_baseline/migration.sql.
+-- Defined last by prisma/migrations/20261208000000_node_token_counts/migration.sql (first by 20261206000000_baseline).
 -- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
 -- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
@@ -24,7 +24,7 @@ AS $function$
        AND nodes.id = ANY (p_ids)
     UNION ALL
     SELECT p_tenant, p_session, shared.id, NULLIF(shared.id - 1, 0), source.role, source.message, source.usage,
-           source.created_at, source.path_usage
+           source.created_at, source.path_usage, source.tokens
       FROM sessions
      CROSS JOIN LATERAL (
             SELECT step.ord::integer AS id, step.node_id

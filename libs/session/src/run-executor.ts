@@ -22,6 +22,7 @@ import {
   type Usage,
   type RunError,
   type ContextMeter,
+  type ContextSummary,
 } from '@canopy/core';
 import {
   RunFencedError,
@@ -29,6 +30,8 @@ import {
   contextPolicyOf,
   modelLimits,
   runTurn,
+  tokenCounterFor,
+  type ModelLimits,
   type CommitRequest,
   type PendingState,
   type RunIO,
@@ -41,6 +44,7 @@ import type {
   CommitInput,
   CommitResult,
   NewNode,
+  PathLoad,
   PositionRecord,
   RunContext,
   RunRecord,
@@ -57,7 +61,7 @@ import type { SessionEngineDeps } from './session-deps';
 const NO_CONFIGURED_LIMITS = new Map<string, never>();
 export type RunExecutorDeps = Pick<SessionEngineDeps, 'gateway' | 'tools' | 'hooks' | 'logger'> & {
   store: Pick<SessionRecordStore, 'get' | 'loadTree' | 'updateState' | 'saveContextMeter'> &
-    Pick<RunStore, 'commit' | 'endRun' | 'getRun' | 'loadRun' | 'pauseRun'> &
+    Pick<RunStore, 'commit' | 'endRun' | 'getRun' | 'loadRun' | 'pathTail' | 'pauseRun'> &
     ContextSummaryStore;
   settings: Pick<
     SessionEngineDeps['settings'],
@@ -88,6 +92,11 @@ export interface RunInput {
  * lost with the run.
  */
 const COMMIT_RETRY_DELAYS_MS = [100, 400, 1_200];
+/**
+ * A path longer than this is not read whole for a run: the run reads what its context policy will send of it
+ * (pathTail), so a run's cost stays flat however long the conversation grows.
+ */
+export const LONG_PATH_NODES = 200;
 const STORE_RETRY_EVERY_MS = 1_000;
 const STORE_RETRY_MS = 30_000;
 
@@ -122,6 +131,15 @@ interface RunPosition {
   queueWaiting: boolean;
   /** The token meter the run's last commit kept with the session (null: none, the meter is saved on its own). */
   meterKept: ContextMeter | null;
+  /**
+   * What the run read of the path (all of it, or what its policy sends of a long one) and the nodes it committed
+   * since, in path order: the token meter after its last commit is counted from them.
+   */
+  context: Array<{ id: NodeId; message: Message }>;
+  /** The context summaries the run knows of on its path (read, or written by the run). */
+  summaries: ContextSummary[];
+  /** The calibration of the session's token counts (ContextMeter.calibration) as the run leaves it. */
+  calibration: number | undefined;
 }
 
 export class RunExecutor {
@@ -218,7 +236,8 @@ export class RunExecutor {
     // get the acting caller's scope (acting-scope.ts).
     const scope = systemScope(job.tenantId);
     const context =
-      this.preparedContext(job) ?? (await this.deps.store.loadRun(scope, job.sessionId, job.runId));
+      this.preparedContext(job) ??
+      (await this.deps.store.loadRun(scope, job.sessionId, job.runId, LONG_PATH_NODES));
     if (!context) return; // superseded or already ended: nothing to do
     const leaveWorkerPresence = this.live.workerPresence(context.session);
     try {
@@ -231,9 +250,17 @@ export class RunExecutor {
   private async executeLoaded(
     scope: Scope,
     job: RunJob,
-    { session, run, pathNodes }: RunContext,
+    loaded: RunContext,
     controller: AbortController,
   ): Promise<void> {
+    const { session, run } = loaded;
+    let { pathNodes, pathTokens } = loaded;
+    if (pathNodes === null) {
+      // A long path: what the context policy sends of it, read by walking it from its ends.
+      const part = await this.deps.store.pathTail(scope, session.id, session.path, this.pathLoad(session));
+      pathNodes = part.nodes;
+      pathTokens = part.tokens;
+    }
     const position: RunPosition = {
       path: [...session.path],
       cursors: { ...session.cursors },
@@ -244,6 +271,9 @@ export class RunExecutor {
       titleSent: false,
       queueWaiting: false,
       meterKept: null,
+      context: pathNodes.map((n) => ({ id: n.id, message: n.message })),
+      summaries: [],
+      calibration: session.contextMeter?.calibration,
     };
     const spec = this.specFor(actingScope(scope.tenantId, run), session, run, pathNodes, controller.signal);
     if (!spec) {
@@ -263,7 +293,10 @@ export class RunExecutor {
           });
           return [];
         });
+      position.summaries = [...spec.summaries];
     }
+    if (pathTokens) spec.historyTokens = pathTokens;
+    if (position.calibration !== undefined) spec.calibration = position.calibration;
     const coalescer = new DeltaCoalescer({
       windowMs: this.deps.settings.coalesceMs,
       flush: (events) => this.publisher.publish(job.tenantId, job.sessionId, events),
@@ -290,6 +323,10 @@ export class RunExecutor {
       },
       saveSummary: async (summary) => {
         await this.deps.store.saveSummary(scope, { sessionId: session.id, ...summary });
+        position.summaries.push(summary);
+      },
+      calibrated: (factor) => {
+        position.calibration = factor;
       },
     };
 
@@ -301,8 +338,7 @@ export class RunExecutor {
         hooks: this.deps.hooks,
         toolTimeoutMs: this.deps.settings.toolTimeoutMs,
         retry: this.deps.settings.retry,
-        limits: (model, opts) =>
-          modelLimits(model, opts, this.deps.settings.modelLimits ?? NO_CONFIGURED_LIMITS),
+        limits: (model, opts) => this.limitsOf(model, opts),
       });
     } finally {
       await coalescer.close();
@@ -360,6 +396,8 @@ export class RunExecutor {
     const prepared = this.started.get(job.runId);
     if (!prepared) return null;
     this.started.delete(job.runId);
+    // A long path is read as the run will send it (pathTail), not walked whole.
+    if (prepared.session.path.length > LONG_PATH_NODES) return { ...prepared, pathNodes: null };
     const tree = this.live.get(job.tenantId, job.sessionId)?.tree;
     if (!tree) return null;
     const pathNodes: TreeNode[] = [];
@@ -372,38 +410,56 @@ export class RunExecutor {
   }
 
   /**
-   * The meter of the path a finishing commit leaves, from the live tree here and the commit's new nodes; null when
-   * the session is not live here, summarizes (its meter needs the stored summaries: saved on its own), or a node is
-   * missing.
+   * The meter of the path a finishing commit leaves: counted from what the run read of the path and the nodes it
+   * committed (the commit's own included), with the summaries it knows of; never from the whole path or a live tree,
+   * so it costs the same on every runtime however long the conversation. Null when it cannot be counted.
    */
-  private meterAfterCommit(
-    scope: Scope,
-    session: SessionRecord,
-    path: readonly NodeId[],
-    nodes: readonly NewNode[],
-  ): ContextMeter | null {
-    if (contextPolicyOf(session.opts).strategy === 'summarize') return null;
-    const tree = this.live.get(scope.tenantId, session.id)?.tree;
-    if (!tree) return null;
-    const added = new Map(nodes.map((n) => [n.id, n.message]));
-    const messages: Array<{ id: NodeId; message: Message }> = [];
-    for (const id of path) {
-      const message = added.get(id) ?? tree.getNode(id)?.message;
-      if (!message) return null;
-      messages.push({ id, message });
-    }
+  private meterAfterCommit(session: SessionRecord, position: RunPosition, nodes: readonly NewNode[]): ContextMeter | null {
     try {
-      return contextMeterOfPath({
-        path: messages,
+      const meter = contextMeterOfPath({
+        path: [...position.context, ...nodes.map((n) => ({ id: n.id, message: n.message }))],
         session,
         tools: this.deps.tools,
         ...(this.deps.settings.modelLimits ? { modelLimits: this.deps.settings.modelLimits } : {}),
+        ...(contextPolicyOf(session.opts).strategy === 'summarize' ? { summaries: position.summaries } : {}),
       });
+      return position.calibration === undefined ? meter : { ...meter, calibration: position.calibration };
     } catch (err) {
       // A meter is not worth failing a commit for: the run's end saves one on its own instead.
       this.deps.logger.warn('context meter not counted', { err, sessionId: session.id });
       return null;
     }
+  }
+
+  /** The window and output limit of a session's model (the built-in table, MODEL_LIMITS, a mock's opts). */
+  private limitsOf(model: string, opts: Record<string, unknown>): ModelLimits {
+    return modelLimits(model, opts, this.deps.settings.modelLimits ?? NO_CONFIGURED_LIMITS);
+  }
+
+  /**
+   * What a run reads of a long path: under `truncate` and `summarize`, the tail a window holds (back to a turn's
+   * start; for summarize, no further back than the nearest summary) and the kept first turns; the whole path when the
+   * policy sends everything or the window is not known.
+   */
+  private pathLoad(session: SessionRecord): PathLoad {
+    const policy = contextPolicyOf(session.opts);
+    const window = policy.strategy === 'none' ? null : this.limitsOf(session.model, session.opts).contextWindow;
+    if (window === null) return { tailTokens: null, headTurns: 0, fromSummary: false };
+    return {
+      tailTokens: window,
+      headTurns: policy.strategy === 'truncate' ? (policy.keepFirstTurns ?? 0) : 0,
+      fromSummary: policy.strategy === 'summarize',
+    };
+  }
+
+  /**
+   * The messages' token counts kept with their nodes: as the run counts them for the session's model (an estimate,
+   * four characters a token, when its window is not known: nothing is at stake then).
+   */
+  private withTokens(session: SessionRecord, nodes: NewNode[]): NewNode[] {
+    const estimate = this.limitsOf(session.model, session.opts).contextWindow === null;
+    const counter = tokenCounterFor(session.model, { estimate });
+    return nodes.map((n) => ({ ...n, tokens: counter.message(n.message) }));
   }
 
   /** Builds what the runner needs from the run's kind and input; null when the input is unusable. */
@@ -457,11 +513,9 @@ export class RunExecutor {
     position: RunPosition,
     request: CommitRequest,
   ): Promise<{ message: Message; scope?: Scope } | null> {
-    const {
-      nodes,
-      position: stored,
-      nextNodeId: next,
-    } = chainOf({ messages: request.messages, usage: request.usage, position });
+    const chain = chainOf({ messages: request.messages, usage: request.usage, position });
+    const { position: stored, nextNodeId: next } = chain;
+    const nodes = this.withTokens(session, chain.nodes);
     const { path, cursors, head } = stored;
     const stop = request.stop === 'stop';
     // A session untitled when the run started with an empty tree takes its title from the first prompt this run
@@ -472,7 +526,7 @@ export class RunExecutor {
         : null;
     const title = titleFrom ? heuristicTitle(messageText(titleFrom)) : null;
     // The token meter of the head this commit leaves, kept by the same statement when the run ends here.
-    const meter = stop ? this.meterAfterCommit(scope, session, path, nodes) : null;
+    const meter = stop ? this.meterAfterCommit(session, position, nodes) : null;
     const input: CommitInput = {
       sessionId: session.id,
       runId: run.id,
@@ -516,6 +570,7 @@ export class RunExecutor {
       queueWaiting: result.queued,
       meterKept: meter,
     });
+    position.context.push(...nodes.map((n) => ({ id: n.id, message: n.message })));
     position.firstPrompt ??= request.messages.find(isTitledPrompt) ?? null;
     const steered = result.steer as (RunInput & { actor?: unknown }) | null;
     const steer = steered?.content;

@@ -27,6 +27,8 @@ export interface EngineSettings {
   shutdownGraceMs?: number;
   /** How long a finished run's result stays available to `waitForRun`. */
   resultTtlMs: number;
+  /** The active path's last nodes a live session keeps in memory and in its snapshots (default 200). */
+  livePathNodes?: number;
   /** Busy sessions a tenant may have (in the whole deployment) before new runs answer rate_limited. */
   maxBusyPerTenant?: number;
   /** How long a count of them lets later starts skip counting while far below it (BusyLimitGate; default 1 s). */

@@ -136,6 +136,7 @@ export class SessionModule {
                 maxSteps: c.sessions.maxSteps,
                 retry: DEFAULT_RETRY_POLICY,
                 resultTtlMs: c.sessions.resultTtlMs,
+                livePathNodes: c.sessions.livePathNodes,
                 shutdownGraceMs: c.shutdownGraceMs,
                 maxBusyPerTenant: c.limits.concurrentRunsPerTenant,
                 retentionSweepMs: c.sessions.retentionSweepMs,

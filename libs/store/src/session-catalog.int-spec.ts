@@ -479,7 +479,7 @@ describe('copy-on-write fork', () => {
     if (!started.ok) throw new Error(started.reason);
     const context = (await store.loadRun(s, sessionId, started.run.id))!;
     // The run's context is the whole active path, shared nodes included.
-    expect(context.pathNodes.map((n) => n.id)).toEqual(context.session.path);
+    expect(context.pathNodes!.map((n) => n.id)).toEqual(context.session.path);
     const { head, path, cursors, nextNodeId } = context.session;
     const usage = makeUsage({ inputTokens: 3, outputTokens: 4 });
     const [prompt, answer] = [nextNodeId, nextNodeId + 1];

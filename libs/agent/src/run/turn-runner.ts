@@ -69,6 +69,13 @@ export interface RunSpec {
   historyNodeIds?: number[];
   /** Summaries stored against nodes of the path (context policy `summarize`), oldest node first. */
   summaries?: ContextSummary[];
+  /** The token counts stored with `history`'s nodes (null: not stored), in the same order: not counted again. */
+  historyTokens?: Array<number | null>;
+  /**
+   * The session's calibration (ContextMeter.calibration): counts are raised by it, the provider having reported
+   * more input tokens than they came to.
+   */
+  calibration?: number;
   /**
    * prompt: a new user message (appended and committed by the run); continue: the path already ends with the
    * user message to answer (regeneration); resume: a paused run with its decisions recorded.
@@ -101,7 +108,12 @@ export interface RunIO {
   pause(state: PendingState): Promise<void>;
   /** Stores a summary the run wrote (context policy `summarize`); absent: summaries are not kept. */
   saveSummary?(summary: ContextSummary & { model: string; usage: Usage }): Promise<void>;
+  /** Hears the calibration of the session's counts after a model call reported its input (undefined: none). */
+  calibrated?(calibration: number | undefined): void;
 }
+
+/** A calibration is at most this: a provider reporting more than twice the count is taken as twice. */
+export const MAX_CALIBRATION = 2;
 
 export type RunOutcome =
   | { status: 'completed'; usage: Usage }
@@ -211,6 +223,8 @@ class TurnRun {
   private summarized = 0;
   /** A summary failed in this run: it truncates from then on. */
   private summaryFailed = false;
+  /** What counts are multiplied by (RunSpec.calibration; 1: as counted). */
+  private calibration: number;
 
   constructor(
     private readonly spec: RunSpec,
@@ -218,6 +232,11 @@ class TurnRun {
     private readonly deps: TurnRunnerDeps,
   ) {
     this.context = [...spec.history];
+    spec.historyTokens?.forEach((tokens, i) => {
+      const message = spec.history[i];
+      if (tokens !== null && message) this.counted.set(message, tokens);
+    });
+    this.calibration = spec.calibration ?? 1;
     this.scope = spec.scope;
     this.counter = tokenCounterFor(spec.model);
     this.limits = deps.limits?.(spec.model, spec.opts) ?? { contextWindow: null, maxOutputTokens: null };
@@ -330,6 +349,7 @@ class TurnRun {
       }
     }
     this.step++;
+    this.calibrate(result.usage);
     const assistant = result.message;
     this.partial = null;
     this.segment.push(assistant);
@@ -352,6 +372,29 @@ class TurnRun {
       assistantMessage: assistant,
     });
     return { assistant, halt: post.halted ? { hook: post.hook, reason: post.reason } : null };
+  }
+
+  /**
+   * A provider's reported input tokens are the truth for the request it was sent: when they are more than the request
+   * was counted at, later counts of the session are raised by that ratio (at most MAX_CALIBRATION); when they are
+   * not, counts are taken as they are again. A request not counted (no window known) or a report of nothing changes
+   * nothing.
+   */
+  private calibrate(usage: Usage): void {
+    const plan = this.lastPlan;
+    const reported = usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens;
+    if (!plan || plan.tokens === 0 || reported === 0) return;
+    const counted = plan.tokens / this.calibration;
+    const ratio = Math.min(MAX_CALIBRATION, Math.ceil((reported / counted) * 100) / 100);
+    const next = ratio > 1 ? ratio : 1;
+    if (next === this.calibration) return;
+    this.calibration = next;
+    this.io.calibrated?.(next === 1 ? undefined : next);
+  }
+
+  /** A count as the calibration has it. */
+  private calibrated(tokens: number): number {
+    return this.calibration === 1 ? tokens : Math.ceil(tokens * this.calibration);
   }
 
   private count(m: Message): number {
@@ -385,7 +428,7 @@ class TurnRun {
     const base = this.context.slice(this.summarized);
     const tokens = base.map((m) => this.count(m));
     const sent = (from: number) => tokens.slice(from).reduce((sum, t) => sum + t, 0);
-    const total = this.fixedTokens() + sent(0);
+    const total = this.calibrated(this.fixedTokens() + sent(0));
     if (total <= (this.policy.triggerRatio ?? DEFAULT_TRIGGER_RATIO) * budget) return;
     const model = this.policy.summaryModel ?? this.spec.model;
     const own = this.deps.limits?.(model, this.spec.opts).contextWindow ?? null;
@@ -403,7 +446,8 @@ class TurnRun {
       // The new summary replaces the one in use: the session's own system prompt, the tools and the new summary.
       fixedTokens:
         this.counter.system(this.spec.system) + this.counter.tools(this.toolSpecs()) + summaryTokens,
-      budget,
+      // The turns are counted as they are: the budget is what the calibration leaves of it in those counts.
+      budget: Math.floor(budget / this.calibration),
       summarizerBudget: own === null ? null : Math.max(0, own - summaryTokens - asked),
     });
     if (cut === null) return;
@@ -436,7 +480,7 @@ class TurnRun {
       await this.io.saveSummary?.({ ...summary, model, usage });
       this.summary = summary;
       this.summarized += cut;
-      context('summarized', this.fixedTokens() + sent(cut));
+      context('summarized', this.calibrated(this.fixedTokens() + sent(cut)));
     } catch (err) {
       if (this.spec.signal.aborted || err instanceof RunFencedError) throw err;
       this.summaryFailed = true;
@@ -478,11 +522,11 @@ class TurnRun {
     const base = this.summarized === 0 ? this.context : this.context.slice(this.summarized);
     // A model whose window is not known is sent everything: nothing to count.
     if (this.limits.contextWindow === null) return [...base];
-    const tokens = base.map((m) => this.count(m));
+    const tokens = base.map((m) => this.calibrated(this.count(m)));
     const plan = planContext({
       messages: base,
       tokens,
-      fixedTokens,
+      fixedTokens: this.calibrated(fixedTokens),
       window: this.limits.contextWindow,
       maxOutputTokens: this.limits.maxOutputTokens,
       policy: this.policy,

@@ -217,6 +217,11 @@ export const envSchema = z.object({
    * its run, so seconds are plenty): what a process holds of finished runs is the last this long.
    */
   RUN_RESULT_TTL_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
+  /**
+   * A live session keeps in memory, and sends in its snapshots, the active path's last this many nodes (with the
+   * versions of their turns and the run in flight); earlier turns are read through the tree and turns routes.
+   */
+  LIVE_PATH_NODES: z.coerce.number().int().min(10).max(100_000).default(200),
   /** Events kept per session for resume (`after`). */
   EVENT_REPLAY_LIMIT: z.coerce.number().int().min(10).max(100_000).default(1_000),
   /**
@@ -379,6 +384,8 @@ export interface CanopyConfig {
     readonly idleShutdownMs: number;
     readonly decisionTimeoutMs: number;
     readonly resultTtlMs: number;
+    /** The active path's last nodes a live session keeps (LIVE_PATH_NODES). */
+    readonly livePathNodes: number;
     readonly replayLimit: number;
     /** The embedded runtime's replay logs: events kept in memory across all sessions. */
     readonly replayMemoryEvents: number;
@@ -514,6 +521,7 @@ export function loadConfig(
       idleShutdownMs: e.SESSION_IDLE_SHUTDOWN_MS,
       decisionTimeoutMs: e.RUN_DECISION_TIMEOUT_MS,
       resultTtlMs: e.RUN_RESULT_TTL_MS,
+      livePathNodes: e.LIVE_PATH_NODES,
       replayLimit: e.EVENT_REPLAY_LIMIT,
       replayMemoryEvents:
         e.EVENT_REPLAY_MEMORY_EVENTS ?? Math.max(DEFAULT_REPLAY_MEMORY_EVENTS, e.EVENT_REPLAY_LIMIT),
