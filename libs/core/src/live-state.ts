@@ -255,7 +255,7 @@ export class LiveState {
    */
   snapshot(): SessionSnapshot {
     this.settlePartial();
-    const { nodes, cursors } = this.needed(this.tree, this.tree.path);
+    const { nodes, cursors } = liveViewOf(this.tree, this.tree.path, this.head);
     const path = [...this.tree.path];
     const omitted = this.pathOmitted;
     return {
@@ -279,38 +279,6 @@ export class LiveState {
   }
 
   /**
-   * What the bounded view needs of `source`: the nodes of `path` (the active path's recent part), the children of
-   * each one's parent (its versions) and of the head, and the cursors of the nodes held.
-   */
-  private needed(
-    source: Tree,
-    path: readonly NodeId[],
-  ): { nodes: Map<NodeId, TreeNode>; cursors: Record<string, NodeId> } {
-    const nodes = new Map<NodeId, TreeNode>();
-    const cursors: Record<string, NodeId> = {};
-    const keep = (id: NodeId) => {
-      const node = source.getNode(id);
-      if (node) nodes.set(id, node);
-    };
-    const parents = new Set<NodeId | null>();
-    for (const id of path) {
-      keep(id);
-      const node = source.getNode(id);
-      if (node) parents.add(node.parentId);
-    }
-    const head = this.head;
-    if (head !== null) parents.add(head);
-    for (const parent of parents) {
-      const children = parent === null ? source.roots() : source.children(parent);
-      for (const child of children) keep(child);
-    }
-    for (const [parent, child] of source.cursors) {
-      if (nodes.has(child) && (nodes.has(parent) || parents.has(parent))) cursors[String(parent)] = child;
-    }
-    return { nodes, cursors };
-  }
-
-  /**
    * Rebuilds the tree held from its nodes and `extra` (what fill brings, or an init's nodes): keeps what the
    * bounded view needs (everything without a bound), with `cursors` (null: the current ones), and puts the path.
    */
@@ -325,7 +293,7 @@ export class LiveState {
     });
     let nodes: Iterable<TreeNode> = pool.allNodes();
     if (this.bound !== Infinity) {
-      const kept = this.needed(pool, this.window).nodes;
+      const kept = liveViewOf(pool, this.window, this.head).nodes;
       if (kept.size < pool.size) this.whole = false;
       nodes = [...kept.values()].sort((a, b) => a.id - b.id);
     }
@@ -429,6 +397,36 @@ export function liveStateInit(snapshot: SessionSnapshot): LiveStateInit {
     seq: snapshot.seq,
     ...(partial ? { partial: { omitted: partial.omitted } } : {}),
   };
+}
+
+/**
+ * What a bounded live view needs of `source`: the nodes of `path` (the active path's recent part), the children of
+ * each one's parent (its versions) and of `head`, and the cursors among them.
+ */
+export function liveViewOf(
+  source: Tree,
+  path: readonly NodeId[],
+  head: NodeId | null,
+): { nodes: Map<NodeId, TreeNode>; cursors: Record<string, NodeId> } {
+  const nodes = new Map<NodeId, TreeNode>();
+  const cursors: Record<string, NodeId> = {};
+  const parents = new Set<NodeId | null>();
+  for (const id of path) {
+    const node = source.getNode(id);
+    if (!node) continue;
+    nodes.set(id, node);
+    parents.add(node.parentId);
+  }
+  if (head !== null) parents.add(head);
+  for (const parent of parents) {
+    for (const child of parent === null ? source.roots() : source.children(parent)) {
+      nodes.set(child, source.getNode(child)!);
+    }
+  }
+  for (const [parent, child] of source.cursors) {
+    if (nodes.has(child) && (nodes.has(parent) || parents.has(parent))) cursors[String(parent)] = child;
+  }
+  return { nodes, cursors };
 }
 
 /** `first`'s nodes, then those of `more` not among them. */

@@ -1,13 +1,21 @@
 // The token meter: once a run has ended, what the next run from the session's head would send (contextView: the
 // active path under the session's context policy, with the system prompt and the tools), kept with the session and
 // published as a `context` event of kind `meter`, so GET /v1/sessions/:id, a subscriber's snapshot and the live
-// stream all show it. Counted from the live tree only: a session not live in this process is skipped rather than
-// loaded whole for a figure. Message counts are remembered (tokens.ts), so after a run only its new messages are
+// stream all show it. Counted from the live tree: a session not live in this process is skipped rather than
+// loaded whole for a figure; one live beyond LIVE_PATH_NODES (its live tree is its path's recent part) reads its tree. Message counts are remembered (tokens.ts), so after a run only its new messages are
 // encoded.
 
 import { contextPolicyOf, contextView, modelLimits, type ToolRegistry } from '@canopy/agent';
 import type { CanopyConfig } from '@canopy/common';
-import type { ContextMeter, ContextSummary, Message, NodeId, Scope, SessionInfo, Tree } from '@canopy/core';
+import {
+  Tree,
+  type ContextMeter,
+  type ContextSummary,
+  type Message,
+  type NodeId,
+  type Scope,
+  type SessionInfo,
+} from '@canopy/core';
 import type { ContextSummaryStore, SessionRecordStore } from '@canopy/store';
 import type { LiveSessionHost } from './live-session-host';
 import type { EngineSettings, SessionEngineDeps } from './session-deps';
@@ -16,7 +24,7 @@ import type { SessionPublisher } from './session-publisher';
 
 /** What the meter uses: the tool registry (the tools' schemas count), the store that keeps it, the model windows. */
 export type ContextMeterDeps = Pick<SessionEngineDeps, 'tools' | 'logger'> & {
-  store: Pick<SessionRecordStore, 'saveContextMeter'> & Pick<ContextSummaryStore, 'summariesOn'>;
+  store: Pick<SessionRecordStore, 'saveContextMeter' | 'loadTree'> & Pick<ContextSummaryStore, 'summariesOn'>;
   settings: Pick<EngineSettings, 'modelLimits'>;
 };
 
@@ -65,6 +73,13 @@ export function contextMeterOfPath(
   };
 }
 
+async function loadedTree(deps: ContextMeterDeps, scope: Scope, sessionId: string): Promise<Tree | null> {
+  const loaded = await deps.store.loadTree(scope, sessionId);
+  if (!loaded) return null;
+  const { session, nodes } = loaded;
+  return Tree.hydrate({ nodes, path: session.path, cursors: session.cursors, nextId: session.nextNodeId });
+}
+
 /**
  * After run `runId` of a session ended (completed, cancelled or failed): counts the meter from the session's live
  * tree here, keeps it with the session, then publishes it (kept first, so a reader told by the event finds it
@@ -91,7 +106,9 @@ export async function meterAfterRun(
     }
     const session = live.get(scope.tenantId, sessionId);
     if (!session || session.isClosed || session.inFlight?.runId === runId) return;
-    const tree = session.tree;
+    // A live session beyond LIVE_PATH_NODES holds only its path's recent part: the whole path is read.
+    const tree = session.holdsWholeTree ? session.tree : await loadedTree(deps, scope, sessionId);
+    if (!tree) return;
     // A session that summarizes: the summaries of its path (one small read) say what the next run sends.
     const summaries =
       contextPolicyOf(session.info.opts).strategy === 'summarize'

@@ -1,9 +1,12 @@
 // One live session in this process: its state projected from its events, its subscribers (controllers keep it
 // alive, observers only watch), the runs callers wait for, and its idle shutdown. A subscription starts with a
 // snapshot taken atomically with the start of its stream (or, with `after`, the exact events it missed) and then
-// receives every later event once, in seq order.
+// receives every later event once, in seq order. Its state is bounded (LIVE_PATH_NODES): it keeps the active path's
+// recent part; when an event moves the path onto nodes it does not hold, it reads them from the store, and a new
+// subscriber's snapshot waits for that read.
 
 import {
+  DEFAULT_LIVE_PATH_NODES,
   LiveState,
   RUN_EVENT_TYPES,
   systemScope,
@@ -20,7 +23,7 @@ import type { SessionEngineDeps } from './session-deps';
 /** What a live session uses: its tree and runs, the event bus it follows. */
 export type LiveSessionDeps = Pick<SessionEngineDeps, 'bus' | 'logger'> & {
   store: Pick<SessionRecordStore, 'loadTree'> & Pick<RunStore, 'getRun'>;
-  settings: Pick<SessionEngineDeps['settings'], 'idleShutdownMs' | 'resultTtlMs'>;
+  settings: Pick<SessionEngineDeps['settings'], 'idleShutdownMs' | 'resultTtlMs' | 'livePathNodes'>;
 };
 import { toSessionInfo } from './convert';
 
@@ -78,6 +81,8 @@ export class LiveSession {
   /** Whether the session was idle here (no controller, no run) at the last check: its idle timer is set. */
   private idleArmed = false;
   private closed = false;
+  /** The read of nodes the path moved onto (see fillMissing), while one is under way. */
+  private filling: Promise<void> | null = null;
   readonly since = new Date();
 
   private constructor(
@@ -170,6 +175,7 @@ export class LiveSession {
         nextNodeId: session.nextNodeId,
         inFlight,
         seq: startSeq,
+        pathBound: deps.settings.livePathNodes ?? DEFAULT_LIVE_PATH_NODES,
       });
       for (const e of replayFrom) state.apply(e);
       live = new LiveSession(tenantId, id, state, deps, hooks, unsubscribe, session.idleShutdownAfterMs);
@@ -181,6 +187,7 @@ export class LiveSession {
       }
       for (const e of replayFrom) live.tracker.observe(e);
       for (const e of buffered) live.receive(e);
+      live.fillMissing();
       live.checkIdle();
       return live;
     } catch (err) {
@@ -201,8 +208,17 @@ export class LiveSession {
     return this.state.seq;
   }
 
+  /**
+   * The committed tree held: the active path's recent part and the versions of its turns (the whole tree when
+   * `holdsWholeTree`). Commands that need more read the store.
+   */
   get tree() {
     return this.state.committedTree;
+  }
+
+  /** Whether `tree` is the session's whole tree and its path the whole active path. */
+  get holdsWholeTree(): boolean {
+    return this.state.holdsWholeTree;
   }
 
   get inFlight(): InFlight | null {
@@ -258,9 +274,9 @@ export class LiveSession {
     let initial: SessionEvent[];
     if (after !== undefined && after <= current) {
       const replay = await this.deps.bus.replay(this.tenantId, this.id, after);
-      initial = replay.complete ? replay.events : [this.snapshotEvent()];
+      initial = replay.complete ? replay.events : [await this.filledSnapshotEvent()];
     } else {
-      initial = [this.snapshotEvent()];
+      initial = [await this.filledSnapshotEvent()];
     }
     // Deliver the start, then what arrived meanwhile, each event once, in order.
     const pending = [...initial, ...(sub.buffer ?? [])];
@@ -306,9 +322,45 @@ export class LiveSession {
     await this.unsubscribeBus();
   }
 
+  /**
+   * Reads from the store the nodes the active path moved onto that are not held (a navigation or a rollback onto
+   * turns outside the bound), once at a time; again if the path moved meanwhile. Never throws: until they are read
+   * the view shows the path after the gap.
+   */
+  fillMissing(): void {
+    if (this.filling || this.closed || this.state.missingNodes.length === 0) return;
+    this.filling = (async () => {
+      let missing = this.state.missingNodes;
+      while (missing.length > 0 && !this.closed) {
+        const loaded = await this.deps.store.loadTree(systemScope(this.tenantId), this.id);
+        if (!loaded) return;
+        this.state.fill(loaded.nodes);
+        const left = this.state.missingNodes;
+        // Still missing after a read of the whole tree: not in the store (never expected); the view keeps its gap.
+        if (left.length > 0 && left.every((id) => missing.includes(id))) return;
+        missing = left;
+      }
+    })()
+      .catch((err: unknown) =>
+        this.deps.logger.warn('live session could not read the nodes its path moved onto', {
+          err,
+          sessionId: this.id,
+        }),
+      )
+      .finally(() => {
+        this.filling = null;
+      });
+  }
+
+  private async filledSnapshotEvent(): Promise<SessionEvent> {
+    if (this.filling) await this.filling;
+    return this.snapshotEvent();
+  }
+
   private receive(event: SessionEvent): void {
     if (this.closed) return;
     this.state.apply(event);
+    if (event.type === 'tree') this.fillMissing();
     this.tracker.observe(event);
     for (const sub of this.subscribers.values()) {
       if (sub.buffer) sub.buffer.push(event);

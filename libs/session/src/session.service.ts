@@ -7,6 +7,8 @@
 // engine its live sessions through the LiveSessionHost port.
 
 import {
+  DEFAULT_LIVE_PATH_NODES,
+  liveViewOf,
   Tree,
   TurnResult,
   emptyUsage,
@@ -23,6 +25,7 @@ import {
   type SessionEventInput,
   type SessionSnapshot,
   type ContextSummary,
+  type TreeNode,
 } from '@canopy/core';
 import { CanopyException } from '@canopy/common';
 import {
@@ -145,8 +148,7 @@ export class SessionService {
     scope: Scope,
     id: string,
   ): Promise<SessionSnapshot['tree'] & { roots: NodeId[]; usage: ReturnType<LiveSession['tree']['usage']> }> {
-    const live = await this.liveSession(scope, id);
-    const tree = live.tree;
+    const tree = await this.wholeTree(scope, id, await this.liveSession(scope, id));
     const data = tree.toJSON();
     return {
       nodes: data.nodes,
@@ -222,7 +224,7 @@ export class SessionService {
   async branch(scope: Scope, id: string, input: BranchInput, runId?: string): Promise<CommandResult> {
     const live = await this.liveSession(scope, id);
     requireIdle(live.status);
-    const tree = live.tree.clone();
+    const tree = await this.wholeTree(scope, id, live);
     const rollback = positionOf(tree);
     let content: Block[] | undefined;
     if (input.nodeId === null) {
@@ -261,6 +263,7 @@ export class SessionService {
       positionOf(tree),
       rollback,
       runId,
+      this.viewNodes(live, tree),
     );
   }
 
@@ -268,13 +271,13 @@ export class SessionService {
   async navigate(scope: Scope, id: string, nodeId: NodeId | null): Promise<PositionRecord> {
     const live = await this.liveSession(scope, id);
     requireIdle(live.status);
-    const tree = live.tree.clone();
+    const tree = await this.wholeTree(scope, id, live);
     if (nodeId !== null && !tree.has(nodeId)) throw CanopyException.notFound('node');
     tree.navigate(nodeId).extend();
     const position = positionOf(tree);
     await this.deps.store.savePosition(scope, id, position);
     await this.publisher.publish(scope.tenantId, id, [
-      { type: 'tree', data: { newNodes: [], nodes: [], ...position } },
+      { type: 'tree', data: { newNodes: [], nodes: this.viewNodes(live, tree), ...position } },
       { type: 'store', data: { ok: true, kind: 'tree' } },
     ]);
     return position;
@@ -422,6 +425,28 @@ export class SessionService {
     return this.deps.control.requestCancel(runId, CANCEL_ACK_TIMEOUT_MS, how);
   }
 
+  /**
+   * A copy of the session's whole tree to move its path on: the live one when it holds the whole tree (a session
+   * within LIVE_PATH_NODES), else read from the store.
+   */
+  private async wholeTree(scope: Scope, id: string, live: LiveSession): Promise<Tree> {
+    if (live.holdsWholeTree) return live.tree.clone();
+    return (await this.loadTree(scope, id)).tree;
+  }
+
+  /**
+   * The nodes a live view needs of a path moved on a tree read from the store (the path's recent part and the
+   * versions of its turns), sent with the `tree` event so that live views bounded to their recent part (this
+   * service's, the SDK's) need not read them; none when the live session holds the whole tree (so do they).
+   */
+  private viewNodes(live: LiveSession, tree: Tree): TreeNode[] {
+    if (live.holdsWholeTree) return [];
+    const bound = this.deps.settings.livePathNodes ?? DEFAULT_LIVE_PATH_NODES;
+    const path = tree.path.slice(Math.max(0, tree.path.length - bound));
+    const { nodes } = liveViewOf(tree, path, tree.head);
+    return [...nodes.values()].sort((a, b) => a.id - b.id);
+  }
+
   /** The live session, opened if needed. The caller's scope decides visibility: the live session is shared. */
   async liveSession(scope: Scope, id: string): Promise<LiveSession> {
     const open = this.live.get(scope.tenantId, id);
@@ -446,6 +471,7 @@ export class SessionService {
     position?: PositionRecord,
     rollback?: PositionRecord,
     queuedId?: string,
+    viewNodes: TreeNode[] = [],
   ): Promise<CommandResult> {
     // Quotas first: a prompt over quota starts nothing (a resume continues a run already admitted). The runs
     // quotas are decided again by startRun, which counts the run against them as it records it.
@@ -484,7 +510,7 @@ export class SessionService {
     }
     const runId = started.run.id;
     try {
-      await this.announceAndEnqueue(scope, id, runId, kind, started, position);
+      await this.announceAndEnqueue(scope, id, runId, kind, started, position, viewNodes);
     } catch (err) {
       // The run is in the database but nothing will take it (Redis did not answer): end it, rolling a branch
       // back, so the session is not left busy, and say the dependency failed.
@@ -514,6 +540,7 @@ export class SessionService {
     kind: RunKind,
     started: { run: RunRecord; session: SessionRecord },
     position: PositionRecord | undefined,
+    viewNodes: TreeNode[],
   ): Promise<void> {
     // Live before its first event, so waiters and subscribers see it all; opened from the claimed row and run.
     await this.live.open(scope.tenantId, id, { session: started.session, run: started.run });
@@ -522,7 +549,7 @@ export class SessionService {
     // A branch moved the path (persisted with the run's start): `tree` then `store`, like every tree change.
     if (position) {
       events.push(
-        { type: 'tree', data: { newNodes: [], nodes: [], ...position } },
+        { type: 'tree', data: { newNodes: [], nodes: viewNodes, ...position } },
         { type: 'store', data: { ok: true, kind: 'tree' } },
       );
     }
