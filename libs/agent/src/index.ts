@@ -1,5 +1,6 @@
-// @canopy/agent: the turn runner — model steps through the model gateway, server/client/approval tools, hooks,
-// retries, max steps, cancel — emitting events and handing messages to the session layer at commit points.
+// @canopy/agent: the turn runner — model steps through the model gateway, server/client/approval tools (a tenant's
+// MCP servers' tools among them), hooks, retries, max steps, cancel — emitting events and handing messages to the
+// session layer at commit points.
 
 export * from './model';
 export * from './tools/server-tool';
@@ -16,4 +17,7 @@ export * from './context/context-view';
 export * from './context/tokens';
 export * from './tools/demo-tools';
 export * from './tools/arithmetic';
+export * from './mcp/mcp-result';
+export * from './mcp/mcp-client-pool';
+export * from './mcp/mcp-toolbox';
 export * from './agent.module';

@@ -27,6 +27,7 @@ import type { AgentTurn } from '../hooks/hook';
 import type { HaltCode, HookRegistry } from '../hooks/hook-registry';
 import { ModelError, type FinishReason, type ModelGateway } from '../model/model-gateway.port';
 import type { ToolRegistry } from '../tools/tool-registry';
+import type { ServerTool } from '../tools/server-tool';
 import { retryDelayMs, sleep, type RetryPolicy } from './retry';
 import { awaitingIds, type PendingState, type ToolCallState } from './run-state';
 import { errorResult, executeServerTool } from './tool-executor';
@@ -223,6 +224,8 @@ class TurnRun {
   private summarized = 0;
   /** A summary failed in this run: it truncates from then on. */
   private summaryFailed = false;
+  /** The tools this run adds to the registered ones (its session's MCP servers' tools), by name. */
+  private readonly runTools = new Map<string, ServerTool<unknown>>();
   /** What counts are multiplied by (RunSpec.calibration; 1: as counted). */
   private calibration: number;
 
@@ -252,6 +255,7 @@ class TurnRun {
 
   async run(): Promise<RunOutcome> {
     try {
+      await this.loadRunTools();
       const start = this.spec.start;
       if (start.type === 'prompt') {
         this.appendUser(start.message);
@@ -616,7 +620,7 @@ class TurnRun {
   /** Plans and runs a tool round; returns an outcome when the run pauses or ends here. */
   private async toolRound(uses: ToolUseBlock[]): Promise<RunOutcome | null> {
     const calls: ToolCallState[] = uses.map((block) => {
-      const server = this.spec.serverTools.includes(block.name) ? this.deps.tools.get(block.name) : undefined;
+      const server = this.serverTool(block.name);
       const client = this.spec.clientTools.find((t) => t.name === block.name);
       if (server) {
         return { block, kind: 'server', needsDecision: !!server.approval, decision: null, result: null };
@@ -690,7 +694,7 @@ class TurnRun {
     const step = Math.max(0, this.step - 1);
     await Promise.all(
       calls.map(async (call) => {
-        const tool = this.deps.tools.get(call.block.name)!;
+        const tool = this.serverTool(call.block.name)!;
         // An approved tool runs in its approver's scope, unless recovery re-runs it.
         const scope =
           this.spec.callerScopes !== false && call.decidedBy
@@ -823,7 +827,22 @@ class TurnRun {
   }
 
   private toolSpecs() {
-    return this.deps.tools.specsFor(this.spec.serverTools, this.spec.clientTools);
+    return this.deps.tools.specsFor(this.spec.serverTools, this.spec.clientTools, [
+      ...this.runTools.values(),
+    ]);
+  }
+
+  /** The tools the session's MCP servers add (looked up once per execution, a resumed one too). */
+  private async loadRunTools(): Promise<void> {
+    const { scope, sessionId, runId, opts } = this.spec;
+    for (const tool of await this.deps.tools.runTools({ scope, sessionId, runId, opts }))
+      this.runTools.set(tool.name, tool);
+  }
+
+  /** A server tool the session enables, or one its MCP servers add. */
+  private serverTool(name: string): ServerTool<unknown> | undefined {
+    if (this.spec.serverTools.includes(name)) return this.deps.tools.get(name);
+    return this.runTools.get(name);
   }
 
   private emit(event: SessionEventInput): void {

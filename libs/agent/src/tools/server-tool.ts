@@ -31,6 +31,8 @@ export interface ServerTool<I = unknown> {
   name: string;
   description: string;
   input: z.ZodType<I>;
+  /** The JSON Schema the model sees, when it is not `input`'s (an MCP server's tool: the server validates). */
+  inputSchema?: Record<string, unknown>;
   /** Pause for a decision (execute / reject / result) before running. */
   approval?: boolean;
   /** Overrides the default per-call timeout. */

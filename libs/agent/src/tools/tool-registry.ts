@@ -1,14 +1,43 @@
-// The registry of server tools (registered in code at start-up) and the JSON Schemas the model sees.
+// The registry of server tools (registered in code at start-up) and the JSON Schemas the model sees, with the
+// source of the tools a run adds to them (a tenant's MCP servers' tools, which only exist for its sessions that
+// enable those servers).
 
 import { z } from 'zod';
-import type { ClientTool } from '@canopy/core';
+import type { ClientTool, Scope } from '@canopy/core';
 import type { ModelToolSpec } from '../model/model-gateway.port';
 import type { ServerTool } from './server-tool';
 
 const NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
 
+/** The run a source is asked for its tools. */
+export interface RunToolsRequest {
+  /** Who acts the run's first turn. */
+  scope: Scope;
+  sessionId: string;
+  runId: string;
+  opts: Record<string, unknown>;
+}
+
+/** Tools a run has besides the registered ones, by the name the model sees (never a registered tool's name). */
+export interface RunToolSource {
+  toolsFor(request: RunToolsRequest): Promise<ServerTool<unknown>[]>;
+}
+
 export class ToolRegistry {
   private readonly tools = new Map<string, ServerTool<unknown>>();
+  private source: RunToolSource | null = null;
+
+  /** Sets where runs get the tools they add (a tenant's MCP servers). */
+  useSource(source: RunToolSource): this {
+    this.source = source;
+    return this;
+  }
+
+  /** The tools a run adds to the registered ones (none without a source). */
+  async runTools(request: RunToolsRequest): Promise<ServerTool<unknown>[]> {
+    if (!this.source) return [];
+    return (await this.source.toolsFor(request)).filter((t) => !this.tools.has(t.name));
+  }
 
   register<I>(tool: ServerTool<I>): this {
     if (!NAME.test(tool.name)) throw new Error(`invalid tool name "${tool.name}"`);
@@ -31,8 +60,13 @@ export class ToolRegistry {
 
   /** The model-facing description of a registered tool. */
   /** What a session's model calls are sent of its tools: its enabled server tools registered here, then its client tools. */
-  specsFor(serverTools: readonly string[], clientTools: readonly ClientTool[]): ModelToolSpec[] {
+  specsFor(
+    serverTools: readonly string[],
+    clientTools: readonly ClientTool[],
+    runTools: readonly ServerTool<unknown>[] = [],
+  ): ModelToolSpec[] {
     const specs = serverTools.filter((n) => this.has(n)).map((n) => this.spec(n));
+    for (const t of runTools) specs.push(specOf(t));
     for (const t of clientTools)
       specs.push({ name: t.name, description: t.description, inputSchema: t.inputSchema });
     return specs;
@@ -41,8 +75,16 @@ export class ToolRegistry {
   spec(name: string): ModelToolSpec {
     const tool = this.tools.get(name);
     if (!tool) throw new Error(`unknown server tool "${name}"`);
-    return { name: tool.name, description: tool.description, inputSchema: jsonSchemaOf(tool.input) };
+    return specOf(tool);
   }
+}
+
+function specOf(tool: ServerTool<unknown>): ModelToolSpec {
+  return {
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.inputSchema ?? jsonSchemaOf(tool.input),
+  };
 }
 
 function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {

@@ -237,6 +237,13 @@ export const envSchema = z.object({
   EVENT_COALESCE_MS: z.coerce.number().int().min(0).max(1_000).default(15),
   /** Default per-call timeout of server tools. */
   TOOL_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(30_000),
+  /**
+   * How long connecting to a tenant's MCP server and listing its tools may take when a run starts (past it, the run
+   * offers the tools the server listed when last reached).
+   */
+  MCP_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(5_000),
+  /** A pooled MCP client (per process, tenant, server and credential) is closed after this long unused. */
+  MCP_IDLE_CLOSE_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(120_000),
   /** Default cap on model calls in one run (a request's maxSteps may lower it). */
   RUN_MAX_STEPS: z.coerce.number().int().min(1).max(1_000).default(25),
   /** Signs end-user tokens (HS256). Unset: embedded runs keep a generated one in the data directory. */
@@ -262,7 +269,7 @@ export const envSchema = z.object({
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   /**
    * The loopback, private, link-local or reserved targets that URLs given by tenants (webhook URLs, their own
-   * provider base URLs, attachment URLs) may reach, comma-separated: host names (whatever they resolve to),
+   * provider base URLs, attachment URLs, MCP server URLs) may reach, comma-separated: host names (whatever they resolve to),
    * addresses, CIDR ranges (`10.0.0.0/8`, `fd00::/8`), or `*` for all. Unset: public addresses only.
    */
   ALLOW_PRIVATE_TARGETS: allowList.optional(),
@@ -397,9 +404,11 @@ export interface CanopyConfig {
   };
   /**
    * Where URLs given by tenants may lead (built once from ALLOW_PRIVATE_TARGETS): `tenantUrls` for provider base
-   * URLs and attachment URLs, `webhooks` for webhook URLs (everything when WEBHOOK_ALLOW_PRIVATE).
+   * URLs, attachment URLs and MCP server URLs, `webhooks` for webhook URLs (everything when WEBHOOK_ALLOW_PRIVATE).
    */
   readonly targets: { readonly tenantUrls: TargetPolicy; readonly webhooks: TargetPolicy };
+  /** Tenants' MCP servers: connect-and-list timeout at a run's start, idle close of pooled clients. */
+  readonly mcp: { readonly connectTimeoutMs: number; readonly idleCloseMs: number };
   readonly webhooks: {
     readonly timeoutMs: number;
     readonly retryBaseMs: number;
@@ -535,6 +544,7 @@ export function loadConfig(
       tenantUrls,
       webhooks: e.WEBHOOK_ALLOW_PRIVATE ? TargetPolicy.anywhere : tenantUrls,
     },
+    mcp: { connectTimeoutMs: e.MCP_CONNECT_TIMEOUT_MS, idleCloseMs: e.MCP_IDLE_CLOSE_MS },
     webhooks: {
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,

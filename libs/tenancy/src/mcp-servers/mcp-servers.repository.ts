@@ -318,6 +318,17 @@ export class McpServersRepository {
     return this.openHeaders(row.encrypted_headers, credentialContext(tenantId, serverId, userId));
   }
 
+  /** The end user a session belongs to (null: none, or no such session). */
+  async sessionUser(tenantId: string, sessionId: string): Promise<string | null> {
+    const [row] = await this.db.withTenantSql({ tenantId }, (tx) =>
+      tx.query<{ user_id: string | null }>(
+        `SELECT user_id FROM sessions WHERE tenant_id = $1::uuid AND id = $2`,
+        [tenantId, sessionId],
+      ),
+    );
+    return row?.user_id ?? null;
+  }
+
   /** What a process saw of a server: the tools it listed (when it listed them) and whether it answered. */
   async recordState(
     tenantId: string,
