@@ -16,7 +16,7 @@ import type {
 } from '@canopy/store';
 import {
   LiveSession,
-  checkOpts,
+  checkOptsFor,
   summaryModelOf,
   checkModelFor,
   checkTools,
@@ -68,7 +68,7 @@ export class SessionManager {
   async create(scope: Scope, input: CreateSessionInput): Promise<SessionInfo> {
     await checkModelFor(this.deps, scope.tenantId, input.model);
     checkTools(this.deps.tools, input.tools ?? [], input.opts);
-    checkOpts(input.opts);
+    await checkOptsFor(this.deps.tools, scope.tenantId, input.opts);
     const summaryModel = summaryModelOf(input.opts);
     if (summaryModel)
       await checkModelFor(this.deps, scope.tenantId, summaryModel, 'opts.context.summaryModel');
@@ -151,7 +151,7 @@ export class SessionManager {
       checkTools(this.deps.tools, patch.tools ?? current.tools, patch.opts ?? current.opts);
     }
     if (patch.opts !== undefined) {
-      checkOpts(patch.opts);
+      await checkOptsFor(this.deps.tools, scope.tenantId, patch.opts);
       const summaryModel = summaryModelOf(patch.opts);
       if (summaryModel)
         await checkModelFor(this.deps, scope.tenantId, summaryModel, 'opts.context.summaryModel');

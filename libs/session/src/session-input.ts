@@ -4,6 +4,7 @@
 
 import {
   contextPolicySchema,
+  sessionMcpServersSchema,
   isTurnBoundary,
   toBlocks,
   type Block,
@@ -129,8 +130,9 @@ export function checkMockDelays(opts: Record<string, unknown> | undefined): void
 }
 
 /**
- * A session's options as far as Canopy reads them: the mock models' delays and windows, and the context policy
- * (`opts.context`). Anything else in opts is passed to the model as it is.
+ * A session's options as far as Canopy reads them: the mock models' delays and windows, the context policy
+ * (`opts.context`) and the names of its MCP servers (`opts.mcpServers`; that they exist: checkOptsFor). Anything else
+ * in opts is passed to the model as it is.
  */
 export function checkOpts(opts: Record<string, unknown> | undefined): void {
   checkMockDelays(opts);
@@ -146,12 +148,41 @@ export function checkOpts(opts: Record<string, unknown> | undefined): void {
       );
     }
   }
+  if (opts?.mcpServers !== undefined) {
+    const parsed = sessionMcpServersSchema.safeParse(opts.mcpServers);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw CanopyException.badRequest(`opts.mcpServers: ${issue.message}`, { field: 'opts.mcpServers' });
+    }
+  }
   if (opts?.context === undefined) return;
   const parsed = contextPolicySchema.safeParse(opts.context);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = ['opts', 'context', ...issue.path].join('.');
     throw CanopyException.badRequest(`${field}: ${issue.message}`, { field });
+  }
+}
+
+/**
+ * checkOpts, and the tenant's MCP servers a session names (opts.mcpServers) exist: an unknown name answers 400 on
+ * opts.mcpServers.
+ */
+export async function checkOptsFor(
+  tools: Pick<ToolRegistry, 'mcpServerNames'>,
+  tenantId: string,
+  opts: Record<string, unknown> | undefined,
+): Promise<void> {
+  checkOpts(opts);
+  const names = opts?.mcpServers as string[] | undefined;
+  if (!names || names.length === 0) return;
+  const known = await tools.mcpServerNames(tenantId);
+  for (const name of names) {
+    if (!known.has(name)) {
+      throw CanopyException.badRequest(`unknown MCP server "${name}" (POST /v1/mcp-servers adds one)`, {
+        field: 'opts.mcpServers',
+      });
+    }
   }
 }
 

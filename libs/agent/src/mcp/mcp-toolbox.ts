@@ -69,6 +69,10 @@ export class McpToolbox implements RunToolSource {
     return [...tools.values()];
   }
 
+  serverNames(tenantId: string): Promise<ReadonlySet<string>> {
+    return this.servers.names(tenantId);
+  }
+
   /** The tools of the tenant's enabled servers, as GET /v1/tools lists them. */
   async toolInfos(tenantId: string): Promise<ServerToolInfo[]> {
     const configs = (await this.servers.configs(tenantId)).filter((c) => c.enabled);

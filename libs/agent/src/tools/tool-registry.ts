@@ -21,6 +21,8 @@ export interface RunToolsRequest {
 /** Tools a run has besides the registered ones, by the name the model sees (never a registered tool's name). */
 export interface RunToolSource {
   toolsFor(request: RunToolsRequest): Promise<ServerTool<unknown>[]>;
+  /** The names sessions of the tenant may enable the source's tools by (its MCP servers' names). */
+  serverNames(tenantId: string): Promise<ReadonlySet<string>>;
 }
 
 export class ToolRegistry {
@@ -31,6 +33,11 @@ export class ToolRegistry {
   useSource(source: RunToolSource): this {
     this.source = source;
     return this;
+  }
+
+  /** The tenant's MCP servers a session may name in opts.mcpServers (none without a source). */
+  mcpServerNames(tenantId: string): Promise<ReadonlySet<string>> {
+    return this.source ? this.source.serverNames(tenantId) : Promise.resolve(new Set());
   }
 
   /** The tools a run adds to the registered ones (none without a source). */
