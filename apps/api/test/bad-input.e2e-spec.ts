@@ -74,6 +74,7 @@ const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>> = {
   'PATCH /v1/webhooks/{webhookId}': () => ({ enabled: false }),
   'PUT /v1/providers/{provider}': () => ({ apiKey: 'sk-bad-input-key-1234', models: ['m1'] }),
   'PUT /v1/quotas/users/{userId}': () => ({ quotas: [{ metric: 'runs', period: 'day', limit: 1000 }] }),
+  'PUT /v1/settings': () => ({ context: { strategy: 'summarize', triggerRatio: 0.5, keepFirstTurns: 1 } }),
   'PUT /v1/admin/tenants/{tenantId}/quotas': () => ({
     quotas: [{ metric: 'tokens', period: 'month', limit: 1e9 }],
   }),
@@ -496,6 +497,7 @@ describe('bodies that break the schema, generated field by field', () => {
     const create = operations.find((op) => op.key === 'POST /v1/sessions')!;
     const tenants = operations.find((op) => op.key === 'POST /v1/admin/tenants')!;
     const tokens = operations.find((op) => op.key === 'POST /v1/tokens')!;
+    const settings = operations.find((op) => op.key === 'PUT /v1/settings')!;
     const metadata65 = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, i]));
     const cases: Array<[Operation, unknown, string]> = [
       [session, { metadata: metadata65 }, 'metadata'],
@@ -521,6 +523,15 @@ describe('bodies that break the schema, generated field by field', () => {
       [session, { opts: { delayMs: -1 } }, 'opts.delayMs'],
       [session, { system: 'lone \udc00 surrogate' }, 'system'],
       [tokens, { userId: 'nul\u0000' }, 'userId'],
+      // A tenant's default context policy is checked as a session's own is (its summary model must be usable).
+      [
+        settings,
+        { context: { strategy: 'summarize', summaryModel: 'nowhere:model' } },
+        'context.summaryModel',
+      ],
+      [settings, { context: { strategy: 'summarize', summaryModel: 'mock:nope' } }, 'context.summaryModel'],
+      [settings, { context: { strategy: 'shorten' } }, 'context.strategy'],
+      [settings, { context: { strategy: 'truncate', triggerRatio: 2 } }, 'context.triggerRatio'],
     ];
     const prompt = operations.find((op) => op.key === 'POST /v1/sessions/{id}/prompt')!;
     const attachment = { type: 'attachment', mediaType: 'text/plain' };

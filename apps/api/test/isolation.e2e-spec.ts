@@ -159,6 +159,8 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /v1/providers/{provider}': { kind: 'tenantOwned' },
   'PUT /v1/providers/{provider}': { kind: 'tenantOwned', body: () => ({ apiKey: 'sk-of-the-caller-1234' }) },
   'DELETE /v1/providers/{provider}': { kind: 'tenantOwned' },
+  'GET /v1/settings': { kind: 'tenantOwned' },
+  'PUT /v1/settings': { kind: 'tenantOwned', body: () => ({ context: { strategy: 'truncate' } }) },
   'GET /v1/admin/tenants/{tenantId}/quotas': { kind: 'admin' },
   'PUT /v1/admin/tenants/{tenantId}/quotas': {
     kind: 'admin',
@@ -316,9 +318,15 @@ function verdict(kind: Kind, who: Who, res: CallResult, path = ''): string | nul
 /** Whether an answer carries one of tenant A's ids. */
 function revealsA(res: CallResult): boolean {
   const text = JSON.stringify(res.body ?? '');
-  return [ids.tenantId, ids.keyId, ids.runId, ids.webhookId, ids.deliveryId, 'sk-secret-of-tenant-a'].some(
-    (id) => text.includes(id),
-  );
+  return [
+    ids.tenantId,
+    ids.keyId,
+    ids.runId,
+    ids.webhookId,
+    ids.deliveryId,
+    'sk-secret-of-tenant-a',
+    'prompt-of-tenant-a',
+  ].some((id) => text.includes(id));
 }
 
 /** The lines of an NDJSON answer (`call` parsed a one-line answer as JSON already, and an empty one as nothing). */
@@ -388,6 +396,7 @@ async function snapshotOfA(): Promise<string> {
     `/v1/sessions?userId=alice`,
     `/v1/sessions/search?${A_WORDS}`,
     `/v1/sessions/${ids.id}/export`,
+    `/v1/settings`,
   ];
   const parts: string[] = [];
   for (const path of paths) {
@@ -459,6 +468,14 @@ beforeAll(async () => {
     ifBusy: 'enqueue',
   });
   expect(waiting.body).toEqual({ runId: expect.any(String), queued: true });
+  // A's settings: a default context policy (its sessions created from now on take it).
+  expect(
+    (
+      await a.api.request('PUT', '/v1/settings', {
+        context: { strategy: 'summarize', summaryPrompt: 'prompt-of-tenant-a' },
+      })
+    ).status,
+  ).toBe(200);
   ids = {
     id,
     nodeId: 3,

@@ -17,3 +17,4 @@ export * from './formats';
 export * from './api/catalog-schemas';
 export * from './api/saas-schemas';
 export * from './api/mcp-schemas';
+export * from './api/settings-schemas';

@@ -5,6 +5,7 @@
 
 export * from './live-sessions';
 export * from './session-manager.service';
+export * from './tenant-settings.service';
 export * from './session-processor';
 export * from './session-engine';
 export * from './manager.module';

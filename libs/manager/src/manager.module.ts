@@ -36,7 +36,13 @@ import {
   type EmbeddedDatabaseSupervisor,
   type SessionStore,
 } from '@canopy/store';
-import { AuditService, RetentionRepository, TENANT_RUNS, TenancyModule } from '@canopy/tenancy';
+import {
+  AuditService,
+  RetentionRepository,
+  TENANT_RUNS,
+  TenancyModule,
+  TenantSettingsRepository,
+} from '@canopy/tenancy';
 import {
   SESSION_ENGINE_DEPS,
   SessionModule,
@@ -56,6 +62,7 @@ import {
 } from './catalog';
 import { createSessionEngine, type SessionEngine } from './session-engine';
 import { SessionManager } from './session-manager.service';
+import { TenantSettingsService } from './tenant-settings.service';
 
 const SESSION_ENGINE = Symbol('SESSION_ENGINE');
 
@@ -153,6 +160,12 @@ export class ManagerModule {
         { provide: RunDuties, inject: [SESSION_ENGINE], useFactory: (e: SessionEngine) => e.duties },
         { provide: SessionManager, inject: [SESSION_ENGINE], useFactory: (e: SessionEngine) => e.manager },
         {
+          provide: TenantSettingsService,
+          inject: [SESSION_ENGINE_DEPS, TenantSettingsRepository],
+          useFactory: (deps: SessionEngineDeps, settings: TenantSettingsRepository) =>
+            new TenantSettingsService(deps, settings),
+        },
+        {
           provide: SessionCatalogService,
           inject: [
             SessionManager,
@@ -223,6 +236,7 @@ export class ManagerModule {
         SessionCatalogService,
         SessionTransferService,
         RetentionSweeper,
+        TenantSettingsService,
       ],
     };
   }

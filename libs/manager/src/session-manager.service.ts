@@ -65,7 +65,12 @@ export class SessionManager {
     private readonly publisher: SessionPublisher,
   ) {}
 
-  async create(scope: Scope, input: CreateSessionInput): Promise<SessionInfo> {
+  /**
+   * A new session. One created without `opts.context` takes the tenant's default context policy, if it set one
+   * (copied into its opts: the session shows the policy it runs with, and a later change of the default leaves it).
+   */
+  async create(scope: Scope, given: CreateSessionInput): Promise<SessionInfo> {
+    const input = await this.withTenantDefaults(scope.tenantId, given);
     await checkModelFor(this.deps, scope.tenantId, input.model);
     checkTools(this.deps.tools, input.tools ?? [], input.opts);
     await checkOptsFor(this.deps.tools, scope.tenantId, input.opts);
@@ -77,6 +82,12 @@ export class SessionManager {
       userId: scope.userId ?? input.userId ?? null,
     });
     return toSessionInfo(record);
+  }
+
+  private async withTenantDefaults(tenantId: string, input: CreateSessionInput): Promise<CreateSessionInput> {
+    if (input.opts?.context !== undefined || !this.deps.tenantDefaults) return input;
+    const context = await this.deps.tenantDefaults.contextOf(tenantId);
+    return context ? { ...input, opts: { ...input.opts, context } } : input;
   }
 
   /**

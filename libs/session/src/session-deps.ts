@@ -6,7 +6,7 @@ import type { CanopyConfig } from '@canopy/common';
 import type { RunControl, Timers, TurnQueue } from '@canopy/queue';
 import type { ActivityFeed, EventBus, LiveRegistry } from '@canopy/realtime';
 import type { SessionStore } from '@canopy/store';
-import type { Scope } from '@canopy/core';
+import type { ContextPolicy, Scope } from '@canopy/core';
 
 export interface EngineSettings {
   /** This process's name in the live registry. */
@@ -87,6 +87,8 @@ export interface SessionEngineDeps {
   admission?: RunAdmission;
   /** The providers each tenant brought its own key for (they make its models usable); none: no such keys. */
   providerKeys?: { providersOf(tenantId: string): Promise<ReadonlySet<string>> };
+  /** The defaults each tenant set for its new sessions (GET / PUT /v1/settings); none: no defaults. */
+  tenantDefaults?: { contextOf(tenantId: string): Promise<ContextPolicy | null> };
 }
 
 export const SESSION_ENGINE_DEPS = Symbol('SESSION_ENGINE_DEPS');

@@ -38,6 +38,7 @@ import {
   ProviderKeysRepository,
   QuotasRepository,
   TenancyModule,
+  TenantSettingsRepository,
   WebhookDispatcher,
   WebhooksRepository,
 } from '@canopy/tenancy';
@@ -96,6 +97,7 @@ export class SessionModule {
             HookRegistry,
             QuotasRepository,
             ProviderKeysRepository,
+            TenantSettingsRepository,
           ],
           useFactory: (
             c: CanopyConfig,
@@ -111,6 +113,7 @@ export class SessionModule {
             hooks: HookRegistry,
             quotas: QuotasRepository,
             providerKeys: ProviderKeysRepository,
+            tenantSettings: TenantSettingsRepository,
           ): SessionEngineDeps => {
             if (role === 'worker' && !c.redis.url) {
               throw new Error('a worker needs REDIS_URL (the distributed runtime)');
@@ -148,6 +151,7 @@ export class SessionModule {
               logger: engineLogger(),
               admission: new QuotaAdmission(quotas),
               providerKeys,
+              tenantDefaults: tenantSettings,
             };
           },
         },

@@ -1,8 +1,9 @@
 // @canopy/tenancy: the tenant-operations features, one folder each with its service and repository: tenants and
 // their API keys, the audit log, webhooks (endpoints, the outbox and its sender), quotas with usage and run
-// statistics, a tenant's own provider keys, its MCP servers, and retention. Above the store, below auth, agent and session (which
-// read tenants, keys, quotas and provider keys through it); what its use cases need from higher layers comes
-// through the ports it declares (CredentialChanges, TenantRuns).
+// statistics, a tenant's own provider keys, its MCP servers, its settings (its new sessions' defaults), and
+// retention. Above the store, below auth, agent and session (which read tenants, keys, quotas, provider keys and
+// settings through it); what its use cases need from higher layers comes through the ports it declares
+// (CredentialChanges, TenantRuns).
 
 export * from './caller';
 export * from './tenancy.module';
@@ -29,3 +30,4 @@ export * from './provider-keys/provider-keys.service';
 export * from './retention/retention.repository';
 export * from './mcp-servers/mcp-servers.repository';
 export * from './mcp-servers/mcp-servers.service';
+export * from './settings/tenant-settings.repository';

@@ -22,6 +22,7 @@ import { WebhooksRepository } from './webhooks/webhooks.repository';
 import { WebhooksService } from './webhooks/webhooks.service';
 import { McpServersRepository } from './mcp-servers/mcp-servers.repository';
 import { McpServersService } from './mcp-servers/mcp-servers.service';
+import { TenantSettingsRepository } from './settings/tenant-settings.repository';
 
 /** A repository built over the database alone. */
 function repository<T>(type: new (db: Database) => T) {
@@ -43,6 +44,7 @@ const SHARED = [
   ProviderKeysService,
   McpServersRepository,
   McpServersService,
+  TenantSettingsRepository,
 ];
 
 @Module({})
@@ -60,6 +62,7 @@ export class TenancyModule {
         repository(WebhooksRepository),
         repository(QuotasRepository),
         repository(RunStatsRepository),
+        repository(TenantSettingsRepository),
         {
           // Provider keys a tenant brought (sealed under the deployment's encryption key).
           provide: ProviderKeysRepository,

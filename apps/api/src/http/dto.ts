@@ -42,6 +42,8 @@ import {
   usageQuerySchema,
   putQuotasSchema,
   putProviderSchema,
+  tenantSettingsSchema,
+  tenantSettingsViewSchema,
 } from '@canopy/core';
 
 export class CreateTenantDto extends createZodDto(createTenantSchema) {}
@@ -83,3 +85,5 @@ export class ListDeliveriesQueryDto extends createZodDto(listDeliveriesQuerySche
 export class UsageQueryDto extends createZodDto(usageQuerySchema) {}
 export class PutQuotasDto extends createZodDto(putQuotasSchema) {}
 export class PutProviderDto extends createZodDto(putProviderSchema) {}
+export class PutTenantSettingsDto extends createZodDto(tenantSettingsSchema) {}
+export class TenantSettingsViewDto extends createZodDto(tenantSettingsViewSchema) {}

@@ -1,0 +1,140 @@
+// A tenant's settings over HTTP: GET and PUT /v1/settings (a tenant key; user tokens answer 403) hold the default
+// context policy its new sessions take. A session created without opts.context has the default copied into its opts
+// (so it shows the policy it runs with, and GET …/context plans with it); a later change of the default leaves it
+// as it was. The policy is checked as opts.context is (its summaryModel must be a model this tenant can use: a
+// provider key of its own makes one usable for it alone); each change is audited; another tenant never sees it.
+
+import { FakeLlmServer } from '@canopy/testing';
+import { newTenant, type ApiResponse } from './support/api-client';
+import { startTestApp, type TestApp } from './support/test-app';
+
+let t: TestApp;
+let fake: FakeLlmServer;
+
+beforeAll(async () => {
+  fake = await FakeLlmServer.start();
+  // A tenant's own provider key leads to the fake on loopback, which the operator allows.
+  t = await startTestApp({ env: { ALLOW_PRIVATE_TARGETS: '127.0.0.1' } });
+});
+
+afterAll(async () => {
+  await t?.close();
+  await fake?.close();
+});
+
+/** The error's status, code and field (named by the service, or by the validation's first issue). */
+function expectError(res: ApiResponse, status: number, code: string, field?: string): void {
+  const details = res.body?.error?.details as
+    { field?: string; issues?: Array<{ path: string }> } | undefined;
+  expect({
+    status: res.status,
+    code: res.body?.error?.code,
+    field: details?.field ?? details?.issues?.[0]?.path,
+  }).toEqual({ status, code, field });
+}
+
+it('new sessions take the tenant’s default context policy, copied at creation; a change affects new ones only', async () => {
+  const { api } = await newTenant(t, 'settings');
+  expect((await api.get('/v1/settings')).body).toEqual({ context: null, updatedAt: null });
+  const plain = await api.post('/v1/sessions', { model: 'mock:echo' });
+  expect(plain.body.opts).toEqual({});
+
+  const truncate = { strategy: 'truncate', keepFirstTurns: 1 };
+  const put = await api.request('PUT', '/v1/settings', { context: truncate });
+  expect(put.status).toBe(200);
+  expect(put.body).toEqual({ context: truncate, updatedAt: expect.any(String) });
+  expect((await api.get('/v1/settings')).body).toEqual(put.body);
+
+  // Without opts.context: the default, beside the other options given.
+  const defaulted = await api.post('/v1/sessions', { model: 'mock:echo', opts: { delayMs: 0 } });
+  expect(defaulted.status).toBe(201);
+  expect(defaulted.body.opts).toEqual({ delayMs: 0, context: truncate });
+  expect((await api.get(`/v1/sessions/${defaulted.body.id as string}/context`)).body.strategy).toBe(
+    'truncate',
+  );
+  // Its own opts.context wins, whole (nothing of the default is merged into it).
+  const own = await api.post('/v1/sessions', { model: 'mock:echo', opts: { context: { strategy: 'none' } } });
+  expect(own.body.opts).toEqual({ context: { strategy: 'none' } });
+
+  // A change: new sessions take it, earlier ones keep what they were created with.
+  const summarize = { strategy: 'summarize', triggerRatio: 0.5 };
+  expect((await api.request('PUT', '/v1/settings', { context: summarize })).status).toBe(200);
+  expect((await api.post('/v1/sessions', { model: 'mock:echo' })).body.opts).toEqual({ context: summarize });
+  expect((await api.get(`/v1/sessions/${defaulted.body.id as string}`)).body.opts.context).toEqual(truncate);
+  expect((await api.get(`/v1/sessions/${plain.body.id as string}`)).body.opts).toEqual({});
+
+  // A body without the field leaves it; null removes it.
+  expect((await api.request('PUT', '/v1/settings', {})).body.context).toEqual(summarize);
+  const removed = await api.request('PUT', '/v1/settings', { context: null });
+  expect(removed.body).toEqual({ context: null, updatedAt: expect.any(String) });
+  expect((await api.post('/v1/sessions', { model: 'mock:echo' })).body.opts).toEqual({});
+
+  // Each change is audited with what it was and what it became.
+  const audit = (await api.get('/v1/audit?action=settings.')).body.data as Array<Record<string, unknown>>;
+  expect(audit.map((e) => [e.action, e.before, e.after]).reverse()).toEqual([
+    ['settings.update', { context: null }, { context: truncate }],
+    ['settings.update', { context: truncate }, { context: summarize }],
+    ['settings.update', { context: summarize }, { context: summarize }],
+    ['settings.update', { context: summarize }, { context: null }],
+  ]);
+});
+
+it('checks the policy as opts.context is: its summary model must be one the tenant can use', async () => {
+  const a = await newTenant(t, 'settings a');
+  const b = await newTenant(t, 'settings b');
+  const model = 'openai-compatible:summarizer';
+  const policy = { strategy: 'summarize', summaryModel: model };
+  for (const tenant of [a, b])
+    expectError(
+      await tenant.api.request('PUT', '/v1/settings', { context: policy }),
+      400,
+      'bad_request',
+      'context.summaryModel',
+    );
+  expectError(
+    await a.api.request('PUT', '/v1/settings', { context: { strategy: 'summarize', keepFirstTurns: -1 } }),
+    400,
+    'bad_request',
+    'context.keepFirstTurns',
+  );
+  expectError(
+    await a.api.request('PUT', '/v1/settings', { context: { strategy: 'none' }, other: 1 }),
+    400,
+    'bad_request',
+    '',
+  );
+  expect((await a.api.get('/v1/settings')).body.context).toBeNull();
+
+  // A's own key for the provider makes the model usable for A (not for B).
+  const key = await a.api.request('PUT', '/v1/providers/openai-compatible', {
+    apiKey: 'sk-settings-0123456789',
+    baseUrl: fake.baseUrl,
+    models: ['summarizer'],
+  });
+  expect(key.status).toBe(200);
+  expect((await a.api.request('PUT', '/v1/settings', { context: policy })).status).toBe(200);
+  expect((await a.api.post('/v1/sessions', { model: 'mock:echo' })).body.opts).toEqual({ context: policy });
+  expectError(
+    await b.api.request('PUT', '/v1/settings', { context: policy }),
+    400,
+    'bad_request',
+    'context.summaryModel',
+  );
+  // B's sessions never take A's default; B reads its own settings.
+  expect((await b.api.get('/v1/settings')).body).toEqual({ context: null, updatedAt: null });
+  expect((await b.api.post('/v1/sessions', { model: 'mock:echo' })).body.opts).toEqual({});
+});
+
+it('is the tenant’s: user tokens answer 403, and a session a user token creates takes the default', async () => {
+  const { api } = await newTenant(t, 'settings users');
+  const token = (await api.post('/v1/tokens', { userId: 'alice' })).body.token as string;
+  expectError(await api.as(token).get('/v1/settings'), 403, 'forbidden');
+  expectError(
+    await api.as(token).request('PUT', '/v1/settings', { context: { strategy: 'none' } }),
+    403,
+    'forbidden',
+  );
+  expect((await api.request('PUT', '/v1/settings', { context: { strategy: 'truncate' } })).status).toBe(200);
+  const created = await api.as(token).post('/v1/sessions', { model: 'mock:echo' });
+  expect(created.body).toMatchObject({ userId: 'alice', opts: { context: { strategy: 'truncate' } } });
+});

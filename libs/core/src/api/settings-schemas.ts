@@ -1,0 +1,29 @@
+// A tenant's settings (GET and PUT /v1/settings, a tenant key): the defaults the tenant's new sessions take. Each
+// field is one default; a PUT replaces the ones it names (null removes one) and leaves the others as they are, so
+// more defaults can join the body. Shared by the api (validation, OpenAPI) and the SDK (types).
+
+import { z } from 'zod';
+import { contextPolicySchema, type ContextPolicy } from './schemas';
+
+export const tenantSettingsSchema = z
+  .object({
+    /**
+     * The context policy of a session created without `opts.context` (copied into its opts at creation: changing it
+     * affects new sessions only); null removes it (such sessions then have none, which is `none`).
+     */
+    context: contextPolicySchema.nullable().optional(),
+  })
+  .strict();
+
+export type TenantSettingsRequest = z.infer<typeof tenantSettingsSchema>;
+
+/** A tenant's settings as GET and PUT /v1/settings answer them; `updatedAt` null while none was ever set. */
+export interface TenantSettingsView {
+  context: ContextPolicy | null;
+  updatedAt: string | null;
+}
+
+export const tenantSettingsViewSchema = z.object({
+  context: contextPolicySchema.nullable(),
+  updatedAt: z.string().nullable(),
+});
