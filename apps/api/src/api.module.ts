@@ -26,6 +26,7 @@ import { KeysController } from './http/keys.controller';
 import { WebhooksController } from './http/webhooks.controller';
 import { QuotasController } from './http/quotas.controller';
 import { ProvidersController } from './http/providers.controller';
+import { McpCredentialsController, McpServersController } from './http/mcp-servers.controller';
 import { SettingsController } from './http/settings.controller';
 import { CommandsController } from './http/commands.controller';
 import { CredentialWatchModule } from './http/credential-watch.module';
@@ -81,6 +82,8 @@ export class ApiModule {
         WebhooksController,
         QuotasController,
         ProvidersController,
+        McpServersController,
+        McpCredentialsController,
         SettingsController,
         TokensController,
         // Before SessionsController: /v1/sessions/search and /count are not session ids.

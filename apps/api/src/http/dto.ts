@@ -42,6 +42,9 @@ import {
   usageQuerySchema,
   putQuotasSchema,
   putProviderSchema,
+  createMcpServerSchema,
+  updateMcpServerSchema,
+  putMcpCredentialsSchema,
   tenantSettingsSchema,
   tenantSettingsViewSchema,
 } from '@canopy/core';
@@ -85,5 +88,8 @@ export class ListDeliveriesQueryDto extends createZodDto(listDeliveriesQuerySche
 export class UsageQueryDto extends createZodDto(usageQuerySchema) {}
 export class PutQuotasDto extends createZodDto(putQuotasSchema) {}
 export class PutProviderDto extends createZodDto(putProviderSchema) {}
+export class CreateMcpServerDto extends createZodDto(createMcpServerSchema) {}
+export class UpdateMcpServerDto extends createZodDto(updateMcpServerSchema) {}
+export class PutMcpCredentialsDto extends createZodDto(putMcpCredentialsSchema) {}
 export class PutTenantSettingsDto extends createZodDto(tenantSettingsSchema) {}
 export class TenantSettingsViewDto extends createZodDto(tenantSettingsViewSchema) {}

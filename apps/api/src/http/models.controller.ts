@@ -1,5 +1,6 @@
 // What a session can use on this deployment: the models (the built-in mocks and each configured provider's
-// listed models, with whether they take tools) and the registered server tools. What a playground's pickers show.
+// listed models, with whether they take tools), the registered server tools and the caller's tenant's MCP servers'
+// tools. What a playground's pickers show.
 
 import { Controller, Get, Inject } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
@@ -7,7 +8,7 @@ import type { ModelInfo, ServerToolInfo } from '@canopy/core';
 import { CANOPY_CONFIG, type CanopyConfig } from '@canopy/common';
 import { Access, CurrentPrincipal, type Principal } from '@canopy/auth';
 import { ProviderKeysService } from '@canopy/tenancy';
-import { listModels, modelLimits, ToolRegistry } from '@canopy/agent';
+import { listModels, McpToolbox, modelLimits, ToolRegistry } from '@canopy/agent';
 
 @ApiTags('sessions')
 @ApiBearerAuth()
@@ -20,6 +21,7 @@ export class ModelsController {
     @Inject(CANOPY_CONFIG) private readonly config: CanopyConfig,
     private readonly tools: ToolRegistry,
     private readonly providerKeys: ProviderKeysService,
+    private readonly mcp: McpToolbox,
   ) {
     this.models = listModels(config);
   }
@@ -68,19 +70,22 @@ export class ModelsController {
   @Get('tools')
   @ApiOperation({
     summary:
-      'The server tools registered on this deployment (sessions enable them by name in opts.serverTools), each with its description, input schema and whether it needs approval',
+      'The server tools registered on this deployment (sessions enable them by name in opts.serverTools), then those of the caller’s tenant’s enabled MCP servers (named <server>__<tool>, with `server`; sessions enable them by server in opts.mcpServers), each with its description, input schema and whether it needs approval',
   })
-  listTools(): { data: ServerToolInfo[] } {
-    return {
-      data: this.tools.names().map((name) => {
-        const spec = this.tools.spec(name);
-        return {
-          name,
-          description: spec.description,
-          approval: this.tools.get(name)!.approval === true,
-          inputSchema: spec.inputSchema,
-        };
-      }),
-    };
+  async listTools(@CurrentPrincipal() principal: Principal): Promise<{ data: ServerToolInfo[] }> {
+    const mcp = principal.kind === 'admin' ? [] : await this.mcp.toolInfos(principal.tenantId);
+    return { data: [...this.registered(), ...mcp] };
+  }
+
+  private registered(): ServerToolInfo[] {
+    return this.tools.names().map((name) => {
+      const spec = this.tools.spec(name);
+      return {
+        name,
+        description: spec.description,
+        approval: this.tools.get(name)!.approval === true,
+        inputSchema: spec.inputSchema,
+      };
+    });
   }
 }
