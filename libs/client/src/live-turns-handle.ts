@@ -4,7 +4,11 @@
 import type { SessionEventBody } from '@canopy/core';
 
 import { CanopyError } from './errors';
-import { TurnsProjection, type LiveTurnsView } from './live-turns';
+import type { NodeId } from '@canopy/core';
+import { TurnsProjection, type LiveTurnsView, type TurnsPage } from './live-turns';
+
+/** Reads a page of earlier turns (GET …/turns with `before` and `limit`; `before` null: the last page). */
+export type EarlierTurns = (before: NodeId | null, limit: number) => Promise<TurnsPage>;
 
 type Listener = (view: LiveTurnsView) => void;
 
@@ -18,7 +22,11 @@ export class LiveTurns {
   private failure: Error | null = null;
   private readonly done: Promise<void>;
 
-  constructor(events: (signal: AbortSignal) => AsyncIterable<SessionEventBody>, signal?: AbortSignal) {
+  constructor(
+    events: (signal: AbortSignal) => AsyncIterable<SessionEventBody>,
+    signal?: AbortSignal,
+    private readonly earlierTurns?: EarlierTurns,
+  ) {
     signal?.addEventListener('abort', () => void this.close(), { once: true });
     this.done = this.pump(events(this.controller.signal));
   }
@@ -83,6 +91,22 @@ export class LiveTurns {
   /** The first view (after the snapshot). */
   ready(timeoutMs?: number): Promise<LiveTurnsView> {
     return this.until(() => true, timeoutMs);
+  }
+
+  /**
+   * Loads a page of up to `limit` turns before the first one in the view (a long session's snapshot holds its
+   * recent turns only; `view.hasEarlier` says whether there are more). Answers whether the view changed: false when
+   * there is nothing earlier, or the view moved to another branch while the page was read.
+   */
+  async loadEarlier(limit = 50): Promise<boolean> {
+    if (!this.earlierTurns) return false;
+    const anchor = this.projection.earlierAnchor();
+    if (anchor === undefined) return false;
+    const page = await this.earlierTurns(anchor, limit);
+    if (!this.projection.addEarlier(anchor, page)) return false;
+    this.latest = this.projection.view();
+    if (this.latest) for (const listener of [...this.listeners]) listener(this.latest);
+    return true;
   }
 
   /** Stops reading events. */

@@ -1,6 +1,7 @@
 // A live list of UI turns (each prompt with its reply and its versions) for one session: the committed turns of its active path, plus the turn in
 // flight, kept current by applying the session's events to the same projection the service keeps (LiveState)
-// and cutting it into turns with the core's turn functions. What a chat UI renders.
+// and cutting it into turns with the core's turn functions. What a chat UI renders. A long session's snapshot
+// carries the path's recent part only: earlier turns are pages read as the user scrolls up (`hasEarlier`).
 
 import {
   allTurns,
@@ -10,6 +11,7 @@ import {
   newTurn,
   type InFlight,
   type Message,
+  type NodeId,
   type SessionEventBody,
   type SessionInfo,
   type ToolUseBlock,
@@ -34,6 +36,14 @@ export interface LiveTurnsView {
   interrupted: InterruptedRun | null;
   /** The seq of the last event applied. */
   seq: number;
+  /** Turns come before `turns[0]` that are not loaded (a long session: load them with `loadEarlier`). */
+  hasEarlier: boolean;
+}
+
+/** A page of earlier turns (GET /v1/sessions/:id/turns with `before` and `limit`). */
+export interface TurnsPage {
+  data: Turn[];
+  hasEarlier: boolean;
 }
 
 export interface InterruptedRun {
@@ -70,6 +80,12 @@ export class TurnsProjection {
   private lastRunId: string | null = null;
   /** The committed tree's turns and path messages; only a snapshot or a `tree` event changes them (not deltas). */
   private committed: { turns: Turn[]; messages: Message[] } | null = null;
+  /** Earlier turns loaded in pages (before what the live state holds), oldest first. */
+  private earlier: Turn[] = [];
+  /** Whether turns come before `earlier` (null: no page loaded yet). */
+  private earlierMore: boolean | null = null;
+  /** The node the first page was loaded before: the pages hold while the active path still goes through it. */
+  private earlierBase: NodeId | null = null;
 
   /**
    * Applies an event (a snapshot starts over); answers whether subscribers should see the new view (false for
@@ -82,6 +98,7 @@ export class TurnsProjection {
       this.settling = null;
       this.interrupted = null;
       this.lastRunId = event.data.inFlight?.runId ?? null;
+      this.dropEarlier();
       return true;
     }
     if (!this.state || event.seq <= this.state.seq) return false;
@@ -100,7 +117,11 @@ export class TurnsProjection {
     const settlingBefore = this.settling !== null;
     this.trackRunEnd(event, run?.runId ?? null, inFlight);
     this.state.apply(event);
-    if (event.type === 'tree') this.committed = null;
+    if (event.type === 'tree') {
+      this.committed = null;
+      // Moved to another branch: the pages loaded are of a path no longer shown.
+      if (this.earlierBase !== null && !event.data.path.includes(this.earlierBase)) this.dropEarlier();
+    }
     // A commit is one change to a reader: from the run streaming to its turn saved. `status` idle and `turn`
     // before the `tree` that saves the messages change nothing anyone should see on its own (the turn would
     // show idle but unsaved), so they are applied without a notification; the `tree` (or a cancel or error)
@@ -161,11 +182,46 @@ export class TurnsProjection {
     return this.state !== null;
   }
 
+  /**
+   * Where the next page of earlier turns ends: before the first turn loaded or held (null: none is, read the last
+   * page). Undefined when there is nothing earlier to load.
+   */
+  earlierAnchor(): NodeId | null | undefined {
+    if (!this.state || !this.hasEarlier()) return undefined;
+    const first = this.earlier[0]?.id ?? this.committedView().turns[0]?.id;
+    return first ?? this.state.committedTree.path[0] ?? null;
+  }
+
+  /** Adds a page of earlier turns read before `anchor` (ignored when the view moved on since it was asked). */
+  addEarlier(anchor: NodeId | null, page: TurnsPage): boolean {
+    if (this.earlierAnchor() !== anchor) return false;
+    this.earlier = [...page.data, ...this.earlier];
+    this.earlierMore = page.hasEarlier;
+    this.earlierBase ??= anchor ?? page.data.at(-1)?.id ?? null;
+    return true;
+  }
+
+  private hasEarlier(): boolean {
+    return this.earlierMore ?? this.state!.pathOmitted > 0;
+  }
+
+  private dropEarlier(): void {
+    this.earlier = [];
+    this.earlierMore = null;
+    this.earlierBase = null;
+  }
+
   view(): LiveTurnsView | null {
     const state = this.state;
     if (!state) return null;
     const committed = this.committedView();
-    const turns = [...committed.turns];
+    // Node ids grow along a path: a page's turns older than the first one held are those not held.
+    const firstHeld = committed.turns[0]?.id;
+    const earlier =
+      firstHeld === undefined || firstHeld === null
+        ? this.earlier
+        : this.earlier.filter((t) => t.id !== null && t.id < firstHeld);
+    const turns = [...earlier, ...committed.turns];
     const run = state.runInFlight;
     const messages = [...(this.settling?.messages ?? []), ...(run ? inFlightMessages(run) : [])];
     if (messages.length > 0 || run) {
@@ -179,6 +235,7 @@ export class TurnsProjection {
       error: this.error,
       interrupted: this.interrupted,
       seq: state.seq,
+      hasEarlier: this.hasEarlier(),
     };
   }
 

@@ -16,6 +16,7 @@ import type { ExportByFormat } from './catalog';
 import type { ExportFormat, ForkInput } from './catalog-types';
 import type { Http } from './http';
 import { LiveTurns } from './live-turns-handle';
+import type { TurnsPage } from './live-turns';
 import { credentialEnd, sseStream } from './sse';
 import type {
   Accepted,
@@ -28,7 +29,7 @@ import type {
   TreeView,
   UpdateSessionInput,
 } from './types';
-import type { SessionInfo } from '@canopy/core';
+import type { ContextView, SessionInfo } from '@canopy/core';
 
 export interface EventsOptions {
   /** Start after this seq (the events missed since); default: a snapshot, then every later event. */
@@ -101,6 +102,14 @@ export class Session {
     return this.http.request('GET', this.path('/tree'));
   }
 
+  /**
+   * What the next run from a node (default: the head) would send under the session's context policy: its tokens
+   * against the window, the messages kept and the summary in use (`summary`, null when none).
+   */
+  context(nodeId?: NodeId): Promise<ContextView> {
+    return this.http.request('GET', this.path('/context'), nodeId !== undefined ? { query: { nodeId } } : {});
+  }
+
   node(nodeId: NodeId): Promise<NodeView> {
     return this.http.request('GET', this.path(`/nodes/${nodeId}`));
   }
@@ -126,6 +135,17 @@ export class Session {
   /** The turns of the active path, once (see `turns()` for a live list). */
   async getTurns(): Promise<Turn[]> {
     return (await this.http.request<{ data: Turn[] }>('GET', this.path('/turns'))).data;
+  }
+
+  /**
+   * A page of the active path's turns: the latest `limit` of those that start before node `before` (default: the
+   * last ones), and whether turns come before them.
+   */
+  turnsPage(options: { before?: NodeId | null; limit?: number } = {}): Promise<TurnsPage> {
+    const query: Record<string, string | number> = {};
+    if (options.before !== undefined && options.before !== null) query.before = options.before;
+    if (options.limit !== undefined) query.limit = options.limit;
+    return this.http.request('GET', this.path('/turns'), { query });
   }
 
   /** The turn that starts at user node `nodeId` on the active path (not_found otherwise). */
@@ -245,7 +265,11 @@ export class Session {
    * Call `close()` when done.
    */
   turns(options: Omit<EventsOptions, 'after'> = {}): LiveTurns {
-    return new LiveTurns((signal) => this.events({ ...options, signal }), options.signal);
+    return new LiveTurns(
+      (signal) => this.events({ ...options, signal }),
+      options.signal,
+      (before, limit) => this.turnsPage({ before, limit }),
+    );
   }
 }
 

@@ -7,6 +7,7 @@ import {
   getTurn,
   sumUsage,
   TurnProjectionError,
+  turnsQuerySchema,
   withRunErrors,
   type Scope,
   type Tree,
@@ -15,8 +16,12 @@ import { CANOPY_CONFIG, CanopyException, type CanopyConfig } from '@canopy/commo
 import { CurrentScope } from '@canopy/auth';
 import { contextPolicyOf, contextView, modelLimits, ToolRegistry } from '@canopy/agent';
 import { enabledServerTools, SessionService } from '@canopy/session';
+import { createZodDto } from 'nestjs-zod';
 import { ContextQueryDto, ContextViewDto } from './dto';
 import { nodeView } from './views';
+
+/** GET …/turns's query: a page of earlier turns (`before`, `limit`). */
+class TurnsQueryDto extends createZodDto(turnsQuerySchema) {}
 
 const nodeIdPipe = new ParseIntPipe({
   exceptionFactory: () => CanopyException.badRequest('nodeId must be an integer', { field: 'nodeId' }),
@@ -103,9 +108,9 @@ export class TreeController {
   @Get('turns')
   @ApiOperation({
     summary:
-      'The active path as UI turns (edits and regenerations included; status "error" with the error when the turn’s last run — its latest regeneration — failed)',
+      'The active path as UI turns (edits and regenerations included; status "error" with the error when the turn’s last run — its latest regeneration — failed); with `before` and `limit`, a page of them (what a live view loads as its user scrolls up: `hasEarlier` says whether turns come before the page)',
   })
-  async turns(@CurrentScope() scope: Scope, @Param('id') id: string) {
+  async turns(@CurrentScope() scope: Scope, @Param('id') id: string, @Query() query: TurnsQueryDto) {
     const tree = await this.treeOf(scope, id);
     let turns;
     try {
@@ -114,7 +119,16 @@ export class TreeController {
       if (err instanceof TurnProjectionError) throw new CanopyException('internal', err.message);
       throw err;
     }
-    return { data: withRunErrors(turns, await this.sessions.failedTurns(scope, id)) };
+    let end = turns.length;
+    if (query.before !== undefined) {
+      // Node ids grow along a path: the turns before the node are those whose first node is older.
+      if (!tree.path.includes(query.before)) throw CanopyException.notFound('node');
+      end = turns.findIndex((t) => t.id !== null && t.id >= query.before!);
+      if (end === -1) end = turns.length;
+    }
+    const start = query.limit === undefined ? 0 : Math.max(0, end - query.limit);
+    const page = turns.slice(start, end);
+    return { data: withRunErrors(page, await this.sessions.failedTurns(scope, id)), hasEarlier: start > 0 };
   }
 
   @Get('turns/:nodeId')

@@ -243,6 +243,27 @@ export const contextQuerySchema = z
   })
   .strict();
 
+/** GET /v1/sessions/:id/turns: the active path's turns, or a page of them (the latest `limit` before `before`). */
+export const turnsQuerySchema = z
+  .object({
+    before: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .meta({
+        description: 'Only turns that start before this node of the active path (a page of earlier turns)',
+      }),
+    limit: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(1_000)
+      .optional()
+      .meta({ description: 'At most this many turns, the latest of those asked (default: all)' }),
+  })
+  .strict();
+
 export const navigateSchema = z.object({ nodeId: z.number().int().min(1).nullable() }).strict();
 
 export const decisionSchema = z.discriminatedUnion('type', [
