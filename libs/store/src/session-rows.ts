@@ -340,7 +340,7 @@ const METER_STRATEGIES: ReadonlySet<unknown> = new Set<ContextMeter['strategy']>
 /** The stored meter when it is one (null for NULL, and for anything else: it is counted again after the next run). */
 export function toContextMeter(value: unknown): ContextMeter | null {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
-  const { tokens, window, strategy, summarizedThrough } = value as Record<string, unknown>;
+  const { tokens, window, strategy, summarizedThrough, calibration } = value as Record<string, unknown>;
   const count = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
   if (!count(tokens) || !(window === null || count(window)) || !METER_STRATEGIES.has(strategy)) return null;
   return {
@@ -348,6 +348,7 @@ export function toContextMeter(value: unknown): ContextMeter | null {
     window,
     strategy: strategy as ContextMeter['strategy'],
     summarizedThrough: count(summarizedThrough) ? summarizedThrough : null,
+    ...(typeof calibration === 'number' && calibration > 1 && calibration <= 2 ? { calibration } : {}),
   };
 }
 

@@ -205,6 +205,10 @@ export const contextMeterSchema = z
       .int()
       .nullable()
       .meta({ description: 'The last node the summary in use covers; null when none does' }),
+    calibration: z.number().optional().meta({
+      description:
+        'The provider’s reported input tokens over Canopy’s count of the last request, when more than 1 (at most 2): the session’s later counts are raised by it. Absent: the counts held',
+    }),
   })
   .meta({ description: 'The token meter, counted when the session’s last run ended' });
 
