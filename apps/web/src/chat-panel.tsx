@@ -426,6 +426,8 @@ export function ChatPanel({
         running={status !== 'idle'}
         onNavigate={(id) => void command(() => session.navigate(id))}
         {...(observe ? {} : { onFork: forkAt })}
+        summarizedThrough={view?.session.context?.summarizedThrough ?? null}
+        loadSummary={async () => (await session.context()).summary}
         onClose={() => onPanel(null)}
       />
     </>

@@ -3,9 +3,12 @@
 // indented under the parent, so a child never looks like a sibling. Clicking a message moves the active path to
 // it (and on to a tip). The run in flight's messages are listed as in flight until it commits, so the count never
 // reads "0 messages" while a prompt is on screen. Each reply, on any branch, can be forked (Fork, beside it) into
-// a new session.
+// a new session. The last message the context summary in use covers (context policy `summarize`) is marked;
+// opening the mark shows the summary's text and tokens (GET …/context), what runs send in place of the turns up to
+// there.
 
-import type { NodeId, NodeView, TreeView, Turn } from '@canopy/client';
+import { useState } from 'react';
+import type { ContextSummary, NodeId, NodeView, TreeView, Turn } from '@canopy/client';
 import { isToolResultMessage, messageText, toolUses, turnText } from '@canopy/client';
 import { plural } from './format';
 
@@ -39,6 +42,8 @@ export function TreePanel({
   running,
   onNavigate,
   onFork,
+  summarizedThrough = null,
+  loadSummary,
   onClose,
 }: {
   tree: TreeView | null;
@@ -53,8 +58,24 @@ export function TreePanel({
   onNavigate: (id: NodeId) => void;
   /** Forks the path from the root to this reply into a new session; absent when forking is not offered. */
   onFork?: (id: NodeId) => void;
+  /** The last message the summary in use covers (the session's token meter says it), marked; null: none. */
+  summarizedThrough?: NodeId | null;
+  /** Reads the summary in use (GET …/context) when its mark is opened. */
+  loadSummary?: () => Promise<ContextSummary | null>;
   onClose: () => void;
 }) {
+  const [summary, setSummary] = useState<SummaryState>({ open: false });
+  const toggleSummary = () => {
+    if (summary.open) {
+      setSummary({ open: false });
+      return;
+    }
+    setSummary({ open: true, loading: true });
+    loadSummary?.().then(
+      (found) => setSummary({ open: true, found }),
+      (err: unknown) => setSummary({ open: true, error: err instanceof Error ? err.message : String(err) }),
+    );
+  };
   const head = (
     <div className="panel-head">
       <h2>Tree</h2>
@@ -80,9 +101,26 @@ export function TreePanel({
   const onPath = new Set(tree.path);
   const pending = pendingOf(turns);
 
+  const marked = (node: NodeView) => loadSummary !== undefined && node.id === summarizedThrough;
+
   const item = (node: NodeView) => (
     <span className="tree-item">
       {nodeButton(node)}
+      {marked(node) && (
+        <button
+          type="button"
+          className="link tree-summary-mark"
+          onClick={toggleSummary}
+          aria-expanded={summary.open}
+          aria-controls="tree-summary-detail"
+          aria-label={`Summary of the conversation through message #${node.id}`}
+          title={`Runs send a summary in place of the messages up to #${node.id}`}
+          data-testid="summary-mark"
+          data-node-id={node.id}
+        >
+          Summary
+        </button>
+      )}
       {onFork && node.message.role === 'assistant' && (
         <button
           type="button"
@@ -104,7 +142,7 @@ export function TreePanel({
       type="button"
       className={`tree-node role-${node.message.role}${onPath.has(node.id) ? ' on-path' : ''}${
         node.id === tree.head ? ' head' : ''
-      }${node.id === focusNode ? ' focused' : ''}`}
+      }${node.id === focusNode ? ' focused' : ''}${marked(node) ? ' summarized' : ''}`}
       disabled={!idle}
       onClick={() => onNavigate(node.id)}
       aria-current={node.id === tree.head ? 'true' : undefined}
@@ -130,7 +168,10 @@ export function TreePanel({
     return (
       <>
         {run.map((n) => (
-          <li key={n.id}>{item(n)}</li>
+          <li key={n.id}>
+            {item(n)}
+            {marked(n) && summary.open && summaryDetail(n.id)}
+          </li>
         ))}
         {kids.length > 1 && <li>{siblings(kids)}</li>}
       </>
@@ -145,6 +186,36 @@ export function TreePanel({
         </li>
       ))}
     </ul>
+  );
+
+  const summaryDetail = (through: NodeId) => (
+    <div
+      className="tree-summary-detail"
+      id="tree-summary-detail"
+      role="region"
+      aria-label="Context summary"
+      data-testid="summary-detail"
+    >
+      {'loading' in summary ? (
+        <p className="muted">Loading the summary…</p>
+      ) : 'error' in summary ? (
+        <p className="error">Could not load the summary: {summary.error}</p>
+      ) : summary.open && summary.found ? (
+        <>
+          <p className="muted" data-testid="summary-heading">
+            Summary through #{summary.found.throughNodeId} ·{' '}
+            <span data-testid="summary-tokens">
+              {summary.found.tokens.toLocaleString('en-US')} {summary.found.tokens === 1 ? 'token' : 'tokens'}
+            </span>
+          </p>
+          <p className="summary-text" data-testid="summary-text">
+            {summary.found.text}
+          </p>
+        </>
+      ) : (
+        <p className="muted">No summary is in use through #{through} any more.</p>
+      )}
+    </div>
   );
 
   const roots = children.get(null) ?? [];
@@ -186,3 +257,10 @@ export function TreePanel({
     </aside>
   );
 }
+
+/** The summary mark's panel: closed, loading, loaded (null: none in use), or failed. */
+type SummaryState =
+  | { open: false }
+  | { open: true; loading: true }
+  | { open: true; found: ContextSummary | null }
+  | { open: true; error: string };

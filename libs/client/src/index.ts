@@ -37,6 +37,8 @@ export {
   type SessionStatus,
   type ContextMeter,
   type ContextEventData,
+  type ContextView,
+  type ContextSummary,
   type Usage,
   type ClientTool,
   type CanopyDocument,
