@@ -8,6 +8,9 @@
 //            generator process: runs/s, latency, CPU, memory and database work per run at 1/10/100 sessions, as a
 //            share of the in-process engine (--http-modes, --http-levels, --http-runtimes, --http-measure-ms,
 //            --http-history, --http-profile=DIR, --http-pool=N)
+//   live     a live session's cost as its conversation grows: the api's heap per live session (after GC, K sessions
+//            open with an SSE subscriber each) and its snapshot's bytes, a 10,000-message session against a
+//            10-message one (target <= 2x each) (--live-messages, --live-sessions, --live-rounds, --live-path-nodes)
 //   cluster  2 api + 2 worker processes on the machine's Postgres and Redis: 100, 300 and 1,000 sessions streaming
 //            over WebSocket on both apis, delivery rate and latency, Redis commands per delta, lost or reordered
 //            events, against the raw Redis PUBLISH rate and a baseline relay (--cluster-sessions=50,200 picks the
@@ -31,6 +34,7 @@ import { clusterVerdicts, printClusterReport } from './cluster/report';
 import { engineOptions, engineVerdicts, printEngineReport, runEngineBench } from './engine.bench';
 import { fairnessOptions, fairnessVerdicts, printFairnessReport, runFairnessBench } from './fairness.bench';
 import { httpBenchOptions, httpVerdicts, printHttpReport, runHttpBench } from './http.bench';
+import { liveOptions, liveVerdicts, printLiveReport, runLiveBench } from './live.bench';
 import type { OptionSource } from './lib/options';
 import { printVerdicts, type Verdict } from './lib/report';
 import { printSearchReport, runSearchBench, searchOptions, searchVerdicts } from './search.bench';
@@ -79,6 +83,13 @@ const SECTIONS: Section[] = [
     (options) => runHttpBench(httpBenchOptions(options)),
     printHttpReport,
     httpVerdicts,
+  ),
+  section(
+    'live',
+    'Long sessions live: memory per live session and snapshot bytes of a 10,000-message session against a 10-message one',
+    (options) => runLiveBench(liveOptions(options)),
+    printLiveReport,
+    liveVerdicts,
   ),
   section(
     'cluster',

@@ -13,6 +13,9 @@ import {
   createTestDatabase,
   eventually,
   freePort,
+  inspectorUrl,
+  memoryAfterGc,
+  type ProcessMemory,
   type TestDatabase,
 } from '../../libs/testing/src';
 import { serviceProcess } from '../../scripts/lib/service-process.mjs';
@@ -60,12 +63,19 @@ export interface ApiOptions {
   env?: Record<string, string>;
   /** Node flags besides `npm start`'s (a CPU profile). */
   nodeArgs?: readonly string[];
+  /**
+   * Starts it with its inspector on a free loopback port, so memoryAfterGc() can have it collect garbage and read
+   * its memory from outside (Node's own inspector: no code of the service takes part).
+   */
+  inspect?: boolean;
 }
 
 /** The built api process on a runtime of its own, ready (`/readyz` 200). */
 export class ApiProcess {
   /** Milliseconds from the spawn until it was ready. */
   readonly readyAfterMs: number;
+  /** The inspector's WebSocket URL (started with `inspect`), read from its output at start. */
+  private readonly inspector: string | null;
 
   private constructor(
     readonly runtime: Runtime,
@@ -76,6 +86,7 @@ export class ApiProcess {
     readonly spawnedAt: number,
   ) {
     this.readyAfterMs = Date.now() - spawnedAt;
+    this.inspector = inspectorUrl(child.output);
   }
 
   static async start(options: ApiOptions): Promise<ApiProcess> {
@@ -86,7 +97,12 @@ export class ApiProcess {
     // Started as `npm start` starts it (flags and malloc settings), so the resident memory is what users see.
     const started = serviceProcess({ embedded: runtime === 'embedded' });
     const spawnedAt = Date.now();
-    const child = spawnKept(process.execPath, [...started.args, ...(options.nodeArgs ?? []), API_MAIN], {
+    const args = [
+      ...started.args,
+      ...(options.inspect ? ['--inspect=127.0.0.1:0'] : []),
+      ...(options.nodeArgs ?? []),
+    ];
+    const child = spawnKept(process.execPath, [...args, API_MAIN], {
       cwd: ROOT,
       env: {
         ...started.env,
@@ -125,6 +141,12 @@ export class ApiProcess {
 
   get pid(): number {
     return this.child.proc.pid!;
+  }
+
+  /** Its memory after a full garbage collection (started with `inspect`). */
+  memoryAfterGc(): Promise<ProcessMemory> {
+    if (!this.inspector) throw new Error('the api was not started with its inspector (ApiOptions.inspect)');
+    return memoryAfterGc(this.inspector);
   }
 
   /** A new tenant's API key. */

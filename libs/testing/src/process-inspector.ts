@@ -10,6 +10,8 @@ export interface ProcessMemory {
   rssMb: number;
   /** V8 heap in use after a full GC (MB). */
   heapUsedMb: number;
+  /** The same in bytes, unrounded (for per-item figures over many items). */
+  heapUsedBytes: number;
   /** Memory of C++ objects bound to JS (Buffers and the like) (MB). */
   externalMb: number;
   arrayBuffersMb: number;
@@ -58,6 +60,7 @@ export async function memoryAfterGc(url: string, timeoutMs = 30_000): Promise<Pr
     return {
       rssMb: mb(m.rss),
       heapUsedMb: mb(m.heapUsed),
+      heapUsedBytes: m.heapUsed ?? 0,
       externalMb: mb(m.external),
       arrayBuffersMb: mb(m.arrayBuffers),
     };
