@@ -3,9 +3,10 @@
 // Keyboard: Enter sends, Shift+Enter adds a line, Escape stops a run. Watching (`observe`) is read-only: an
 // observer's stream, no composer, no actions. An unknown session says so and stops there. A session opened at
 // one of its messages (a search hit) scrolls to it and marks it, or offers to switch to its branch. Any reply can be
-// forked into a new session (the path up to it), and the session exported to a file.
+// forked into a new session (the path up to it), and the session exported to a file. A chat opens at its latest
+// turn; a long one's earlier turns load a page at a time as the reader scrolls to the top, the place kept.
 
-import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState, type FormEvent } from 'react';
 import {
   turnText,
   type Decision,
@@ -22,6 +23,9 @@ import { TreePanel } from './tree-panel';
 import { TurnView } from './turn-view';
 
 export type Panel = 'sessions' | 'tree' | null;
+
+/** How near the top of the chat (px) scrolling asks for the page of earlier turns. */
+const EARLIER_EDGE_PX = 200;
 
 /** For each node of the active path, the turn (its first node's id) it belongs to; and each turn's last node. */
 export function turnsOfPath(
@@ -59,7 +63,7 @@ export function ChatPanel({
   onForked: (info: SessionInfo) => void;
   onTitle: (title: string | null) => void;
 }) {
-  const { view, tree, progress, failure, notFound } = useSessionLive(
+  const { view, tree, progress, failure, notFound, earlier, loadEarlier } = useSessionLive(
     session,
     observe ? 'observer' : 'controller',
   );
@@ -70,6 +74,11 @@ export function ChatPanel({
   const [editRequest, setEditRequest] = useState<{ id: NodeId; n: number } | null>(null);
   const [dismissed, setDismissed] = useState<string | null>(null);
   const bottom = useRef<HTMLDivElement>(null);
+  const list = useRef<HTMLDivElement>(null);
+  /** The session the chat was last opened at (scrolled to its end once its first view came). */
+  const opened = useRef<string | null>(null);
+  /** Where the reader was when a page of earlier turns was asked for, to keep the place once it lands above. */
+  const anchor = useRef<{ height: number; top: number; firstId: NodeId | null | undefined } | null>(null);
   const composer = useRef<HTMLTextAreaElement>(null);
 
   const status = view?.session.status ?? 'idle';
@@ -123,12 +132,57 @@ export function ChatPanel({
   const decide = (toolUseId: string, decision: Decision) =>
     void command(() => session.resume(decision, toolUseId));
 
-  // Follow the conversation as it streams, unless the reader scrolled up.
+  // Open at the latest turn (unless a message was asked for); then follow the conversation as it streams, unless
+  // the reader scrolled up.
   useEffect(() => {
     const el = bottom.current;
-    const list = el?.parentElement;
-    if (el && list && list.scrollHeight - list.scrollTop - list.clientHeight < 160) el.scrollIntoView();
+    const turnList = list.current;
+    if (!el || !turnList || !view) return;
+    if (opened.current !== session.id) {
+      opened.current = session.id;
+      if (focusNode === null) el.scrollIntoView({ block: 'end' });
+      return;
+    }
+    if (turnList.scrollHeight - turnList.scrollTop - turnList.clientHeight < 160) el.scrollIntoView();
   }, [view]);
+
+  /** Asks for the page of earlier turns, remembering where the reader is. */
+  const earlierPage = () => {
+    const turnList = list.current;
+    if (!turnList || !view?.hasEarlier || earlier.loading) return;
+    anchor.current = {
+      height: turnList.scrollHeight,
+      top: turnList.scrollTop,
+      firstId: view.turns[0]?.id,
+    };
+    loadEarlier();
+  };
+  const onScroll = () => {
+    if (earlier.error) return; // a failed page waits for Retry
+    if ((list.current?.scrollTop ?? Infinity) < EARLIER_EDGE_PX) earlierPage();
+  };
+  // A page landed above: the turns the reader was looking at stay where they were. A chat too short to scroll reads
+  // earlier pages until it fills (or there are none).
+  useLayoutEffect(() => {
+    const turnList = list.current;
+    if (!turnList || !view) return;
+    const at = anchor.current;
+    if (at && view.turns[0]?.id !== at.firstId) {
+      turnList.scrollTop = at.top + (turnList.scrollHeight - at.height);
+      anchor.current = null;
+    }
+    if (view.hasEarlier && !earlier.error && turnList.scrollHeight <= turnList.clientHeight) earlierPage();
+  }, [view]);
+  useEffect(() => {
+    if (!earlier.loading) anchor.current = null;
+  }, [earlier.loading]);
+  const earlierState = earlier.loading
+    ? 'loading'
+    : earlier.error
+      ? 'error'
+      : view?.hasEarlier
+        ? 'more'
+        : 'start';
 
   const send = async (e?: FormEvent) => {
     e?.preventDefault();
@@ -279,7 +333,28 @@ export function ChatPanel({
             {failure}
           </p>
         )}
-        <div className="turns" data-testid="turns">
+        <div className="turns" data-testid="turns" ref={list} onScroll={onScroll}>
+          {view && (view.hasEarlier || earlier.loaded) && (
+            <div className="earlier" data-testid="earlier" data-state={earlierState}>
+              {earlierState === 'loading' && <span role="status">Loading earlier messages…</span>}
+              {earlierState === 'error' && (
+                <>
+                  <span className="error" role="alert" data-testid="earlier-error">
+                    Could not load earlier messages: {earlier.error}
+                  </span>{' '}
+                  <button type="button" onClick={earlierPage} data-testid="earlier-retry">
+                    Retry
+                  </button>
+                </>
+              )}
+              {earlierState === 'more' && (
+                <button type="button" className="link" onClick={earlierPage} data-testid="earlier-load">
+                  Load earlier messages
+                </button>
+              )}
+              {earlierState === 'start' && <span className="muted">The start of the conversation</span>}
+            </div>
+          )}
           {notFound ? (
             <div className="empty" data-testid="not-found">
               <p>
