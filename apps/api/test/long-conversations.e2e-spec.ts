@@ -4,8 +4,6 @@
 // up the tree reuses the summary of its path, `none` ends the runs over the window before any provider call, and a
 // provider reporting more input tokens than Canopy counted raises later counts (the meter says by how much).
 
-/* eslint-disable @typescript-eslint/no-unsafe-call -- JSON bodies read loosely */
-
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -119,7 +117,9 @@ describe.each(['postgres', 'embedded'] as const)('on %s', (runtime) => {
     const sent = turnsIn(last.body);
     expect(sent[0]).toBe(1);
     expect(sent.at(-1)).toBe(turns);
-    expect(sent.slice(1)).toEqual(Array.from({ length: sent.length - 1 }, (_, i) => turns - sent.length + 2 + i));
+    expect(sent.slice(1)).toEqual(
+      Array.from({ length: sent.length - 1 }, (_, i) => turns - sent.length + 2 + i),
+    );
     expect(sizeOf(last)).toBeGreaterThan((WINDOW - MAX_OUTPUT) * 0.7);
     // The tree keeps every message.
     const tree = (await api.get(`/v1/sessions/${id}/tree`)).body;

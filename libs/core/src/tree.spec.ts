@@ -1,5 +1,6 @@
 import { assistantMessage, userMessage, type Message } from './message';
 import {
+  essentialCursorsOf,
   InvalidTreeError,
   Tree,
   UnknownNodeError,
@@ -676,5 +677,24 @@ describe('Tree.addNode', () => {
       InvalidTreeError,
     );
     expect(tree.size).toBe(3);
+  });
+});
+
+describe('essential cursors', () => {
+  it('keeps only the cursors that point at another child than the newest: none for a conversation that only grew', () => {
+    const tree = new Tree();
+    for (let i = 0; i < 6; i++) tree.push(userMessage(`m${i}`));
+    expect(tree.cursors.size).toBe(5);
+    expect(tree.essentialCursors()).toEqual({});
+    // A regeneration of node 3's reply: 7 is 3's newest child, its cursor says nothing.
+    tree.navigate(3).push(userMessage('again'));
+    expect(tree.essentialCursors()).toEqual({});
+    // Back on the first version: 3 -> 4 is a choice, kept; extend after hydration follows it.
+    tree.navigate(6);
+    const kept = tree.essentialCursors();
+    expect(kept).toEqual({ '3': 4 });
+    const again = Tree.hydrate({ nodes: tree.toJSON().nodes, path: [1], cursors: kept });
+    expect(again.extend().path).toEqual(tree.path);
+    expect(essentialCursorsOf(tree.toJSON().nodes, tree.toJSON().cursors)).toEqual(kept);
   });
 });

@@ -192,6 +192,34 @@ export class Tree implements Iterable<TreeNode> {
     return (this.kids.get(node.parentId) ?? []).filter((other) => other !== id);
   }
 
+  /**
+   * The child each parent leads to (its cursor, else its newest child: what extend follows), for every node with
+   * children: the cursors as a reader wants them, whichever of them are stored.
+   */
+  selectedChildren(): Record<string, NodeId> {
+    const selected: Record<string, NodeId> = {};
+    for (const [parent, kids] of this.kids) {
+      if (parent === null || kids.length === 0) continue;
+      selected[String(parent)] = this.cursorMap.get(parent) ?? kids[kids.length - 1]!;
+    }
+    return selected;
+  }
+
+  /**
+   * The cursors that say something: those pointing at another child than the newest, which `extend` follows without
+   * a cursor. A child is the newest of its parent when added (push, and every commit after it), so a conversation
+   * that only grows needs none, and a session's stored cursors stay as few as its branch choices, not as many as its
+   * messages. A partial tree keeps every cursor (a parent's newest child may not be held).
+   */
+  essentialCursors(): Record<string, NodeId> {
+    const cursors: Record<string, NodeId> = {};
+    for (const [parent, child] of this.cursorMap) {
+      const kids = this.kids.get(parent);
+      if (this.partialTree || !kids || kids[kids.length - 1] !== child) cursors[String(parent)] = child;
+    }
+    return cursors;
+  }
+
   /** Ids of every node without a parent, ascending. */
   roots(): NodeId[] {
     return [...(this.kids.get(null) ?? [])];
@@ -341,4 +369,24 @@ function freezeNode(node: TreeNode): TreeNode {
     message: node.message,
     usage: node.usage ?? null,
   });
+}
+
+/**
+ * The cursors of a tree given as nodes that say something (Tree.essentialCursors): those pointing at another child
+ * than the newest of its parent.
+ */
+export function essentialCursorsOf(
+  nodes: Iterable<Pick<TreeNode, 'id' | 'parentId'>>,
+  cursors: Readonly<Record<string, NodeId>>,
+): Record<string, NodeId> {
+  const newest = new Map<NodeId, NodeId>();
+  for (const node of nodes) {
+    if (node.parentId !== null && node.id > (newest.get(node.parentId) ?? 0))
+      newest.set(node.parentId, node.id);
+  }
+  const kept: Record<string, NodeId> = {};
+  for (const [parent, child] of Object.entries(cursors)) {
+    if (newest.get(Number(parent)) !== child) kept[parent] = child;
+  }
+  return kept;
 }

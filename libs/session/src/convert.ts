@@ -23,7 +23,6 @@ export function toSessionInfo(r: SessionRecord): SessionInfo {
 }
 
 export function positionOf(tree: Tree): PositionRecord {
-  const cursors: Record<string, number> = {};
-  for (const [k, v] of tree.cursors) cursors[String(k)] = v;
-  return { path: [...tree.path], cursors, head: tree.head };
+  // Only the cursors that say something are kept: a cursor at a parent's newest child is what extend does anyway.
+  return { path: [...tree.path], cursors: tree.essentialCursors(), head: tree.head };
 }

@@ -390,20 +390,22 @@ export class RunExecutor {
   /**
    * The context of a run started here: the session and run as startRun left them (its compare-and-set made them
    * current), and the path's messages from the live tree — committed messages never change, so any copy will do.
-   * Null when something is missing (then the store is asked).
+   * Null when the run was not started here (then the store takes it).
    */
   private preparedContext(job: RunJob): RunContext | null {
     const prepared = this.started.get(job.runId);
     if (!prepared) return null;
     this.started.delete(job.runId);
-    // A long path is read as the run will send it (pathTail), not walked whole.
-    if (prepared.session.path.length > LONG_PATH_NODES) return { ...prepared, pathNodes: null };
+    // A long path, or one the live session here does not hold whole (it keeps the path's recent part), is read as
+    // the run will send it (pathTail): the run is this process's already, nothing to take again.
+    const unread = { ...prepared, pathNodes: null };
+    if (prepared.session.path.length > LONG_PATH_NODES) return unread;
     const tree = this.live.get(job.tenantId, job.sessionId)?.tree;
-    if (!tree) return null;
+    if (!tree) return unread;
     const pathNodes: TreeNode[] = [];
     for (const id of prepared.session.path) {
       const node = tree.getNode(id);
-      if (!node) return null;
+      if (!node) return unread;
       pathNodes.push(node);
     }
     return { ...prepared, pathNodes };
@@ -414,7 +416,11 @@ export class RunExecutor {
    * committed (the commit's own included), with the summaries it knows of; never from the whole path or a live tree,
    * so it costs the same on every runtime however long the conversation. Null when it cannot be counted.
    */
-  private meterAfterCommit(session: SessionRecord, position: RunPosition, nodes: readonly NewNode[]): ContextMeter | null {
+  private meterAfterCommit(
+    session: SessionRecord,
+    position: RunPosition,
+    nodes: readonly NewNode[],
+  ): ContextMeter | null {
     try {
       const meter = contextMeterOfPath({
         path: [...position.context, ...nodes.map((n) => ({ id: n.id, message: n.message }))],
@@ -443,7 +449,8 @@ export class RunExecutor {
    */
   private pathLoad(session: SessionRecord): PathLoad {
     const policy = contextPolicyOf(session.opts);
-    const window = policy.strategy === 'none' ? null : this.limitsOf(session.model, session.opts).contextWindow;
+    const window =
+      policy.strategy === 'none' ? null : this.limitsOf(session.model, session.opts).contextWindow;
     if (window === null) return { tailTokens: null, headTurns: 0, fromSummary: false };
     return {
       tailTokens: window,
@@ -837,7 +844,9 @@ function chainOf({ messages, usage, position }: KeptWork): {
   for (const [i, message] of messages.entries()) {
     const id = next++;
     nodes.push({ id, parentId: head, message, usage: i === lastAssistant ? usage : null });
-    if (head !== null) cursors[String(head)] = id;
+    // The new node is its parent's newest child, which the path follows without a cursor (Tree.essentialCursors):
+    // the parent's cursor goes rather than grow with every message.
+    if (head !== null) delete cursors[String(head)];
     path.push(id);
     head = id;
   }

@@ -45,7 +45,7 @@ export class TreeController {
     return {
       nodes: data.nodes.map(nodeView),
       path: data.path,
-      cursors: data.cursors,
+      cursors: tree.selectedChildren(),
       roots: tree.roots(),
       head: tree.head,
       usage: sumUsage(data.nodes.map((n) => n.usage)),

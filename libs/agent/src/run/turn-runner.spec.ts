@@ -112,11 +112,11 @@ describe('runTurn: counting against the window', () => {
     const { gateway, requests } = reportingGateway(() => 0);
     const past = history(10);
     // Stored counts of 300 each: only three messages fit 900 tokens; counted afresh, all twenty would.
-    const outcome = await runTurn(
-      truncating({ history: past, historyTokens: past.map(() => 300) }),
-      io([]),
-      { ...deps, gateway, limits },
-    );
+    const outcome = await runTurn(truncating({ history: past, historyTokens: past.map(() => 300) }), io([]), {
+      ...deps,
+      gateway,
+      limits,
+    });
     expect(outcome.status).toBe('completed');
     // The last turn of the history (two messages at 300) and the prompt: 600 + the prompt.
     expect(requests[0]).toHaveLength(3);

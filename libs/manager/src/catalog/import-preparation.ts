@@ -6,6 +6,7 @@
 // objects): the thread's answer crosses back as a copy of strings, never a graph of 100,000 objects to rebuild.
 
 import {
+  essentialCursorsOf,
   FormatError,
   fromAnthropic,
   fromCanopyDocument,
@@ -103,7 +104,13 @@ export function prepareImport(input: PreparationInput): PreparationResult {
     }
     throw err;
   }
-  const { nodes, path, cursors, nextId } = conversation.tree;
+  const { nodes, path, nextId } = conversation.tree;
+  // A canopy document's cursors are kept as written (it imports back to the same document); a conversion's are only
+  // those that say something (Tree.essentialCursors), not one per message.
+  const cursors =
+    options.format === 'canopy'
+      ? conversation.tree.cursors
+      : essentialCursorsOf(nodes, conversation.tree.cursors);
   const size = Math.max(1, Math.trunc(input.batchNodes));
   const batches: string[] = [];
   for (let i = 0; i < nodes.length; i += size) batches.push(JSON.stringify(nodes.slice(i, i + size)));
