@@ -238,9 +238,11 @@ function expect0(n: number): void {
   if (n !== 0) throw new Error(`${n} sessions still live`);
 }
 
+/** The median (of an even count, the mean of the middle two). */
 const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+  const mid = (sorted.length - 1) / 2;
+  return (sorted[Math.floor(mid)]! + sorted[Math.ceil(mid)]!) / 2;
 };
 
 const kib = (bytes: number): string => `${(bytes / 1024).toFixed(1)} KiB`;
