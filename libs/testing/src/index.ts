@@ -14,3 +14,4 @@ export * from './loop-blocking';
 export * from './chaos';
 export * from './private-redis-cluster';
 export * from './format-shapes';
+export * from './mcp-test-server';
