@@ -8,6 +8,9 @@
 //            generator process: runs/s, latency, CPU, memory and database work per run at 1/10/100 sessions, as a
 //            share of the in-process engine (--http-modes, --http-levels, --http-runtimes, --http-measure-ms,
 //            --http-history, --http-profile=DIR, --http-pool=N)
+//   long     a run's cost as its conversation grows: rows fetched, database time and wait p50 of a run of a
+//            10,000-message session against a 10-message one on an 8,000-token window, as ratios (target <= 1.5x)
+//            (--long-messages, --long-runs, --long-rounds). Only when named.
 //   live     a live session's cost as its conversation grows: the api's heap per live session (after GC, K sessions
 //            open with an SSE subscriber each) and its snapshot's bytes, a 10,000-message session against a
 //            10-message one (target <= 2x each) (--live-messages, --live-sessions, --live-rounds, --live-path-nodes)
@@ -35,6 +38,7 @@ import { engineOptions, engineVerdicts, printEngineReport, runEngineBench } from
 import { fairnessOptions, fairnessVerdicts, printFairnessReport, runFairnessBench } from './fairness.bench';
 import { httpBenchOptions, httpVerdicts, printHttpReport, runHttpBench } from './http.bench';
 import { liveOptions, liveVerdicts, printLiveReport, runLiveBench } from './live.bench';
+import { longOptions, longVerdicts, printLongReport, runLongBench } from './long.bench';
 import type { OptionSource } from './lib/options';
 import { printVerdicts, type Verdict } from './lib/report';
 import { printSearchReport, runSearchBench, searchOptions, searchVerdicts } from './search.bench';
@@ -84,6 +88,17 @@ const SECTIONS: Section[] = [
     printHttpReport,
     httpVerdicts,
   ),
+  {
+    // Only when named: its database counters settle for 11 s around each measurement (a minute and more).
+    ...section(
+      'long',
+      'Long conversations: a run of a 10,000-message session against a 10-message one (truncate, 8,000-token window)',
+      (options) => runLongBench(longOptions(options)),
+      printLongReport,
+      longVerdicts,
+    ),
+    onlyNamed: true,
+  },
   section(
     'live',
     'Long sessions live: memory per live session and snapshot bytes of a 10,000-message session against a 10-message one',

@@ -112,3 +112,34 @@ it('expires old sessions from the worker’s repeatable sweep, announced through
     feed.close();
   }
 });
+
+it('a long conversation on the worker: each run sends and reads what fits the window, and keeps the meter', async () => {
+  // 1,000 messages of some 30 words, a 2,000-token window: the worker reads the path's tail, not the whole path.
+  const data = Array.from({ length: 1_000 }, (_, i) => ({
+    role: i % 2 === 0 ? 'user' : 'assistant',
+    content: `message ${i + 1}: ${'lorem '.repeat(30)}`,
+  }));
+  const imported = await api.post('/v1/sessions/import', { format: 'openai', data, model: 'mock:echo' });
+  expect(imported.status).toBe(201);
+  const id = imported.body.id as string;
+  expect(
+    (
+      await api.patch(`/v1/sessions/${id}`, {
+        opts: { contextWindow: 2_000, context: { strategy: 'truncate' } },
+      })
+    ).status,
+  ).toBe(200);
+  for (let turn = 1; turn <= 3; turn++) {
+    const res = await api.post(`/v1/sessions/${id}/prompt`, { content: `turn ${turn}`, wait: true });
+    expect(res.body).toMatchObject({ status: 'completed', finalResponse: `Echo: turn ${turn}` });
+    // mock:echo reports the words it was sent: a window's worth, not the path's 32,000.
+    const run = (await api.get(`/v1/runs/${res.body.runId as string}`)).body;
+    expect(run.usage.inputTokens).toBeGreaterThan(100);
+    expect(run.usage.inputTokens).toBeLessThan(2_000);
+  }
+  // The worker counted the meter from what it read and kept it with its last commit.
+  const view = (await api.get(`/v1/sessions/${id}/context`)).body;
+  const session = (await api.get(`/v1/sessions/${id}`)).body;
+  expect(session.context).toMatchObject({ window: 2_000, strategy: 'truncate', tokens: view.tokens });
+  expect(view.dropped).toBeGreaterThan(900);
+});

@@ -45,6 +45,7 @@ import type {
   CommitResult,
   NewNode,
   PathLoad,
+  PathPart,
   PositionRecord,
   RunContext,
   RunRecord,
@@ -97,6 +98,8 @@ const COMMIT_RETRY_DELAYS_MS = [100, 400, 1_200];
  * (pathTail), so a run's cost stays flat however long the conversation grows.
  */
 export const LONG_PATH_NODES = 200;
+/** The reads of a long path a run makes at most (the first, and the reads on when estimates overcounted). */
+const MAX_PATH_READS = 4;
 const STORE_RETRY_EVERY_MS = 1_000;
 const STORE_RETRY_MS = 30_000;
 
@@ -257,7 +260,7 @@ export class RunExecutor {
     let { pathNodes, pathTokens } = loaded;
     if (pathNodes === null) {
       // A long path: what the context policy sends of it, read by walking it from its ends.
-      const part = await this.deps.store.pathTail(scope, session.id, session.path, this.pathLoad(session));
+      const part = await this.readPath(scope, session);
       pathNodes = part.nodes;
       pathTokens = part.tokens;
     }
@@ -457,6 +460,58 @@ export class RunExecutor {
       headTurns: policy.strategy === 'truncate' ? (policy.keepFirstTurns ?? 0) : 0,
       fromSummary: policy.strategy === 'summarize',
     };
+  }
+
+  /**
+   * What a run reads of a long path (pathLoad). The stored counts are what the walk goes by, and a node stored without
+   * one (an imported one) is estimated from its length, which may count more than the model's tokenizer does: when
+   * the tail read counts fewer tokens than the window as the run counts them, while the walk had gone by its budget
+   * (not stopped by the path's start), the path before it is read on for what is missing, a few times at most.
+   */
+  private async readPath(scope: Scope, session: SessionRecord): Promise<PathPart> {
+    const load = this.pathLoad(session);
+    let part = await this.deps.store.pathTail(scope, session.id, session.path, load);
+    if (load.tailTokens === null || load.fromSummary) return part;
+    const counter = tokenCounterFor(session.model);
+    for (let reads = 1; reads < MAX_PATH_READS; reads++) {
+      // The tail: the part's last nodes at consecutive places up to the head (the kept first turns come before it).
+      let from = part.positions.length - 1;
+      while (from > 0 && part.positions[from - 1] === part.positions[from]! - 1) from--;
+      const tail = part.positions.slice(from);
+      let walked = 0;
+      let counted = 0;
+      for (let i = from; i < part.nodes.length; i++) {
+        walked += part.counted[i] ?? 0;
+        counted += part.tokens[i] ?? counter.message(part.nodes[i]!.message);
+      }
+      const start = tail[0] ?? 0;
+      if (walked <= load.tailTokens || counted >= load.tailTokens || start === 0) return part;
+      // Read on before the tail, in the walk's units: what is missing, at the rate the walk overcounted.
+      const missing = Math.ceil(((load.tailTokens - counted) * walked) / Math.max(counted, 1));
+      const before = await this.deps.store.pathTail(scope, session.id, session.path.slice(0, start), {
+        tailTokens: missing,
+        headTurns: 0,
+        fromSummary: false,
+      });
+      // Joined in path order; a node of the kept first turns read again is taken once.
+      const joined = new Map<number, number>();
+      const merged: PathPart = { nodes: [], tokens: [], positions: [], counted: [] };
+      const add = (from: PathPart, i: number) => {
+        if (joined.has(from.positions[i]!)) return;
+        joined.set(from.positions[i]!, merged.nodes.length);
+        merged.nodes.push(from.nodes[i]!);
+        merged.tokens.push(from.tokens[i]!);
+        merged.positions.push(from.positions[i]!);
+        merged.counted.push(from.counted[i]!);
+      };
+      const order = [
+        ...part.positions.map((p, i) => ({ p, i, from: part })),
+        ...before.positions.map((p, i) => ({ p, i, from: before })),
+      ].sort((a, b) => a.p - b.p);
+      for (const { i, from: source } of order) add(source, i);
+      part = merged;
+    }
+    return part;
   }
 
   /**

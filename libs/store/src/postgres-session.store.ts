@@ -413,7 +413,9 @@ export class PostgresSessionStore implements SessionStore {
 
   async pathTail(scope: Scope, sessionId: string, path: readonly NodeId[], load: PathLoad): Promise<PathPart> {
     // canopy_path_tail: one call (autocommit), walking the path from its ends by primary key.
-    const [row] = await this.call<{ nodes: Array<PathNodeJson & { position: number }> | null }>(
+    const [row] = await this.call<{
+      nodes: Array<PathNodeJson & { position: number; counted?: number }> | null;
+    }>(
       scope,
       sql`
       SELECT canopy_path_tail(${scope.tenantId}::uuid, ${sessionId}::text, ${[...path]}::int[],
@@ -425,6 +427,7 @@ export class PostgresSessionStore implements SessionStore {
       nodes: nodes.map(toNode),
       tokens: nodes.map((n) => n.tokens ?? null),
       positions: nodes.map((n) => n.position - 1),
+      counted: nodes.map((n) => n.counted ?? null),
     };
   }
 

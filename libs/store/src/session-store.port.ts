@@ -253,6 +253,8 @@ export interface PathPart {
   nodes: TreeNode[];
   tokens: Array<number | null>;
   positions: number[];
+  /** Each tail node's tokens as the walk took them (its stored count, else an estimate from its length); null else. */
+  counted: Array<number | null>;
 }
 
 /**

@@ -170,7 +170,8 @@ END
 $function$;
 
 -- What a run of a long conversation sends of its path p_path (the session's active path, root first), as nodes
--- {id, parentId, message, usage, tokens, position} in path order (position: the node's 1-based place in p_path):
+-- {id, parentId, message, usage, tokens, position, counted?} in path order (position: the node's 1-based place in
+-- p_path; counted: a tail node's tokens as the walk took them):
 -- - the tail: from the head back until the nodes passed hold more than p_tail_tokens tokens, then on back to the
 --   start of that turn (a user message that is not a tool result: a turn is never cut in two), or to the path's
 --   start;
@@ -193,6 +194,7 @@ DECLARE
     v_head INTEGER := 0;      -- the head turns' last position
     v_turns INTEGER := 0;
     v_sum BIGINT := 0;
+    v_counted INTEGER;        -- a node's tokens as the walk counts them
     v_node nodes;
     v_start BOOLEAN;
     v_tail json[] := ARRAY[]::json[];
@@ -232,10 +234,12 @@ BEGIN
         IF NOT FOUND THEN
             CONTINUE;
         END IF;
+        v_counted := COALESCE(v_node.tokens, octet_length(v_node.message::text) / 4);
         v_tail := v_tail || json_build_object('id', v_node.id, 'parentId', v_node.parent_id,
                                               'message', v_node.message, 'usage', v_node.usage,
-                                              'tokens', v_node.tokens, 'position', v_from);
-        v_sum := v_sum + COALESCE(v_node.tokens, octet_length(v_node.message::text) / 4);
+                                              'tokens', v_node.tokens, 'position', v_from,
+                                              'counted', v_counted);
+        v_sum := v_sum + v_counted;
         v_start := v_node.role = 'user'
                    AND NOT jsonb_path_exists(v_node.message, '$.content[*] ? (@.type == "tool_result")');
         EXIT WHEN v_sum > p_tail_tokens AND v_start;
