@@ -411,7 +411,12 @@ export class PostgresSessionStore implements SessionStore {
     };
   }
 
-  async pathTail(scope: Scope, sessionId: string, path: readonly NodeId[], load: PathLoad): Promise<PathPart> {
+  async pathTail(
+    scope: Scope,
+    sessionId: string,
+    path: readonly NodeId[],
+    load: PathLoad,
+  ): Promise<PathPart> {
     // canopy_path_tail: one call (autocommit), walking the path from its ends by primary key.
     const [row] = await this.call<{
       nodes: Array<PathNodeJson & { position: number; counted?: number }> | null;
