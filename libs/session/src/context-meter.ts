@@ -96,12 +96,21 @@ export async function meterAfterRun(
   runId: string,
   /** The meter the run's last commit kept with the session already: published as it is, not counted again. */
   carried: ContextMeter | null = null,
+  /**
+   * A meter the run counted of the head it left (from what it read of the path, the run executor's): kept with the
+   * session and published, no tree read.
+   */
+  counted: { meter: ContextMeter; head: NodeId | null } | null = null,
 ): Promise<void> {
   try {
     if (carried) {
       await publisher.publish(scope.tenantId, sessionId, [
         { type: 'context', data: { runId, kind: 'meter', ...carried } },
       ]);
+      return;
+    }
+    if (counted) {
+      await keepAndPublish(deps, publisher, scope, sessionId, runId, counted.head, counted.meter);
       return;
     }
     const session = live.get(scope.tenantId, sessionId);
@@ -121,18 +130,29 @@ export async function meterAfterRun(
       ...(deps.settings.modelLimits ? { modelLimits: deps.settings.modelLimits } : {}),
       ...(summaries ? { summaries } : {}),
     });
-    const kept = await deps.store
-      .saveContextMeter(scope, sessionId, tree.head, meter)
-      .catch((err: unknown) => {
-        // Unsaved (the database is away): the subscribers still see it; the next run's meter is saved.
-        deps.logger.warn('context meter not saved', { err, sessionId, runId });
-        return true;
-      });
-    if (!kept) return;
-    await publisher.publish(scope.tenantId, sessionId, [
-      { type: 'context', data: { runId, kind: 'meter', ...meter } },
-    ]);
+    await keepAndPublish(deps, publisher, scope, sessionId, runId, tree.head, meter);
   } catch (err) {
     deps.logger.warn('context meter failed', { err, sessionId, runId });
   }
+}
+
+/** Keeps a meter with the session (unless it moved to another head meanwhile), then publishes it. */
+async function keepAndPublish(
+  deps: ContextMeterDeps,
+  publisher: SessionPublisher,
+  scope: Scope,
+  sessionId: string,
+  runId: string,
+  head: NodeId | null,
+  meter: ContextMeter,
+): Promise<void> {
+  const kept = await deps.store.saveContextMeter(scope, sessionId, head, meter).catch((err: unknown) => {
+    // Unsaved (the database is away): the subscribers still see it; the next run's meter is saved.
+    deps.logger.warn('context meter not saved', { err, sessionId, runId });
+    return true;
+  });
+  if (!kept) return;
+  await publisher.publish(scope.tenantId, sessionId, [
+    { type: 'context', data: { runId, kind: 'meter', ...meter } },
+  ]);
 }

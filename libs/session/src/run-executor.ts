@@ -366,6 +366,7 @@ export class RunExecutor {
           controller.signal.reason instanceof RunInterrupted
             ? { messages: outcome.kept, usage: outcome.keptUsage, position }
             : undefined,
+          { session, position },
         );
         break;
       case 'error':
@@ -382,6 +383,8 @@ export class RunExecutor {
           outcome.partial,
           outcome.usage,
           position.committed,
+          undefined,
+          { session, position },
         );
         break;
       case 'paused':
@@ -768,6 +771,8 @@ export class RunExecutor {
     usage: Usage,
     committed: boolean,
     kept?: KeptWork,
+    /** What the run read of the path and where it left the session: its meter is counted from them. */
+    read?: { session: SessionRecord; position: RunPosition },
   ): Promise<void> {
     const keep = kept && kept.messages.length > 0 ? chainOf(kept) : null;
     const restore = !committed && !keep && run.rollback ? run.rollback : null;
@@ -845,7 +850,20 @@ export class RunExecutor {
       if (current) events.push({ type: 'state', data: stateOf(current) });
     }
     await this.publisher.publish(scope.tenantId, session.id, events);
-    await meterAfterRun(this.deps, this.publisher, this.live, scope, session.id, run.id);
+    // The meter of the head the run left, from what it read (none restored: a rollback's head is another path's).
+    const meter =
+      read && !restore ? this.meterAfterCommit(read.session, read.position, keep?.nodes ?? []) : null;
+    const head = keep ? (keep.nodes.at(-1)?.id ?? null) : (read?.position.head ?? null);
+    await meterAfterRun(
+      this.deps,
+      this.publisher,
+      this.live,
+      scope,
+      session.id,
+      run.id,
+      null,
+      meter ? { meter, head } : null,
+    );
     await this.publisher.activity({
       tenantId: scope.tenantId,
       type: 'run_finished',
