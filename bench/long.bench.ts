@@ -5,7 +5,8 @@
 // the service's own timers).
 // Each run is a prompt of some 500 tokens answered by mock:echo (its reply as long), like the imported messages, so
 // a 10-message session fills most of what the window leaves for a request: both runs send about as much. The short
-// session is a new one each round (10 messages, 10 + 2 × runs by the round's end); the long one grows by as much. A third
+// sessions stay short: each takes SHORT_RUNS measured runs after one that opens it (10 to 20 messages), then the
+// next one takes over, all made before the round; the long one grows by 2 messages a run. A third
 // session, the same 10,000 messages on a model with no known window (so every run sends and reads the whole path), is
 // the reference: what a run costs when it reads everything. The api process runs on the machine's Postgres.
 
@@ -28,6 +29,8 @@ const FILLER = 'lorem '.repeat(495);
  */
 const STATS_SETTLE_MS = 11_000;
 export const LONG_TARGET = 1.5;
+/** Measured runs of each short session (after the one that opens it live): 10 messages grow to 20. */
+const SHORT_RUNS = 4;
 
 export interface LongBenchOptions {
   /** Messages of the long path. */
@@ -92,13 +95,18 @@ export async function runLongBench(options: LongBenchOptions): Promise<LongBench
       long: await session(options.messages, windowed),
       whole: await session(options.messages, {}),
     };
-    const prompt = async (kind: Kind) => {
+    let shorts: string[] = [];
+    const prompt = (kind: Kind, run = 0) =>
+      promptSession(
+        kind === 'short' && shorts.length > 0 ? shorts[Math.floor(run / SHORT_RUNS)]! : ids[kind],
+      );
+    const promptSession = async (id: string) => {
       const started = performance.now();
-      const res = await call<{ status: string }>('POST', `/v1/sessions/${ids[kind]}/prompt`, {
+      const res = await call<{ status: string }>('POST', `/v1/sessions/${id}/prompt`, {
         content: `prompt: ${FILLER}`,
         wait: true,
       });
-      if (res.status !== 'completed') throw new Error(`a ${kind} run ended ${res.status}`);
+      if (res.status !== 'completed') throw new Error(`a run of ${id} ended ${res.status}`);
       return performance.now() - started;
     };
     // Warmed once each (the first run of a session opens it live: its tree is read once).
@@ -107,16 +115,19 @@ export async function runLongBench(options: LongBenchOptions): Promise<LongBench
     const rounds: Measured[][] = [];
     for (let round = 0; round < options.rounds; round++) {
       const measured: Measured[] = [];
-      if (round > 0) {
-        ids.short = await session(10, windowed);
-        await prompt('short');
+      // The round's short sessions, each opened live by a run of its own before the measurements.
+      shorts = [];
+      for (let i = 0; i < Math.ceil(options.runs / SHORT_RUNS); i++) {
+        const id = await session(10, windowed);
+        await promptSession(id);
+        shorts.push(id);
       }
       for (const kind of ['short', 'long', 'whole'] as const) {
         const runs = kind === 'whole' ? Math.max(1, Math.ceil(options.runs / 5)) : options.runs;
         await new Promise((r) => setTimeout(r, STATS_SETTLE_MS));
         const before = await dbCounters(database.name, database.url);
         const waits: number[] = [];
-        for (let i = 0; i < runs; i++) waits.push(await prompt(kind));
+        for (let i = 0; i < runs; i++) waits.push(await prompt(kind, i));
         await new Promise((r) => setTimeout(r, STATS_SETTLE_MS));
         const after = await dbCounters(database.name, database.url);
         const latency = summarise(waits);
@@ -201,7 +212,7 @@ function ratios(result: LongBenchResult, figure: (m: Measured) => number, of: Ki
 export function printLongReport(title: string, result: LongBenchResult): void {
   const { messages, runs, rounds } = result.options;
   const label: Record<Kind, string> = {
-    short: `10-${10 + 2 * (runs + 1)} messages, truncate`,
+    short: `10-${10 + 2 * (SHORT_RUNS + 1)} messages, truncate`,
     long: `${messages.toLocaleString('en')} messages, truncate`,
     whole: `${messages.toLocaleString('en')} messages, no window (reads all)`,
   };

@@ -46,6 +46,7 @@ interface Ids {
   keyId: string;
   webhookId: string;
   deliveryId: string;
+  mcpServerId: string;
   userId: string;
   provider: string;
   queueId: string;
@@ -72,6 +73,12 @@ const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>> = {
   'POST /v1/keys': () => ({ name: 'ci' }),
   'POST /v1/webhooks': () => ({ url: 'https://93.184.215.14/hook', events: ['run.completed'] }),
   'PATCH /v1/webhooks/{webhookId}': () => ({ enabled: false }),
+  // Disabled: never connected to.
+  'POST /v1/mcp-servers': () => ({ name: 'bad-input', url: 'https://93.184.215.14/mcp', enabled: false }),
+  'PATCH /v1/mcp-servers/{mcpServerId}': () => ({ enabled: false }),
+  'PUT /v1/users/{userId}/mcp-servers/{mcpServerId}/credentials': () => ({
+    headers: { Authorization: 'Bearer x' },
+  }),
   'PUT /v1/providers/{provider}': () => ({ apiKey: 'sk-bad-input-key-1234', models: ['m1'] }),
   'PUT /v1/quotas/users/{userId}': () => ({ quotas: [{ metric: 'runs', period: 'day', limit: 1000 }] }),
   'PUT /v1/settings': () => ({ context: { strategy: 'summarize', triggerRatio: 0.5, keepFirstTurns: 1 } }),
@@ -126,6 +133,10 @@ const BAD_PATH_VALUES: Record<string, Array<{ value: string | number; status: nu
     { value: 'nope', status: 404, code: 'not_found' },
   ],
   deliveryId: [
+    { value: randomUUID(), status: 404, code: 'not_found' },
+    { value: 'nope', status: 404, code: 'not_found' },
+  ],
+  mcpServerId: [
     { value: randomUUID(), status: 404, code: 'not_found' },
     { value: 'nope', status: 404, code: 'not_found' },
   ],
@@ -417,6 +428,13 @@ beforeAll(async () => {
     expect(deliveryId).toBeTruthy();
   });
   await api.delete(`/v1/sessions/${scratchForHook.body.id}`);
+  // An MCP server (disabled: never connected to).
+  const mcpServer = await api.post('/v1/mcp-servers', {
+    name: 'tools',
+    url: 'https://93.184.215.14/mcp',
+    enabled: false,
+  });
+  expect(mcpServer.status).toBe(201);
   ids = {
     id,
     nodeId: 3,
@@ -426,6 +444,7 @@ beforeAll(async () => {
     keyId: extraKey.body.id,
     webhookId: webhook.body.id,
     deliveryId,
+    mcpServerId: mcpServer.body.id,
     userId: 'alice',
     provider: 'openai',
     // No prompt waits in this session's queue: every queued prompt id is unknown here.

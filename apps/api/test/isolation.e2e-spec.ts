@@ -32,6 +32,8 @@ interface Ids {
   keyId: string;
   webhookId: string;
   deliveryId: string;
+  /** An MCP server of A's (with headers, and alice's own). */
+  mcpServerId: string;
   /** Alice: a user of A (quota routes name users). */
   userId: string;
   /** A provider A brought its own key for. */
@@ -177,6 +179,23 @@ const ROUTES: Record<string, RouteSpec> = {
     body: () => ({ url: 'http://127.0.0.1:9/pwned' }),
   },
   'DELETE /v1/webhooks/{webhookId}': { kind: 'tenantOwned' },
+  // Disabled: B's own server is never connected to (GET /v1/tools lists the enabled ones).
+  'POST /v1/mcp-servers': {
+    kind: 'tenantOwned',
+    body: () => ({ name: 'mine', url: 'https://93.184.215.14/mcp', enabled: false }),
+  },
+  'GET /v1/mcp-servers': { kind: 'tenantOwned' },
+  'GET /v1/mcp-servers/{mcpServerId}': { kind: 'tenantOwned' },
+  'PATCH /v1/mcp-servers/{mcpServerId}': {
+    kind: 'tenantOwned',
+    body: () => ({ url: 'https://93.184.215.14/pwned' }),
+  },
+  'DELETE /v1/mcp-servers/{mcpServerId}': { kind: 'tenantOwned' },
+  'PUT /v1/users/{userId}/mcp-servers/{mcpServerId}/credentials': {
+    kind: 'tenantOwned',
+    body: () => ({ headers: { Authorization: 'Bearer pwned' } }),
+  },
+  'DELETE /v1/users/{userId}/mcp-servers/{mcpServerId}/credentials': { kind: 'tenantOwned' },
   'GET /v1/webhooks/{webhookId}/deliveries': { kind: 'tenantOwned' },
   'POST /v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry': { kind: 'tenantOwned' },
 };
@@ -299,7 +318,8 @@ function verdict(kind: Kind, who: Who, res: CallResult, path = ''): string | nul
       // A tenant's own resources (keys, webhooks, quotas, provider keys, its audit log): a user token has no
       // access; another tenant reaches A's by id as not_found, and its listings and creations hold nothing of A.
       if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
-      if (/\{(keyId|webhookId|deliveryId)\}/.test(path)) return errorMismatch(res, 404, 'not_found');
+      if (/\{(keyId|webhookId|deliveryId|mcpServerId)\}/.test(path))
+        return errorMismatch(res, 404, 'not_found');
       // B's own provider key: it has none to read or delete; its PUT stores its own.
       if (/\{provider\}/.test(path) && res.status === 404) return null;
       if (res.status >= 300) return `expected 2xx or 404, got ${res.status} ${describeBody(res)}`;
@@ -324,7 +344,9 @@ function revealsA(res: CallResult): boolean {
     ids.runId,
     ids.webhookId,
     ids.deliveryId,
+    ids.mcpServerId,
     'sk-secret-of-tenant-a',
+    'mcp-secret-of-tenant-a',
     'prompt-of-tenant-a',
   ].some((id) => text.includes(id));
 }
@@ -458,6 +480,19 @@ beforeAll(async () => {
     deliveryId = deliveries.body.data[0]?.id;
     expect(deliveryId).toBeTruthy();
   });
+  // A's MCP server (disabled: never connected to), with its headers and alice's own.
+  const mcpServer = await a.api.post('/v1/mcp-servers', {
+    name: 'a-tools',
+    url: 'https://93.184.215.14/mcp',
+    headers: { Authorization: 'Bearer mcp-secret-of-tenant-a' },
+    enabled: false,
+  });
+  expect(mcpServer.status).toBe(201);
+  const alicesMcp = `/v1/users/alice/mcp-servers/${mcpServer.body.id}/credentials`;
+  expect(
+    (await a.api.request('PUT', alicesMcp, { headers: { Authorization: 'Bearer mcp-secret-of-tenant-a' } }))
+      .status,
+  ).toBe(200);
   // Another session of alice's, busy for the whole file, with a prompt waiting in its queue.
   const queueSession = (
     await a.api.post('/v1/sessions', { model: 'mock:echo', userId: 'alice', opts: { delayMs: 600_000 } })
@@ -484,6 +519,7 @@ beforeAll(async () => {
     keyId: second.body.id,
     webhookId: webhook.body.id,
     deliveryId,
+    mcpServerId: mcpServer.body.id,
     userId: 'alice',
     provider: 'openai',
     queueId: waiting.body.runId,

@@ -30,7 +30,10 @@ declare const document: {
 
 const WEB_BUILD = join(process.cwd(), 'dist', 'apps', 'web', 'index.html');
 const MESSAGES = 1_000;
-/** The turns a live snapshot holds of it: the path's last 200 nodes (LIVE_PATH_NODES' default), 2 per turn. */
+/**
+ * The turns a live snapshot holds of it: the path's last 200 nodes (LIVE_PATH_NODES, set so here: more than a
+ * screen, so the chat opens on them without filling itself first), 2 per turn.
+ */
 const RECENT_TURNS = 100;
 const PAGE = 50;
 
@@ -74,7 +77,9 @@ beforeAll(async () => {
       `the web UI is not built (${WEB_BUILD}): run \`npm test\` or \`npm run build:web\` first`,
     );
   }
-  t = await startTestApp({ env: { RATE_LIMIT_PER_KEY: '0', RATE_LIMIT_PER_TENANT: '0' } });
+  t = await startTestApp({
+    env: { RATE_LIMIT_PER_KEY: '0', RATE_LIMIT_PER_TENANT: '0', LIVE_PATH_NODES: '200' },
+  });
   const tenant = await callApi<{ apiKey: string }>(t.url, TEST_ADMIN_KEY, 'POST', '/v1/admin/tenants', {
     name: 'web-earlier-turns',
   });

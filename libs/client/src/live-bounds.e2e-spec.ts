@@ -1,5 +1,5 @@
 // A long conversation live, against the built api: its snapshot holds the active path's recent part only
-// (LIVE_PATH_NODES, default 200) and says so, the SDK's live turns page the earlier turns as a user scrolls up, and
+// (LIVE_PATH_NODES, here 200) and says so, the SDK's live turns page the earlier turns as a user scrolls up, and
 // regenerate, edit and navigate work on nodes far outside what the live session keeps.
 
 import { canopyDocument, eventually } from '@canopy/testing';
@@ -12,7 +12,8 @@ let t: TestApp;
 let canopy: Canopy;
 
 beforeAll(async () => {
-  t = await startTestApp({ env: { SESSION_IDLE_SHUTDOWN_MS: '60000' } });
+  // A bound of 200 (the default is smaller): the figures below are written for it.
+  t = await startTestApp({ env: { SESSION_IDLE_SHUTDOWN_MS: '60000', LIVE_PATH_NODES: '200' } });
   const admin = new Canopy({ baseUrl: t.url, credential: TEST_ADMIN_KEY });
   canopy = new Canopy({ baseUrl: t.url, credential: (await admin.admin.createTenant('long')).apiKey });
 }, 60_000);

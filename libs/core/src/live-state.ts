@@ -16,7 +16,7 @@ import { isTurnBoundary } from './message';
 import { Tree, type NodeId, type TreeNode } from './tree';
 
 /** How many of the active path's last nodes a live session keeps by default (LIVE_PATH_NODES). */
-export const DEFAULT_LIVE_PATH_NODES = 200;
+export const DEFAULT_LIVE_PATH_NODES = 20;
 
 export interface LiveStateInit {
   info: SessionInfo;

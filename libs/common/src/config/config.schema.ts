@@ -221,7 +221,7 @@ export const envSchema = z.object({
    * A live session keeps in memory, and sends in its snapshots, the active path's last this many nodes (with the
    * versions of their turns and the run in flight); earlier turns are read through the tree and turns routes.
    */
-  LIVE_PATH_NODES: z.coerce.number().int().min(10).max(100_000).default(200),
+  LIVE_PATH_NODES: z.coerce.number().int().min(10).max(100_000).default(20),
   /** Events kept per session for resume (`after`). */
   EVENT_REPLAY_LIMIT: z.coerce.number().int().min(10).max(100_000).default(1_000),
   /**
