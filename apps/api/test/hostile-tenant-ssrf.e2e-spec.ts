@@ -1,5 +1,6 @@
 // A hostile tenant against the SSRF guard. Every route that takes a URL (webhook create and update, the base URL of
-// each provider key, attachment URLs in prompt, branch and resume, over HTTP and over the WebSocket) refuses every
+// each provider key, MCP server create and update, attachment URLs in prompt, branch and resume, over HTTP and over
+// the WebSocket) refuses every
 // spelling of a loopback, private, link-local or reserved address with 400 naming the field (on Postgres). What was
 // saved while the operator allowed it is refused again at connect once the deployment restarts without the
 // allowance (embedded, same data directory): a webhook to an address literal is never sent and its delivery says it
@@ -66,6 +67,7 @@ describe('every URL-taking route refuses every spelling of a private target (Pos
   let ws: WsClient;
   let sessionId: string;
   let webhookId: string;
+  let mcpServerId: string;
 
   beforeAll(async () => {
     t = await startTestApp();
@@ -76,6 +78,10 @@ describe('every URL-taking route refuses every spelling of a private target (Pos
     const hook = await api.post('/v1/webhooks', { url: 'https://8.8.8.8/hook', events: ['run.completed'] });
     expect(hook.status).toBe(201);
     webhookId = hook.body.id;
+    // Disabled: never connected to.
+    const server = await api.post('/v1/mcp-servers', { name: 'tools', url: 'https://8.8.8.8/mcp', enabled: false });
+    expect(server.status).toBe(201);
+    mcpServerId = server.body.id;
   });
 
   afterAll(async () => {
@@ -100,6 +106,16 @@ describe('every URL-taking route refuses every spelling of a private target (Pos
       route: 'PATCH /v1/webhooks/{id}',
       field: 'url',
       send: (url) => http('PATCH', `/v1/webhooks/${webhookId}`, { url }),
+    },
+    {
+      route: 'POST /v1/mcp-servers',
+      field: 'url',
+      send: (url) => http('POST', '/v1/mcp-servers', { name: 'hostile', url: `${url}mcp` }),
+    },
+    {
+      route: 'PATCH /v1/mcp-servers/{id}',
+      field: 'url',
+      send: (url) => http('PATCH', `/v1/mcp-servers/${mcpServerId}`, { url: `${url}mcp` }),
     },
     ...['openai-compatible', 'openai', 'anthropic'].map((provider) => ({
       route: `PUT /v1/providers/${provider}`,
@@ -163,6 +179,9 @@ describe('every URL-taking route refuses every spelling of a private target (Pos
       'https://8.8.8.8/hook',
     ]);
     expect((await api.get(`/v1/sessions/${sessionId}`)).body).toMatchObject({ head: null, path: [] });
+    expect((await api.get('/v1/mcp-servers')).body.data.map((s: { url: string }) => s.url)).toEqual([
+      'https://8.8.8.8/mcp',
+    ]);
   });
 
   it('accepts the same routes with a public address', async () => {
@@ -170,6 +189,7 @@ describe('every URL-taking route refuses every spelling of a private target (Pos
       (await http('POST', '/v1/webhooks', { url: 'https://1.1.1.1/h', events: ['run.completed'] })).status,
     ).toBe(201);
     expect((await http('PATCH', `/v1/webhooks/${webhookId}`, { url: 'https://1.1.1.1/x' })).status).toBe(200);
+    expect((await http('PATCH', `/v1/mcp-servers/${mcpServerId}`, { url: 'https://1.1.1.1/mcp' })).status).toBe(200);
     for (const provider of ['openai-compatible', 'openai', 'anthropic'])
       expect(
         (await http('PUT', `/v1/providers/${provider}`, { apiKey: API_KEY, baseUrl: 'https://8.8.8.8/v1' }))

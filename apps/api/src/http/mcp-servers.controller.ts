@@ -39,28 +39,28 @@ export class McpServersController {
     return { data: await this.servers.list(scope) };
   }
 
-  @Get(':id')
+  @Get(':mcpServerId')
   @ApiOperation({
     summary:
       'One MCP server and its state: the tools it lists (name, description, input schema), when it was last reached and its last error. An enabled server is listed again unless a client of this process holds its tools',
   })
-  get(@CurrentScope() scope: Scope, @Param('id') id: string) {
+  get(@CurrentScope() scope: Scope, @Param('mcpServerId') id: string) {
     return this.toolbox.describe(scope, id);
   }
 
-  @Patch(':id')
+  @Patch(':mcpServerId')
   @ApiOperation({
     summary:
       'Change an MCP server {name?, url?, headers? (null removes them), allowedTools?, approval?, enabled?, timeoutMs?, userCredentials?}; a new URL or new headers start its state over',
   })
-  update(@CurrentScope() scope: Scope, @Param('id') id: string, @Body() body: UpdateMcpServerDto) {
+  update(@CurrentScope() scope: Scope, @Param('mcpServerId') id: string, @Body() body: UpdateMcpServerDto) {
     return this.servers.update(scope, id, body);
   }
 
-  @Delete(':id')
+  @Delete(':mcpServerId')
   @HttpCode(204)
   @ApiOperation({ summary: 'Remove an MCP server (its users’ credentials with it)' })
-  async delete(@CurrentScope() scope: Scope, @Param('id') id: string): Promise<void> {
+  async delete(@CurrentScope() scope: Scope, @Param('mcpServerId') id: string): Promise<void> {
     await this.servers.delete(scope, id);
   }
 }
@@ -72,7 +72,7 @@ export class McpServersController {
 export class McpCredentialsController {
   constructor(private readonly servers: McpServersService) {}
 
-  @Put(':id/credentials')
+  @Put(':mcpServerId/credentials')
   @ApiOperation({
     summary:
       'Store an end user’s own headers for an MCP server {headers} (encrypted at rest, never returned): runs of that user’s sessions send them to a server with userCredentials, over the server’s own',
@@ -80,19 +80,19 @@ export class McpCredentialsController {
   put(
     @CurrentScope() scope: Scope,
     @Param('userId') userId: string,
-    @Param('id') id: string,
+    @Param('mcpServerId') id: string,
     @Body() body: PutMcpCredentialsDto,
   ) {
     return this.servers.putCredentials(scope, id, userId, body.headers);
   }
 
-  @Delete(':id/credentials')
+  @Delete(':mcpServerId/credentials')
   @HttpCode(204)
   @ApiOperation({ summary: 'Remove an end user’s headers for an MCP server' })
   async delete(
     @CurrentScope() scope: Scope,
     @Param('userId') userId: string,
-    @Param('id') id: string,
+    @Param('mcpServerId') id: string,
   ): Promise<void> {
     await this.servers.deleteCredentials(scope, id, userId);
   }
