@@ -76,7 +76,9 @@ const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>> = {
   // Disabled: never connected to.
   'POST /v1/mcp-servers': () => ({ name: 'bad-input', url: 'https://93.184.215.14/mcp', enabled: false }),
   'PATCH /v1/mcp-servers/{mcpServerId}': () => ({ enabled: false }),
-  'PUT /v1/users/{userId}/mcp-servers/{mcpServerId}/credentials': () => ({ headers: { Authorization: 'Bearer x' } }),
+  'PUT /v1/users/{userId}/mcp-servers/{mcpServerId}/credentials': () => ({
+    headers: { Authorization: 'Bearer x' },
+  }),
   'PUT /v1/providers/{provider}': () => ({ apiKey: 'sk-bad-input-key-1234', models: ['m1'] }),
   'PUT /v1/quotas/users/{userId}': () => ({ quotas: [{ metric: 'runs', period: 'day', limit: 1000 }] }),
   'PUT /v1/settings': () => ({ context: { strategy: 'summarize', triggerRatio: 0.5, keepFirstTurns: 1 } }),

@@ -79,7 +79,11 @@ describe('every URL-taking route refuses every spelling of a private target (Pos
     expect(hook.status).toBe(201);
     webhookId = hook.body.id;
     // Disabled: never connected to.
-    const server = await api.post('/v1/mcp-servers', { name: 'tools', url: 'https://8.8.8.8/mcp', enabled: false });
+    const server = await api.post('/v1/mcp-servers', {
+      name: 'tools',
+      url: 'https://8.8.8.8/mcp',
+      enabled: false,
+    });
     expect(server.status).toBe(201);
     mcpServerId = server.body.id;
   });
@@ -189,7 +193,9 @@ describe('every URL-taking route refuses every spelling of a private target (Pos
       (await http('POST', '/v1/webhooks', { url: 'https://1.1.1.1/h', events: ['run.completed'] })).status,
     ).toBe(201);
     expect((await http('PATCH', `/v1/webhooks/${webhookId}`, { url: 'https://1.1.1.1/x' })).status).toBe(200);
-    expect((await http('PATCH', `/v1/mcp-servers/${mcpServerId}`, { url: 'https://1.1.1.1/mcp' })).status).toBe(200);
+    expect(
+      (await http('PATCH', `/v1/mcp-servers/${mcpServerId}`, { url: 'https://1.1.1.1/mcp' })).status,
+    ).toBe(200);
     for (const provider of ['openai-compatible', 'openai', 'anthropic'])
       expect(
         (await http('PUT', `/v1/providers/${provider}`, { apiKey: API_KEY, baseUrl: 'https://8.8.8.8/v1' }))

@@ -186,7 +186,10 @@ const ROUTES: Record<string, RouteSpec> = {
   },
   'GET /v1/mcp-servers': { kind: 'tenantOwned' },
   'GET /v1/mcp-servers/{mcpServerId}': { kind: 'tenantOwned' },
-  'PATCH /v1/mcp-servers/{mcpServerId}': { kind: 'tenantOwned', body: () => ({ url: 'https://93.184.215.14/pwned' }) },
+  'PATCH /v1/mcp-servers/{mcpServerId}': {
+    kind: 'tenantOwned',
+    body: () => ({ url: 'https://93.184.215.14/pwned' }),
+  },
   'DELETE /v1/mcp-servers/{mcpServerId}': { kind: 'tenantOwned' },
   'PUT /v1/users/{userId}/mcp-servers/{mcpServerId}/credentials': {
     kind: 'tenantOwned',
@@ -315,7 +318,8 @@ function verdict(kind: Kind, who: Who, res: CallResult, path = ''): string | nul
       // A tenant's own resources (keys, webhooks, quotas, provider keys, its audit log): a user token has no
       // access; another tenant reaches A's by id as not_found, and its listings and creations hold nothing of A.
       if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
-      if (/\{(keyId|webhookId|deliveryId|mcpServerId)\}/.test(path)) return errorMismatch(res, 404, 'not_found');
+      if (/\{(keyId|webhookId|deliveryId|mcpServerId)\}/.test(path))
+        return errorMismatch(res, 404, 'not_found');
       // B's own provider key: it has none to read or delete; its PUT stores its own.
       if (/\{provider\}/.test(path) && res.status === 404) return null;
       if (res.status >= 300) return `expected 2xx or 404, got ${res.status} ${describeBody(res)}`;
@@ -486,7 +490,8 @@ beforeAll(async () => {
   expect(mcpServer.status).toBe(201);
   const alicesMcp = `/v1/users/alice/mcp-servers/${mcpServer.body.id}/credentials`;
   expect(
-    (await a.api.request('PUT', alicesMcp, { headers: { Authorization: 'Bearer mcp-secret-of-tenant-a' } })).status,
+    (await a.api.request('PUT', alicesMcp, { headers: { Authorization: 'Bearer mcp-secret-of-tenant-a' } }))
+      .status,
   ).toBe(200);
   // Another session of alice's, busy for the whole file, with a prompt waiting in its queue.
   const queueSession = (
