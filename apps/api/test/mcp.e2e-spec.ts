@@ -4,7 +4,7 @@
 // (timed out, then cancelled) and a down server, garbage answers, a list change, approval, a user's own
 // credentials, and the older HTTP+SSE transport.
 
-/* eslint-disable @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-member-access -- JSON bodies read loosely */
+/* eslint-disable @typescript-eslint/no-unsafe-call -- JSON bodies read loosely */
 
 import type { ToolResultItem, TurnResultData } from '@canopy/core';
 import { eventually, FakeLlmServer, McpTestServer } from '@canopy/testing';
@@ -145,7 +145,7 @@ describe('a run', () => {
       const result = await callTool(id, 'docs__progress', { steps: 3 });
       expect(resultOf(result)).toMatchObject({ isError: false, value: '3 steps done' });
       await sse.waitFor((e) => e.event === 'tool_progress' && e.data.payload?.progress === 3);
-      const progress = sse.events.filter((e) => e.event === 'tool_progress').map((e) => e.data.payload);
+      const progress = sse.events.filter((e) => e.event === 'tool_progress').map((e) => e.data.payload as unknown);
       expect(progress).toEqual([
         { progress: 1, total: 3, message: 'step 1' },
         { progress: 2, total: 3, message: 'step 2' },
