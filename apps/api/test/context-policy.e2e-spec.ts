@@ -12,6 +12,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually, FakeLlmServer } from '@canopy/testing';
 import { newTenant, SseReader, type Api } from './support/api-client';
+import {
+  answerWithSummaries,
+  fakeProviderEnv,
+  isSummaryCall,
+  mainCalls as mainCallsOf,
+  sentTexts,
+  summaryCalls as summaryCallsOf,
+  turnsIn,
+} from './support/long-context';
 import { startTestApp, type TestApp } from './support/test-app';
 
 const WINDOW = 2_000;
@@ -27,14 +36,7 @@ let ENV: Record<string, string>;
 
 beforeAll(async () => {
   fake = await FakeLlmServer.start();
-  ENV = {
-    ALLOW_PRIVATE_TARGETS: '127.0.0.1',
-    OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl,
-    OPENAI_COMPATIBLE_MODELS: 'small',
-    MODEL_LIMITS: `${MODEL}=${WINDOW}/${MAX_OUTPUT}`,
-    RATE_LIMIT_PER_KEY: '0',
-    RATE_LIMIT_PER_TENANT: '0',
-  };
+  ENV = fakeProviderEnv(fake, { name: 'small', window: WINDOW, maxOutput: MAX_OUTPUT });
   t = await startTestApp({ env: ENV });
   ({ api, key } = await newTenant(t, 'long conversations'));
 });
@@ -46,13 +48,6 @@ afterAll(async () => {
 
 /** A prompt of about `words` tokens, numbered so that each turn's text can be found in a request. */
 const prompt = (turn: number, words = 120) => `turn ${turn}: ${'lorem '.repeat(words)}`;
-
-/** The texts of a Chat Completions request's messages (the system prompt first). */
-function sentTexts(body: Record<string, unknown>): string[] {
-  return (body.messages as Array<{ content: unknown }>).map((m) =>
-    typeof m.content === 'string' ? m.content : JSON.stringify(m.content),
-  );
-}
 
 it('lists the model with its window and output limit', async () => {
   const models = (await api.get('/v1/models')).body.data as Array<Record<string, unknown>>;
@@ -179,30 +174,11 @@ describe.each(['postgres', 'embedded'] as const)('summarize on %s', (runtime) =>
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
-  /** A summarizing call: its one message asks for a summary. */
-  const isSummaryCall = (body: Record<string, unknown>) =>
-    sentTexts(body).some((text) => text.startsWith('Summarize the conversation below'));
-  /** The numbers of the turns a request carries ("turn N:"). */
-  const turnsIn = (body: Record<string, unknown>) =>
-    [
-      ...sentTexts(body)
-        .join('\n')
-        .matchAll(/turn (\d+):/g),
-    ].map((m) => Number(m[1]));
-  const mainCalls = (from: number) => fake.requests.slice(from).filter((r) => !isSummaryCall(r.body));
-  const summaryCalls = (from: number) => fake.requests.slice(from).filter((r) => isSummaryCall(r.body));
+  const mainCalls = (from: number) => mainCallsOf(fake, from);
+  const summaryCalls = (from: number) => summaryCallsOf(fake, from);
 
-  beforeAll(() => {
-    // Summaries name the last turn they cover; a turn's reply is 40 words.
-    fake.respondWith((request) =>
-      isSummaryCall(request.body)
-        ? {
-            text: [`SUMMARY through turn ${Math.max(...turnsIn(request.body))}`],
-            usage: { inputTokens: 500, outputTokens: 9 },
-          }
-        : { text: ['reply: ', 'ipsum '.repeat(40)], usage: { inputTokens: 10, outputTokens: 40 } },
-    );
-  });
+  // Summaries name the last turn they cover; a turn's reply is 40 words.
+  beforeAll(() => answerWithSummaries(fake, 40, 500));
   afterAll(() => fake.respondWith(null));
 
   const converse = async (id: string, turns: number, from = 1) => {

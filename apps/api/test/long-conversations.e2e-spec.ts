@@ -10,6 +10,14 @@ import { join } from 'node:path';
 import { tokenCounterFor } from '@canopy/agent';
 import { eventually, FakeLlmServer, type FakeRequest } from '@canopy/testing';
 import { newTenant, type Api } from './support/api-client';
+import {
+  answerWithSummaries,
+  fakeProviderEnv,
+  mainCalls as mainCallsOf,
+  sentTexts,
+  summaryCalls as summaryCallsOf,
+  turnsIn,
+} from './support/long-context';
 import { startTestApp, type TestApp } from './support/test-app';
 
 const WINDOW = 4_000;
@@ -21,23 +29,8 @@ let ENV: Record<string, string>;
 
 beforeAll(async () => {
   fake = await FakeLlmServer.start();
-  ENV = {
-    ALLOW_PRIVATE_TARGETS: '127.0.0.1',
-    OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl,
-    OPENAI_COMPATIBLE_MODELS: 'long',
-    MODEL_LIMITS: `${MODEL}=${WINDOW}/${MAX_OUTPUT}`,
-    RATE_LIMIT_PER_KEY: '0',
-    RATE_LIMIT_PER_TENANT: '0',
-  };
-  // Summaries name the last turn they cover; every other call is answered with a short reply.
-  fake.respondWith((request) =>
-    isSummaryCall(request.body)
-      ? {
-          text: [`SUMMARY through turn ${Math.max(...turnsIn(request.body))}`],
-          usage: { inputTokens: 900, outputTokens: 9 },
-        }
-      : { text: ['reply: ', 'ipsum '.repeat(20)], usage: { inputTokens: 10, outputTokens: 20 } },
-  );
+  ENV = fakeProviderEnv(fake, { name: 'long', window: WINDOW, maxOutput: MAX_OUTPUT });
+  answerWithSummaries(fake, 20, 900);
 });
 
 afterAll(async () => {
@@ -46,24 +39,8 @@ afterAll(async () => {
 
 /** A prompt of some 40 tokens, numbered so that each turn can be found in a request. */
 const prompt = (turn: number) => `turn ${turn}: ${'lorem '.repeat(36)}`;
-
-function sentTexts(body: Record<string, unknown>): string[] {
-  return (body.messages as Array<{ content: unknown }>).map((m) =>
-    typeof m.content === 'string' ? m.content : JSON.stringify(m.content),
-  );
-}
-const isSummaryCall = (body: Record<string, unknown>) =>
-  sentTexts(body).some((text) => text.startsWith('Summarize the conversation below'));
-const turnsIn = (body: Record<string, unknown>) =>
-  [
-    ...sentTexts(body)
-      .join('\n')
-      .matchAll(/turn (\d+):/g),
-  ].map((m) => Number(m[1]));
-const mainCalls = (from: number): FakeRequest[] =>
-  fake.requests.slice(from).filter((r) => !isSummaryCall(r.body));
-const summaryCalls = (from: number): FakeRequest[] =>
-  fake.requests.slice(from).filter((r) => isSummaryCall(r.body));
+const mainCalls = (from: number) => mainCallsOf(fake, from);
+const summaryCalls = (from: number) => summaryCallsOf(fake, from);
 /** A request's size by the tokenizer alone (Canopy's count for this provider adds a margin: it is the larger). */
 const exact = tokenCounterFor('mock:echo');
 const sizeOf = (r: FakeRequest) => exact.text(sentTexts(r.body).join('\n'));

@@ -473,7 +473,8 @@ export class RunExecutor {
    */
   private async readPath(scope: Scope, session: SessionRecord): Promise<PathPart> {
     const load = this.pathLoad(session);
-    let part = await this.deps.store.pathTail(scope, session.id, session.path, load);
+    // The path as the session row holds it (the run's: its session is busy), not sent as a parameter of 10,000 ids.
+    let part = await this.deps.store.pathTail(scope, session.id, null, load);
     if (load.tailTokens === null || load.fromSummary) return part;
     const counter = tokenCounterFor(session.model);
     for (let reads = 1; reads < MAX_PATH_READS; reads++) {

@@ -147,6 +147,8 @@ it('reads the tail a budget holds, back to the start of a turn, in path order wi
   // Ids in path order, contiguous up to the head.
   const ids = part.nodes.map((n) => n.id);
   expect(ids).toEqual(path.slice(path.length - ids.length));
+  // Without a path given, the session's own, as stored.
+  expect(await store.pathTail(scope, 'long', null, tail(55))).toEqual(part);
 });
 
 it('never starts the tail at a tool result: a tool round stays with its turn', async () => {

@@ -414,7 +414,7 @@ export class PostgresSessionStore implements SessionStore {
   async pathTail(
     scope: Scope,
     sessionId: string,
-    path: readonly NodeId[],
+    path: readonly NodeId[] | null,
     load: PathLoad,
   ): Promise<PathPart> {
     // canopy_path_tail: one call (autocommit), walking the path from its ends by primary key.
@@ -423,7 +423,7 @@ export class PostgresSessionStore implements SessionStore {
     }>(
       scope,
       sql`
-      SELECT canopy_path_tail(${scope.tenantId}::uuid, ${sessionId}::text, ${[...path]}::int[],
+      SELECT canopy_path_tail(${scope.tenantId}::uuid, ${sessionId}::text, ${path ? [...path] : null}::int[],
                               ${load.tailTokens}::int, ${load.headTurns}::int, ${load.fromSummary}::boolean,
                               ${this.db.txTimeoutMs}::int) AS nodes`,
     );

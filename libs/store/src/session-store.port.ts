@@ -334,9 +334,15 @@ export interface RunStore {
   loadRun(scope: Scope, sessionId: string, runId: string, maxNodes?: number): Promise<RunContext | null>;
   /**
    * What a run sends of a long path, read by walking it from its ends (rows read about the rows sent, however long
-   * the path), in path order.
+   * the path), in path order. `path` null: the session's active path as stored (a busy session's is its run's), not
+   * sent again.
    */
-  pathTail(scope: Scope, sessionId: string, path: readonly NodeId[], load: PathLoad): Promise<PathPart>;
+  pathTail(
+    scope: Scope,
+    sessionId: string,
+    path: readonly NodeId[] | null,
+    load: PathLoad,
+  ): Promise<PathPart>;
   /**
    * Appends the nodes, moves the position, adds usage and clears the run's rollback point and pending state,
    * fenced on the run still being the session's active run; with `finish`, also ends the run (completed) and sets

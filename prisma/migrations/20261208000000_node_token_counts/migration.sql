@@ -169,9 +169,10 @@ BEGIN
 END
 $function$;
 
--- What a run of a long conversation sends of its path p_path (the session's active path, root first), as nodes
+-- What a run of a long conversation sends of its path p_path (root first; NULL: the session's active path as
+-- stored, which a run's busy session keeps), as nodes
 -- {id, parentId, message, usage, tokens, position, counted?} in path order (position: the node's 1-based place in
--- p_path; counted: a tail node's tokens as the walk took them):
+-- the path; counted: a tail node's tokens as the walk took them):
 -- - the tail: from the head back until the nodes passed hold more than p_tail_tokens tokens, then on back to the
 --   start of that turn (a user message that is not a tool result: a turn is never cut in two), or to the path's
 --   start;
@@ -188,7 +189,8 @@ CREATE OR REPLACE FUNCTION public.canopy_path_tail(p_tenant uuid, p_session text
  SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 DECLARE
-    v_len INTEGER := cardinality(p_path);
+    v_path INTEGER[] := p_path;
+    v_len INTEGER;
     v_stop INTEGER := 1;      -- the first position the tail may take
     v_from INTEGER;           -- the tail's first position
     v_head INTEGER := 0;      -- the head turns' last position
@@ -201,9 +203,15 @@ DECLARE
     v_first json[] := ARRAY[]::json[];
 BEGIN
     PERFORM canopy_enter(p_tenant, p_timeout_ms);
-    IF p_session IS NULL OR p_path IS NULL OR p_tail_tokens < 0 THEN
+    IF p_session IS NULL OR p_tail_tokens < 0 THEN
         RAISE EXCEPTION 'canopy_path_tail: invalid arguments' USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- No path given: the session's active path, as stored (a run's, while its session is busy).
+    IF v_path IS NULL THEN
+        SELECT sessions.path INTO v_path FROM sessions
+         WHERE sessions.tenant_id = p_tenant AND sessions.id = p_session;
+    END IF;
+    v_len := COALESCE(cardinality(v_path), 0);
     IF v_len = 0 THEN
         RETURN '[]'::json;
     END IF;
@@ -212,25 +220,25 @@ BEGIN
     IF p_tail_tokens IS NULL THEN
         RETURN (SELECT COALESCE(json_agg(json_build_object('id', path_node.id, 'parentId', path_node.parent_id,
                                                            'message', path_node.message, 'usage', path_node.usage,
-                                                           'tokens', path_node.tokens,
-                                                           'position', array_position(p_path, path_node.id))
-                                         ORDER BY path_node.id), '[]'::json)
-                  FROM canopy_session_nodes(p_tenant, p_session, p_path) AS path_node);
+                                                           'tokens', path_node.tokens, 'position', step.ord)
+                                         ORDER BY step.ord), '[]'::json)
+                  FROM unnest(v_path) WITH ORDINALITY AS step(id, ord)
+                  JOIN canopy_session_nodes(p_tenant, p_session, v_path) AS path_node ON path_node.id = step.id);
     END IF;
 
     -- 1. The nearest summary on the path (node ids grow along a path: the largest is the nearest the head).
     IF p_from_summary THEN
-        SELECT COALESCE(array_position(p_path, max(context_summaries.through_node_id)), 1) INTO v_stop
+        SELECT COALESCE(array_position(v_path, max(context_summaries.through_node_id)), 1) INTO v_stop
           FROM context_summaries
          WHERE context_summaries.tenant_id = p_tenant AND context_summaries.session_id = p_session
-           AND context_summaries.through_node_id = ANY (p_path);
+           AND context_summaries.through_node_id = ANY (v_path);
     END IF;
 
     -- 2. The tail, head first.
     v_from := v_len + 1;
     WHILE v_from > v_stop LOOP
         v_from := v_from - 1;
-        SELECT * INTO v_node FROM canopy_session_nodes(p_tenant, p_session, ARRAY[p_path[v_from]]);
+        SELECT * INTO v_node FROM canopy_session_nodes(p_tenant, p_session, ARRAY[v_path[v_from]]);
         IF NOT FOUND THEN
             CONTINUE;
         END IF;
@@ -248,7 +256,7 @@ BEGIN
     -- 3. The first turns, up to the tail.
     IF COALESCE(p_head_turns, 0) > 0 THEN
         WHILE v_head + 1 < v_from LOOP
-            SELECT * INTO v_node FROM canopy_session_nodes(p_tenant, p_session, ARRAY[p_path[v_head + 1]]);
+            SELECT * INTO v_node FROM canopy_session_nodes(p_tenant, p_session, ARRAY[v_path[v_head + 1]]);
             IF FOUND AND v_head > 0 AND v_node.role = 'user'
                AND NOT jsonb_path_exists(v_node.message, '$.content[*] ? (@.type == "tool_result")') THEN
                 v_turns := v_turns + 1;
