@@ -1,7 +1,8 @@
 // A tenant's settings over HTTP: GET and PUT /v1/settings (a tenant key; user tokens answer 403) hold the default
 // context policy its new sessions take. A session created without opts.context has the default copied into its opts
 // (so it shows the policy it runs with, and GET …/context plans with it); a later change of the default leaves it
-// as it was. The policy is checked as opts.context is (its summaryModel must be a model this tenant can use: a
+// as it was. So do the default MCP servers (opts.mcpServers), each of which must be one of the tenant's servers.
+// The policy is checked as opts.context is (its summaryModel must be a model this tenant can use: a
 // provider key of its own makes one usable for it alone); each change is audited; another tenant never sees it.
 
 import { FakeLlmServer } from '@canopy/testing';
@@ -35,14 +36,14 @@ function expectError(res: ApiResponse, status: number, code: string, field?: str
 
 it('new sessions take the tenant’s default context policy, copied at creation; a change affects new ones only', async () => {
   const { api } = await newTenant(t, 'settings');
-  expect((await api.get('/v1/settings')).body).toEqual({ context: null, updatedAt: null });
+  expect((await api.get('/v1/settings')).body).toEqual({ context: null, mcpServers: null, updatedAt: null });
   const plain = await api.post('/v1/sessions', { model: 'mock:echo' });
   expect(plain.body.opts).toEqual({});
 
   const truncate = { strategy: 'truncate', keepFirstTurns: 1 };
   const put = await api.request('PUT', '/v1/settings', { context: truncate });
   expect(put.status).toBe(200);
-  expect(put.body).toEqual({ context: truncate, updatedAt: expect.any(String) });
+  expect(put.body).toEqual({ context: truncate, mcpServers: null, updatedAt: expect.any(String) });
   expect((await api.get('/v1/settings')).body).toEqual(put.body);
 
   // Without opts.context: the default, beside the other options given.
@@ -66,16 +67,16 @@ it('new sessions take the tenant’s default context policy, copied at creation;
   // A body without the field leaves it; null removes it.
   expect((await api.request('PUT', '/v1/settings', {})).body.context).toEqual(summarize);
   const removed = await api.request('PUT', '/v1/settings', { context: null });
-  expect(removed.body).toEqual({ context: null, updatedAt: expect.any(String) });
+  expect(removed.body).toEqual({ context: null, mcpServers: null, updatedAt: expect.any(String) });
   expect((await api.post('/v1/sessions', { model: 'mock:echo' })).body.opts).toEqual({});
 
   // Each change is audited with what it was and what it became.
   const audit = (await api.get('/v1/audit?action=settings.')).body.data as Array<Record<string, unknown>>;
   expect(audit.map((e) => [e.action, e.before, e.after]).reverse()).toEqual([
-    ['settings.update', { context: null }, { context: truncate }],
-    ['settings.update', { context: truncate }, { context: summarize }],
-    ['settings.update', { context: summarize }, { context: summarize }],
-    ['settings.update', { context: summarize }, { context: null }],
+    ['settings.update', { context: null, mcpServers: null }, { context: truncate, mcpServers: null }],
+    ['settings.update', { context: truncate, mcpServers: null }, { context: summarize, mcpServers: null }],
+    ['settings.update', { context: summarize, mcpServers: null }, { context: summarize, mcpServers: null }],
+    ['settings.update', { context: summarize, mcpServers: null }, { context: null, mcpServers: null }],
   ]);
 });
 
@@ -121,7 +122,11 @@ it('checks the policy as opts.context is: its summary model must be one the tena
     'context.summaryModel',
   );
   // B's sessions never take A's default; B reads its own settings.
-  expect((await b.api.get('/v1/settings')).body).toEqual({ context: null, updatedAt: null });
+  expect((await b.api.get('/v1/settings')).body).toEqual({
+    context: null,
+    mcpServers: null,
+    updatedAt: null,
+  });
   expect((await b.api.post('/v1/sessions', { model: 'mock:echo' })).body.opts).toEqual({});
 });
 
@@ -137,4 +142,78 @@ it('is the tenant’s: user tokens answer 403, and a session a user token create
   expect((await api.request('PUT', '/v1/settings', { context: { strategy: 'truncate' } })).status).toBe(200);
   const created = await api.as(token).post('/v1/sessions', { model: 'mock:echo' });
   expect(created.body).toMatchObject({ userId: 'alice', opts: { context: { strategy: 'truncate' } } });
+});
+
+it('new sessions take the tenant’s default MCP servers, checked against its servers, copied at creation', async () => {
+  const a = await newTenant(t, 'settings mcp a');
+  const b = await newTenant(t, 'settings mcp b');
+  // Saving a server does not connect to it: a loopback URL nothing answers is enough here.
+  for (const name of ['docs', 'search']) {
+    const created = await a.api.post('/v1/mcp-servers', { name, url: 'http://127.0.0.1:9/mcp' });
+    expect(created.status).toBe(201);
+  }
+
+  // Each name must be one of the tenant's servers: the error names the entry.
+  expectError(
+    await a.api.request('PUT', '/v1/settings', { mcpServers: ['docs', 'nope'] }),
+    400,
+    'bad_request',
+    'mcpServers.1',
+  );
+  expectError(
+    await b.api.request('PUT', '/v1/settings', { mcpServers: ['docs'] }),
+    400,
+    'bad_request',
+    'mcpServers.0',
+  );
+  expectError(
+    await a.api.request('PUT', '/v1/settings', { mcpServers: ['Bad Name'] }),
+    400,
+    'bad_request',
+    'mcpServers.0',
+  );
+  expect((await a.api.get('/v1/settings')).body.mcpServers).toBeNull();
+
+  const put = await a.api.request('PUT', '/v1/settings', { mcpServers: ['docs', 'search'] });
+  expect(put.status).toBe(200);
+  expect(put.body).toEqual({ context: null, mcpServers: ['docs', 'search'], updatedAt: expect.any(String) });
+  // Setting the context leaves the servers, and the other way round.
+  const truncate = { strategy: 'truncate' };
+  expect((await a.api.request('PUT', '/v1/settings', { context: truncate })).body).toMatchObject({
+    context: truncate,
+    mcpServers: ['docs', 'search'],
+  });
+
+  // Without opts.mcpServers: the default, beside the other defaults and options.
+  const defaulted = await a.api.post('/v1/sessions', { model: 'mock:echo', opts: { delayMs: 0 } });
+  expect(defaulted.status).toBe(201);
+  expect(defaulted.body.opts).toEqual({ delayMs: 0, context: truncate, mcpServers: ['docs', 'search'] });
+  // Its own list wins, an empty one included.
+  const own = await a.api.post('/v1/sessions', { model: 'mock:echo', opts: { mcpServers: ['search'] } });
+  expect(own.body.opts).toEqual({ context: truncate, mcpServers: ['search'] });
+  const none = await a.api.post('/v1/sessions', { model: 'mock:echo', opts: { mcpServers: [] } });
+  expect(none.body.opts).toEqual({ context: truncate, mcpServers: [] });
+
+  // A server deleted since is left out of new sessions (it does not make their creation fail).
+  const servers = (await a.api.get('/v1/mcp-servers')).body.data as Array<{ id: string; name: string }>;
+  const search = servers.find((s) => s.name === 'search')!;
+  expect((await a.api.request('DELETE', `/v1/mcp-servers/${search.id}`)).status).toBe(204);
+  const after = await a.api.post('/v1/sessions', { model: 'mock:echo' });
+  expect(after.status).toBe(201);
+  expect(after.body.opts).toEqual({ context: truncate, mcpServers: ['docs'] });
+  // The earlier session keeps what it was created with.
+  expect((await a.api.get(`/v1/sessions/${defaulted.body.id as string}`)).body.opts.mcpServers).toEqual([
+    'docs',
+    'search',
+  ]);
+
+  // null removes the default; B never took A's.
+  expect((await a.api.request('PUT', '/v1/settings', { mcpServers: null })).body.mcpServers).toBeNull();
+  expect((await a.api.post('/v1/sessions', { model: 'mock:echo' })).body.opts).toEqual({ context: truncate });
+  expect((await b.api.post('/v1/sessions', { model: 'mock:echo' })).body.opts).toEqual({});
+  const audit = (await a.api.get('/v1/audit?action=settings.')).body.data as Array<Record<string, unknown>>;
+  expect(audit[0]).toMatchObject({
+    before: { context: truncate, mcpServers: ['docs', 'search'] },
+    after: { context: truncate, mcpServers: null },
+  });
 });

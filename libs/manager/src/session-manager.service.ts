@@ -66,8 +66,9 @@ export class SessionManager {
   ) {}
 
   /**
-   * A new session. One created without `opts.context` takes the tenant's default context policy, if it set one
-   * (copied into its opts: the session shows the policy it runs with, and a later change of the default leaves it).
+   * A new session. One created without `opts.context` takes the tenant's default context policy, one without
+   * `opts.mcpServers` its default MCP servers, if it set them (copied into its opts: the session shows what it runs
+   * with, and a later change of a default leaves it).
    */
   async create(scope: Scope, given: CreateSessionInput): Promise<SessionInfo> {
     const input = await this.withTenantDefaults(scope.tenantId, given);
@@ -85,9 +86,19 @@ export class SessionManager {
   }
 
   private async withTenantDefaults(tenantId: string, input: CreateSessionInput): Promise<CreateSessionInput> {
-    if (input.opts?.context !== undefined || !this.deps.tenantDefaults) return input;
-    const context = await this.deps.tenantDefaults.contextOf(tenantId);
-    return context ? { ...input, opts: { ...input.opts, context } } : input;
+    const takesContext = input.opts?.context === undefined;
+    const takesServers = input.opts?.mcpServers === undefined;
+    if (!this.deps.tenantDefaults || (!takesContext && !takesServers)) return input;
+    const defaults = await this.deps.tenantDefaults.defaultsOf(tenantId);
+    const taken: Record<string, unknown> = {};
+    if (takesContext && defaults.context) taken.context = defaults.context;
+    if (takesServers && defaults.mcpServers?.length) {
+      // A server deleted since the default was set is left out, not refused: the default must not block creation.
+      const known = await this.deps.tools.mcpServerNames(tenantId);
+      const servers = defaults.mcpServers.filter((name) => known.has(name));
+      if (servers.length > 0) taken.mcpServers = servers;
+    }
+    return Object.keys(taken).length > 0 ? { ...input, opts: { ...input.opts, ...taken } } : input;
   }
 
   /**

@@ -88,7 +88,9 @@ export interface SessionEngineDeps {
   /** The providers each tenant brought its own key for (they make its models usable); none: no such keys. */
   providerKeys?: { providersOf(tenantId: string): Promise<ReadonlySet<string>> };
   /** The defaults each tenant set for its new sessions (GET / PUT /v1/settings); none: no defaults. */
-  tenantDefaults?: { contextOf(tenantId: string): Promise<ContextPolicy | null> };
+  tenantDefaults?: {
+    defaultsOf(tenantId: string): Promise<{ context: ContextPolicy | null; mcpServers: string[] | null }>;
+  };
 }
 
 export const SESSION_ENGINE_DEPS = Symbol('SESSION_ENGINE_DEPS');

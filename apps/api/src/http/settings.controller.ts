@@ -1,6 +1,7 @@
 // A tenant's settings (a tenant API key; user tokens answer 403): the defaults its new sessions take. GET shows
 // them; PUT replaces the ones its body names (null removes one) and leaves the others. A session created without
-// `opts.context` takes the default context policy at creation: changing it affects new sessions only.
+// `opts.context` takes the default context policy at creation, one without `opts.mcpServers` the default MCP servers:
+// changing them affects new sessions only.
 
 import { Body, Controller, Get, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
@@ -18,7 +19,8 @@ export class SettingsController {
 
   @Get()
   @ApiOperation({
-    summary: 'The tenant’s settings: the defaults its new sessions take, {context: policy | null, updatedAt}',
+    summary:
+      'The tenant’s settings: the defaults its new sessions take, {context: policy | null, mcpServers: [names] | null, updatedAt}',
   })
   @ApiOkResponse({ type: TenantSettingsViewDto })
   get(@CurrentScope() scope: Scope) {
@@ -28,7 +30,7 @@ export class SettingsController {
   @Put()
   @ApiOperation({
     summary:
-      'Set the tenant’s settings: {context?: policy | null} (the context policy of a session created without opts.context, copied into its opts at creation: a change affects new sessions only; null removes it; a field left out stays as it is). 400 on a policy opts.context would refuse (context.summaryModel: a model the tenant can use); audited as settings.update',
+      'Set the tenant’s settings: {context?: policy | null, mcpServers?: [names] | null} (the context policy of a session created without opts.context, the MCP servers of one created without opts.mcpServers, copied into its opts at creation: a change affects new sessions only; null removes one; a field left out stays as it is). 400 on a policy opts.context would refuse (context.summaryModel: a model the tenant can use) and on a name that is not one of the tenant’s MCP servers (mcpServers.<i>); audited as settings.update',
   })
   @ApiOkResponse({ type: TenantSettingsViewDto })
   put(@CurrentScope() scope: Scope, @Body() body: PutTenantSettingsDto) {

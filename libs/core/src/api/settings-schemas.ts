@@ -3,6 +3,7 @@
 // more defaults can join the body. Shared by the api (validation, OpenAPI) and the SDK (types).
 
 import { z } from 'zod';
+import { sessionMcpServersSchema } from './mcp-schemas';
 import { contextPolicySchema, type ContextPolicy } from './schemas';
 
 export const tenantSettingsSchema = z
@@ -12,6 +13,11 @@ export const tenantSettingsSchema = z
      * affects new sessions only); null removes it (such sessions then have none, which is `none`).
      */
     context: contextPolicySchema.nullable().optional(),
+    /**
+     * The names of the tenant's MCP servers a session created without `opts.mcpServers` enables (copied into its opts
+     * at creation, less any server deleted since); each must name one of the tenant's servers; null removes it.
+     */
+    mcpServers: sessionMcpServersSchema.nullable().optional(),
   })
   .strict();
 
@@ -20,10 +26,12 @@ export type TenantSettingsRequest = z.infer<typeof tenantSettingsSchema>;
 /** A tenant's settings as GET and PUT /v1/settings answer them; `updatedAt` null while none was ever set. */
 export interface TenantSettingsView {
   context: ContextPolicy | null;
+  mcpServers: string[] | null;
   updatedAt: string | null;
 }
 
 export const tenantSettingsViewSchema = z.object({
   context: contextPolicySchema.nullable(),
+  mcpServers: z.array(z.string()).nullable(),
   updatedAt: z.string().nullable(),
 });

@@ -1,5 +1,5 @@
 // A tenant's settings: the defaults its new sessions take (the context policy of a session created without
-// opts.context). One row per tenant, absent until a default is first set; each default a column, NULL while unset.
+// opts.context, the MCP servers of one created without opts.mcpServers). One row per tenant, absent until a default is first set; each default a column, NULL while unset.
 // Each change is audited in its transaction (`settings.update`, before and after).
 
 import { Injectable } from '@nestjs/common';
@@ -9,10 +9,15 @@ import { Database, writeAudit } from '@canopy/store';
 /** What a change sets: each field given replaces that default (null removes it); absent ones stay. */
 export interface TenantSettingsPatch {
   context?: ContextPolicy | null;
+  mcpServers?: string[] | null;
 }
+
+/** What a new session takes when it names none of its own: each null while the tenant set none. */
+export type TenantDefaults = Pick<TenantSettingsView, 'context' | 'mcpServers'>;
 
 interface Row {
   context: ContextPolicy | null;
+  mcp_servers: string[] | null;
   updated_at: Date;
 }
 
@@ -22,32 +27,40 @@ export class TenantSettingsRepository {
 
   async get(scope: Pick<Scope, 'tenantId'>): Promise<TenantSettingsView> {
     const [row] = await this.db.withTenantSql(scope, (tx) =>
-      tx.query<Row>(`SELECT context, updated_at FROM tenant_settings WHERE tenant_id = $1::uuid`, [
-        scope.tenantId,
-      ]),
+      tx.query<Row>(
+        `SELECT context, mcp_servers, updated_at FROM tenant_settings WHERE tenant_id = $1::uuid`,
+        [scope.tenantId],
+      ),
     );
     return toView(row);
   }
 
-  /** The context policy the tenant's new sessions take when they name none; null when it set none. */
-  async contextOf(tenantId: string): Promise<ContextPolicy | null> {
-    return (await this.get({ tenantId })).context;
+  /** The defaults the tenant's new sessions take when they name none of their own. */
+  async defaultsOf(tenantId: string): Promise<TenantDefaults> {
+    const { context, mcpServers } = await this.get({ tenantId });
+    return { context, mcpServers };
   }
 
   async update(scope: Pick<Scope, 'tenantId'>, patch: TenantSettingsPatch): Promise<TenantSettingsView> {
     return this.db.withTenantSql(scope, async (tx) => {
       const [before] = await tx.query<Row>(
-        `SELECT context, updated_at FROM tenant_settings WHERE tenant_id = $1::uuid FOR UPDATE`,
+        `SELECT context, mcp_servers, updated_at FROM tenant_settings WHERE tenant_id = $1::uuid FOR UPDATE`,
         [scope.tenantId],
       );
-      const setContext = patch.context !== undefined;
       const [row] = await tx.query<Row>(
-        `INSERT INTO tenant_settings (tenant_id, context) VALUES ($1::uuid, $2::jsonb)
+        `INSERT INTO tenant_settings (tenant_id, context, mcp_servers) VALUES ($1::uuid, $2::jsonb, $4::jsonb)
          ON CONFLICT (tenant_id) DO UPDATE
            SET context = CASE WHEN $3::boolean THEN EXCLUDED.context ELSE tenant_settings.context END,
+               mcp_servers = CASE WHEN $5::boolean THEN EXCLUDED.mcp_servers ELSE tenant_settings.mcp_servers END,
                updated_at = now()
-         RETURNING context, updated_at`,
-        [scope.tenantId, patch.context ? JSON.stringify(patch.context) : null, setContext],
+         RETURNING context, mcp_servers, updated_at`,
+        [
+          scope.tenantId,
+          patch.context ? JSON.stringify(patch.context) : null,
+          patch.context !== undefined,
+          patch.mcpServers ? JSON.stringify(patch.mcpServers) : null,
+          patch.mcpServers !== undefined,
+        ],
       );
       const view = toView(row);
       await writeAudit(tx, {
@@ -55,8 +68,8 @@ export class TenantSettingsRepository {
         action: 'settings.update',
         targetType: 'settings',
         targetId: scope.tenantId,
-        before: { context: before?.context ?? null },
-        after: { context: view.context },
+        before: { context: before?.context ?? null, mcpServers: before?.mcp_servers ?? null },
+        after: { context: view.context, mcpServers: view.mcpServers },
       });
       return view;
     });
@@ -64,5 +77,9 @@ export class TenantSettingsRepository {
 }
 
 function toView(row: Row | undefined): TenantSettingsView {
-  return { context: row?.context ?? null, updatedAt: row ? row.updated_at.toISOString() : null };
+  return {
+    context: row?.context ?? null,
+    mcpServers: row?.mcp_servers ?? null,
+    updatedAt: row ? row.updated_at.toISOString() : null,
+  };
 }
