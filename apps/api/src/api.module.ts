@@ -44,6 +44,8 @@ import { SseRegistry } from './http/sse';
 import { StorableTextPipe } from './http/storable-text.pipe';
 import { TokensController } from './http/tokens.controller';
 import { TreeController } from './http/tree.controller';
+import { CanopyMcpService } from './mcp/canopy-mcp.service';
+import { McpEndpointController } from './mcp/mcp-endpoint.controller';
 import { LiveHistory } from './ops/live-history.service';
 import { MetricsService } from './ops/metrics.service';
 import { OpsController } from './ops/ops.controller';
@@ -98,6 +100,7 @@ export class ApiModule {
         ModelsController,
         LiveController,
         WebSocketDocController,
+        McpEndpointController,
       ],
       providers: [
         { provide: APP_FILTER, useClass: AllExceptionsFilter },
@@ -109,6 +112,7 @@ export class ApiModule {
         { provide: APP_GUARD, useClass: RateLimitGuard },
         SseRegistry,
         SessionCommands,
+        CanopyMcpService,
         LiveGateway,
         MetricsService,
         ShutdownService,

@@ -455,7 +455,9 @@ beforeAll(async () => {
   expect((await api.as(shortLived.token).get(`/v1/sessions/${id}`)).status).toBe(200);
 
   doc = await fetchOpenApi(t.url);
-  operations = operationsOf(doc).filter((op) => op.key !== 'GET /v1/ws');
+  // POST /v1/mcp takes JSON-RPC messages, not a request schema: its bad input (invalid params, unknown tools,
+  // messages that are not JSON-RPC) is covered with the SDK's client in mcp-server.e2e-spec.ts.
+  operations = operationsOf(doc).filter((op) => op.key !== 'GET /v1/ws' && op.key !== 'POST /v1/mcp');
   before = await snapshot();
 });
 
