@@ -77,6 +77,7 @@ describe('docs/', () => {
     for (const file of ['README.md', ...docs.map((f) => `docs/${f}`)]) {
       for (const [, target] of read(file).matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)) {
         if (/^[a-z]+:/.test(target!)) continue; // http(s), mailto
+        if (/^<.*>$/.test(target!)) continue; // a placeholder in a format's description (`[name](<uri>)`)
         const path = join(ROOT, file, '..', target!);
         try {
           readFileSync(path.endsWith('/') ? join(path, 'README.md') : path);
