@@ -58,6 +58,8 @@ export class McpTestServer {
 
   /** How many MCP sessions were opened (initialize requests). */
   sessions = 0;
+  /** How many HTTP requests reached it, on any path. */
+  requests = 0;
   /** While set, tools/call requests are answered with a body that is not JSON-RPC (everything else as usual). */
   garbageCalls = false;
 
@@ -198,6 +200,7 @@ export class McpTestServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.requests++;
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const body = req.method === 'POST' ? await readJson(req) : undefined;
     if (url.pathname === '/garbage') {
