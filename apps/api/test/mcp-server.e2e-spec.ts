@@ -5,8 +5,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { newTenant, type Api } from './support/api-client';
-import { startTestApp, type TestApp } from './support/test-app';
+import { Api, newTenant } from './support/api-client';
+import { startTestApp, TEST_ADMIN_KEY, type TestApp } from './support/test-app';
 
 let t: TestApp;
 let api: Api;
@@ -166,6 +166,10 @@ describe('Canopy as an MCP server', () => {
       }
       expect([name, args, failed]).toEqual([name, args, true]);
     }
+    // No model named, and this deployment has no provider: the default is asked for, not guessed.
+    const unnamed = await call(client, 'create_session', {});
+    expect(unnamed.isError).toBe(true);
+    expect(textOf(unnamed)).toMatch(/bad_request: no provider model is configured/);
     const unknown = await call(client, 'no_such_tool', {}).then(
       (r) => r.isError === true,
       (err) => err instanceof McpError,
@@ -184,7 +188,7 @@ describe('Canopy as an MCP server', () => {
     expect(garbage.status).toBeLessThan(500);
   });
 
-  it('answers 401 without a credential, and 405 to GET and DELETE', async () => {
+  it('answers 401 without a credential, 403 to the admin key, and 405 to GET and DELETE', async () => {
     const anonymous = new Client({ name: 'anonymous', version: '1.0.0' });
     await expect(
       anonymous.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/v1/mcp`))),
@@ -196,6 +200,14 @@ describe('Canopy as an MCP server', () => {
     });
     expect(bare.status).toBe(401);
     expect(bare.body.error.code).toBe('unauthorized');
+    // The admin key has no tenant: no conversations to serve.
+    const admin = await new Api(t.url, TEST_ADMIN_KEY).post('/v1/mcp', {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/list',
+    });
+    expect(admin.status).toBe(403);
+    expect(admin.body.error.code).toBe('forbidden');
     expect((await api.get('/v1/mcp')).status).toBe(405);
     expect((await api.delete('/v1/mcp')).status).toBe(405);
   });
