@@ -1,10 +1,18 @@
 // Creating a session: a model from the deployment's list (GET /v1/models, grouped by provider, saying which take
-// tools), a title, a system prompt, and the model's options and the client tools as JSON, pre-filled with a
-// working example for the chosen model (edit or empty them; an example is replaced when the model changes only
-// if it was not edited).
+// tools), a title, a system prompt, the tenant's enabled MCP servers to offer as tools (GET /v1/mcp-servers, a
+// tenant key only: saved in opts.mcpServers; none picked, the session takes the tenant's default), and the model's
+// options and the client tools as JSON, pre-filled with a working example for the chosen model (edit or empty them;
+// an example is replaced when the model changes only if it was not edited).
 
 import { useEffect, useMemo, useState, type FormEvent } from 'react';
-import type { Canopy, ClientTool, ModelInfo, ServerToolInfo, SessionInfo } from '@canopy/client';
+import type {
+  Canopy,
+  ClientTool,
+  McpServerView,
+  ModelInfo,
+  ServerToolInfo,
+  SessionInfo,
+} from '@canopy/client';
 import { errorText } from './format';
 
 const DEFAULT_MODEL = 'mock:echo';
@@ -78,12 +86,18 @@ function parseJson<T>(text: string, what: string, check: (v: unknown) => boolean
 export function NewSessionForm({
   canopy,
   onCreated,
+  mcpServers: offerMcpServers,
 }: {
   canopy: Canopy;
   onCreated: (info: SessionInfo) => void;
+  /** Offer the tenant's MCP servers (a tenant API key: a user token may not list them). */
+  mcpServers: boolean;
 }) {
   const [models, setModels] = useState<ModelInfo[] | null>(null);
   const [serverTools, setServerTools] = useState<ServerToolInfo[]>([]);
+  // The tenant's enabled MCP servers; empty for a user token or while loading.
+  const [mcpServers, setMcpServers] = useState<McpServerView[]>([]);
+  const [picked, setPicked] = useState<ReadonlySet<string>>(new Set());
   const [model, setModel] = useState(DEFAULT_MODEL);
   const [title, setTitle] = useState('');
   const [system, setSystem] = useState('');
@@ -98,14 +112,30 @@ export function NewSessionForm({
       ([m, t]) => {
         if (gone) return;
         setModels(m);
-        setServerTools(t);
+        // The registered ones (opts.serverTools); an MCP server's tools come with the server (opts.mcpServers).
+        setServerTools(t.filter((tool) => tool.server === undefined));
       },
       (err: unknown) => !gone && setError(errorText(err)),
     );
+    // A refusal (the tenant's servers are not this credential's to list) leaves the picker out.
+    if (offerMcpServers) {
+      canopy.mcpServers.list().then(
+        (servers) => !gone && setMcpServers(servers.filter((server) => server.enabled)),
+        () => undefined,
+      );
+    }
     return () => {
       gone = true;
     };
-  }, [canopy]);
+  }, [canopy, offerMcpServers]);
+
+  const toggleServer = (name: string, on: boolean) =>
+    setPicked((current) => {
+      const next = new Set(current);
+      if (on) next.add(name);
+      else next.delete(name);
+      return next;
+    });
 
   const info = models?.find((m) => m.id === model);
   const example = useMemo(() => examples(info, serverTools), [info, serverTools]);
@@ -130,6 +160,8 @@ export function NewSessionForm({
       setError((err as Error).message);
       return;
     }
+    const servers = mcpServers.map((server) => server.name).filter((name) => picked.has(name));
+    if (servers.length > 0) parsedOpts = { ...parsedOpts, mcpServers: servers };
     setBusy(true);
     try {
       const { info: created } = await canopy.sessions.create({
@@ -202,6 +234,31 @@ export function NewSessionForm({
           data-testid="new-system"
         />
       </label>
+      {mcpServers.length > 0 && (
+        <fieldset className="mcp-servers" data-testid="new-mcp-servers">
+          <legend>
+            MCP servers <span className="muted">(none picked: the tenant’s default)</span>
+          </legend>
+          {mcpServers.map((server) => (
+            <label key={server.id} className="check">
+              <input
+                type="checkbox"
+                checked={picked.has(server.name)}
+                onChange={(e) => toggleServer(server.name, e.target.checked)}
+                data-testid={`mcp-server-${server.name}`}
+              />
+              <span>
+                {server.name}{' '}
+                <span className="muted">
+                  {server.tools === null
+                    ? '· tools not listed yet'
+                    : `· ${server.tools.length} tool${server.tools.length === 1 ? '' : 's'}`}
+                </span>
+              </span>
+            </label>
+          ))}
+        </fieldset>
+      )}
       <label>
         Options (JSON)
         <textarea

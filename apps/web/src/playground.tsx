@@ -165,7 +165,8 @@ export function Playground({
             Close
           </button>
         </div>
-        <NewSessionForm canopy={canopy} onCreated={opened} />
+        {/* An API key (followActivity) may list the tenant's MCP servers; a user token may not. */}
+        <NewSessionForm canopy={canopy} onCreated={opened} mcpServers={followActivity} />
         <div className="sessions-head">
           <h2>Sessions</h2>
           <button

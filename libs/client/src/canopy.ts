@@ -1,7 +1,14 @@
 // The Canopy client: admin, tokens, sessions, runs, the live registry and the activity feed of one deployment,
 // for a backend (Node 18+) or a browser (fetch).
 
-import type { ActivityEvent, ActivityEventType, ModelInfo, ServerToolInfo, TenantInfo } from '@canopy/core';
+import type {
+  ActivityEvent,
+  ActivityEventType,
+  McpServerView,
+  ModelInfo,
+  ServerToolInfo,
+  TenantInfo,
+} from '@canopy/core';
 
 import { Catalog, filterQuery } from './catalog';
 import type { RetentionPolicy, TenantDetail } from './catalog-types';
@@ -191,6 +198,15 @@ export class Canopy {
       }),
     delete: (provider: ProviderName): Promise<void> =>
       this.http.request('DELETE', `/v1/providers/${encodeURIComponent(provider)}`),
+  };
+
+  /**
+   * Tenant key only: the tenant's MCP servers, each with the tools it listed when last reached (a session enables
+   * them by name in `opts.mcpServers`); their headers are never read back.
+   */
+  readonly mcpServers = {
+    list: async (): Promise<McpServerView[]> =>
+      (await this.http.request<{ data: McpServerView[] }>('GET', '/v1/mcp-servers')).data,
   };
 
   /** Tenant key only: a token for one of your end users (their browser can then use the API as them). */

@@ -46,6 +46,8 @@ export {
   type AnthropicExport,
   type ModelInfo,
   type ServerToolInfo,
+  type McpServerView,
+  type McpToolInfo,
   type TenantInfo,
   type LiveSample,
   type RecentRun,
