@@ -1,0 +1,69 @@
+-- canopy_import_batch(p_tenant uuid, p_session text, p_token text, p_nodes jsonb, p_expires_at timestamp with time zone, p_timeout_ms integer)
+--
+-- Defined last by prisma/migrations/20261208600000_import_batch_function/migration.sql.
+-- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
+-- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
+--
+-- One batch of a staged import's nodes (SessionCatalogStore.addImportNodes), in ONE statement: called in autocommit,
+-- a batch costs one round trip instead of a transaction's four or five (on the embedded database, which runs one
+-- transaction at a time, every round trip of an open transaction holds every other tenant's query up). Declares the
+-- tenant and the import's token (the staged_import policy shows the staged session to it alone), moves the staged
+-- session's expiry to p_expires_at when given, then inserts p_nodes ([{id, parentId, message, usage}] in id order,
+-- each one's parent in the batch or an earlier one) with their path usages, as a commit does, all or none. Answers
+-- the nodes inserted, or -1 when the staged session is gone (discarded, or published).
+CREATE OR REPLACE FUNCTION public.canopy_import_batch(p_tenant uuid, p_session text, p_token text, p_nodes jsonb, p_expires_at timestamp with time zone, p_timeout_ms integer)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $function$
+DECLARE
+    v_inserted INTEGER;
+BEGIN
+    PERFORM canopy_enter(p_tenant, p_timeout_ms);
+    IF p_session IS NULL OR p_token IS NULL OR jsonb_typeof(p_nodes) IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'canopy_import_batch: invalid arguments' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM set_config('canopy.import', p_token, true);
+
+    -- 1. The staged session, still staged under this token (its expiry moved on when asked).
+    IF p_expires_at IS NOT NULL THEN
+        UPDATE sessions SET import_expires_at = p_expires_at
+         WHERE sessions.tenant_id = p_tenant AND sessions.id = p_session AND sessions.import_token = p_token;
+    ELSE
+        PERFORM 1 FROM sessions
+         WHERE sessions.tenant_id = p_tenant AND sessions.id = p_session AND sessions.import_token = p_token;
+    END IF;
+    IF NOT FOUND THEN
+        RETURN -1;
+    END IF;
+
+    -- 2. The nodes, each one's path usage its parent's plus its own, down each tree from the nodes whose parent is a
+    --    root's place or an earlier batch's node.
+    INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, path_usage)
+    WITH RECURSIVE added AS (
+        SELECT n.id, n."parentId" AS parent_id, n.message, n.usage
+          FROM jsonb_to_recordset(p_nodes) AS n(id INTEGER, "parentId" INTEGER, message JSONB, usage JSONB)
+    ), down AS (
+        SELECT added.*,
+               CASE WHEN added.parent_id IS NULL THEN canopy_usage_vector(added.usage)
+                    ELSE canopy_path_usage(earlier.path_usage, added.usage) END AS path_usage
+          FROM added
+          LEFT JOIN nodes AS earlier
+            ON earlier.tenant_id = p_tenant AND earlier.session_id = p_session AND earlier.id = added.parent_id
+         WHERE NOT EXISTS (SELECT 1 FROM added AS above WHERE above.id = added.parent_id)
+        UNION ALL
+        SELECT added.*, canopy_path_usage(down.path_usage, added.usage)
+          FROM down JOIN added ON added.parent_id = down.id
+    )
+    SELECT p_tenant, p_session, down.id, down.parent_id, (down.message ->> 'role')::message_role, down.message,
+           down.usage, down.path_usage
+      FROM down;
+    GET DIAGNOSTICS v_inserted = ROW_COUNT;
+    -- The formats check the tree before (parents known and older): a node no walk reached is refused with its batch.
+    IF v_inserted <> jsonb_array_length(p_nodes) THEN
+        RAISE EXCEPTION 'canopy_import_batch: % of % nodes form a tree', v_inserted, jsonb_array_length(p_nodes)
+              USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN v_inserted;
+END
+$function$;
