@@ -166,8 +166,9 @@ export const envSchema = z.object({
   /** Heavy operations (imports, bulk exports and deletes, forks) one tenant may have in flight across the deployment; more answer 429 too_many_operations. */
   HEAVY_OPERATIONS_PER_TENANT: z.coerce.number().int().min(1).max(1_000).default(4),
   /**
-   * Nodes an import writes per transaction: a larger import is written in batches into a session hidden until
-   * complete (default: 100 on the embedded database, where a batch is a moment nothing else runs; 500 on Postgres).
+   * Nodes an import writes per statement: a larger import is written in batches (one statement each) into a session
+   * hidden until complete (default: 100 on the embedded database, where a batch is a moment nothing else runs; 500
+   * on Postgres).
    */
   IMPORT_BATCH_NODES: z.coerce.number().int().min(10).max(100_000).optional(),
   /**
