@@ -145,7 +145,9 @@ describe('a run', () => {
       const result = await callTool(id, 'docs__progress', { steps: 3 });
       expect(resultOf(result)).toMatchObject({ isError: false, value: '3 steps done' });
       await sse.waitFor((e) => e.event === 'tool_progress' && e.data.payload?.progress === 3);
-      const progress = sse.events.filter((e) => e.event === 'tool_progress').map((e) => e.data.payload as unknown);
+      const progress = sse.events
+        .filter((e) => e.event === 'tool_progress')
+        .map((e) => e.data.payload as unknown);
       expect(progress).toEqual([
         { progress: 1, total: 3, message: 'step 1' },
         { progress: 2, total: 3, message: 'step 2' },
@@ -283,6 +285,13 @@ describe('a run', () => {
     const created = await api.post('/v1/mcp-servers', { name: 'legacy', url: mcp.sseUrl });
     expect(created.status).toBe(201);
     const id = await session(['legacy']);
+    const opened = mcp.sessions;
     expect(resultOf(await callTool(id, 'legacy__echo', { text: 'old' })).value).toBe('echo: old');
+    // The SSE client is pooled like any other: a second run reuses it (no new MCP session), and the app's shutdown
+    // closes it (a client left out of the pool kept its EventSource reconnecting, and jest from exiting).
+    const afterFirst = mcp.sessions;
+    expect(afterFirst).toBeGreaterThan(opened);
+    expect(resultOf(await callTool(id, 'legacy__echo', { text: 'again' })).value).toBe('echo: again');
+    expect(mcp.sessions).toBe(afterFirst);
   });
 });

@@ -189,6 +189,9 @@ export class McpClientPool {
         },
       );
       c.onclose = () => {
+        // Only the client pooled: the Streamable HTTP one closed before the SSE fallback must not mark the pooled
+        // entry closed nor drop it from the pool (its SSE client would then never be reused, nor ever closed).
+        if (pooled.client !== c) return;
         pooled.closed = true;
         if (pooled.idle) clearTimeout(pooled.idle);
         const current = this.clients.get(key);
@@ -215,10 +218,16 @@ export class McpClientPool {
     }
     // The server may speak only the older HTTP+SSE transport.
     const second = client();
-    await second.connect(new SSEClientTransport(url, { fetch: this.options.fetch, requestInit }), {
-      signal,
-      timeout: timeoutMs,
-    });
+    try {
+      await second.connect(new SSEClientTransport(url, { fetch: this.options.fetch, requestInit }), {
+        signal,
+        timeout: timeoutMs,
+      });
+    } catch (err) {
+      // Closed, or its EventSource goes on reconnecting to a server that is down (every 3 s, for ever).
+      await second.close().catch(() => undefined);
+      throw err;
+    }
     pooled.client = second;
     return pooled;
   }
