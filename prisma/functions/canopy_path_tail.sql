@@ -51,15 +51,16 @@ BEGIN
         RETURN '[]'::json;
     END IF;
 
-    -- 0. No budget (the policy sends everything, or the window is not known): the whole path, in one read of the
-    --    session's nodes in key order (as canopy_load_tree reads a tree), not a probe per id of the path.
+    -- 0. No budget (the policy sends everything, or the window is not known): the whole path, in one read — of the
+    --    session's nodes in key order (as canopy_load_tree reads a tree) for its own path, by id for a part given.
     IF p_tail_tokens IS NULL THEN
         RETURN (SELECT COALESCE(json_agg(json_build_object('id', path_node.id, 'parentId', path_node.parent_id,
                                                            'message', path_node.message, 'usage', path_node.usage,
                                                            'tokens', path_node.tokens, 'position', step.ord)
                                          ORDER BY step.ord), '[]'::json)
                   FROM unnest(v_path) WITH ORDINALITY AS step(id, ord)
-                  JOIN canopy_session_nodes(p_tenant, p_session) AS path_node ON path_node.id = step.id);
+                  JOIN canopy_session_nodes(p_tenant, p_session, CASE WHEN p_path IS NOT NULL THEN v_path END)
+                         AS path_node ON path_node.id = step.id);
     END IF;
 
     -- 1. The nearest summary on the path (node ids grow along a path: the largest is the nearest the head).

@@ -34,9 +34,10 @@ describe('two apis and two workers', () => {
     });
     expect(prompt.status).toBe(200);
     expect(prompt.body.finalResponse).toBe('Echo: alpha beta gamma delta');
-    // The run's commit, then the title its first prompt gives the untitled session (a state store).
+    // The run's commit, then the title its first prompt gives the untitled session (a state store), then the token
+    // meter the worker counted from what the run read.
     await eventually(() =>
-      expect(ws.events(session.id).some((e) => e.event === 'store' && e.data.kind === 'state')).toBe(true),
+      expect(ws.events(session.id).some((e) => e.event === 'context' && e.data.kind === 'meter')).toBe(true),
     );
     const events = ws.events(session.id);
     const seqs = events.map((e) => e.seq);
@@ -55,6 +56,7 @@ describe('two apis and two workers', () => {
       'store',
       'title',
       'store',
+      'context',
     ]);
     const text = events
       .filter((e) => e.event === 'text_delta')

@@ -98,6 +98,8 @@ const COMMIT_RETRY_DELAYS_MS = [100, 400, 1_200];
  * (pathTail), so a run's cost stays flat however long the conversation grows.
  */
 export const LONG_PATH_NODES = 200;
+/** A whole path longer than this is read this many nodes a statement (readWholePath). */
+const WHOLE_PATH_CHUNK = 2_000;
 /** The reads of a long path a run makes at most (the first, and the reads on when estimates overcounted). */
 const MAX_PATH_READS = 4;
 const STORE_RETRY_EVERY_MS = 1_000;
@@ -473,6 +475,8 @@ export class RunExecutor {
    */
   private async readPath(scope: Scope, session: SessionRecord): Promise<PathPart> {
     const load = this.pathLoad(session);
+    if (load.tailTokens === null && session.path.length > WHOLE_PATH_CHUNK)
+      return this.readWholePath(scope, session);
     // The path as the session row holds it (the run's: its session is busy), not sent as a parameter of 10,000 ids.
     let part = await this.deps.store.pathTail(scope, session.id, null, load);
     if (load.tailTokens === null || load.fromSummary) return part;
@@ -516,6 +520,28 @@ export class RunExecutor {
       part = merged;
     }
     return part;
+  }
+
+  /**
+   * A whole long path (the policy sends everything, or the window is not known), read WHOLE_PATH_CHUNK nodes a
+   * statement: on the embedded database one statement holds every other query up while it runs, and one of 100,000
+   * nodes held it long enough, on a loaded machine, for its supervisor to take it for hung.
+   */
+  private async readWholePath(scope: Scope, session: SessionRecord): Promise<PathPart> {
+    const whole: PathPart = { nodes: [], tokens: [], positions: [], counted: [] };
+    for (let from = 0; from < session.path.length; from += WHOLE_PATH_CHUNK) {
+      const part = await this.deps.store.pathTail(
+        scope,
+        session.id,
+        session.path.slice(from, from + WHOLE_PATH_CHUNK),
+        { tailTokens: null, headTurns: 0, fromSummary: false },
+      );
+      whole.nodes.push(...part.nodes);
+      whole.tokens.push(...part.tokens);
+      whole.positions.push(...part.positions.map((p) => p + from));
+      whole.counted.push(...part.counted);
+    }
+    return whole;
   }
 
   /**
