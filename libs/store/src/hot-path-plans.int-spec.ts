@@ -17,7 +17,7 @@ const HOT_FUNCTIONS = {
   canopy_start_run:
     'uuid, text, text, uuid, run_kind, jsonb, run_status, jsonb, jsonb, integer, integer, jsonb',
   canopy_commit: 'uuid, text, text, uuid, jsonb, jsonb, integer, jsonb, jsonb, integer, text',
-  canopy_load_run: 'uuid, text, text, uuid, integer',
+  canopy_load_run: 'uuid, text, text, uuid, integer, integer',
   canopy_create_session: 'uuid, text, text, text, text, text, jsonb, jsonb, jsonb, integer, integer',
   canopy_load_tree: 'uuid, text, text, integer',
 } as const;
@@ -67,7 +67,7 @@ async function oneTurn(): Promise<{ nested: string[] }> {
   );
   expect(started.rows[0]!.outcome).toBe('ok');
   const loaded = await client.query<{ run: unknown }>(
-    `SELECT run FROM canopy_load_run($1::uuid, NULL, $2, $3::uuid, 5000)`,
+    `SELECT run FROM canopy_load_run($1::uuid, NULL, $2, $3::uuid, 5000, NULL)`,
     [tenant, session, run],
   );
   expect(loaded.rows[0]!.run).not.toBeNull();
