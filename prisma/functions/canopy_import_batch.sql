@@ -37,28 +37,8 @@ BEGIN
         RETURN -1;
     END IF;
 
-    -- 2. The nodes, each one's path usage its parent's plus its own, down each tree from the nodes whose parent is a
-    --    root's place or an earlier batch's node.
-    INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, path_usage)
-    WITH RECURSIVE added AS (
-        SELECT n.id, n."parentId" AS parent_id, n.message, n.usage
-          FROM jsonb_to_recordset(p_nodes) AS n(id INTEGER, "parentId" INTEGER, message JSONB, usage JSONB)
-    ), down AS (
-        SELECT added.*,
-               CASE WHEN added.parent_id IS NULL THEN canopy_usage_vector(added.usage)
-                    ELSE canopy_path_usage(earlier.path_usage, added.usage) END AS path_usage
-          FROM added
-          LEFT JOIN nodes AS earlier
-            ON earlier.tenant_id = p_tenant AND earlier.session_id = p_session AND earlier.id = added.parent_id
-         WHERE NOT EXISTS (SELECT 1 FROM added AS above WHERE above.id = added.parent_id)
-        UNION ALL
-        SELECT added.*, canopy_path_usage(down.path_usage, added.usage)
-          FROM down JOIN added ON added.parent_id = down.id
-    )
-    SELECT p_tenant, p_session, down.id, down.parent_id, (down.message ->> 'role')::message_role, down.message,
-           down.usage, down.path_usage
-      FROM down;
-    GET DIAGNOSTICS v_inserted = ROW_COUNT;
+    -- 2. The nodes, with their path usages.
+    v_inserted := canopy_insert_nodes(p_tenant, p_session, p_nodes);
     -- The formats check the tree before (parents known and older): a node no walk reached is refused with its batch.
     IF v_inserted <> jsonb_array_length(p_nodes) THEN
         RAISE EXCEPTION 'canopy_import_batch: % of % nodes form a tree', v_inserted, jsonb_array_length(p_nodes)

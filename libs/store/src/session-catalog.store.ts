@@ -427,11 +427,8 @@ async function insertSession(
 }
 
 /**
- * Inserts `count` nodes (JSON, id order) of a session. Parents inserted by the same statement satisfy the parent
- * check, made at its end; so do parents stored before (an earlier batch of a staged import). Each node's path
- * usage (root -> it, summed in path order: what a fork of it costs) is its parent's plus its own, down each tree
- * from the nodes whose parent is a root's place or an earlier batch's node; a node whose parent is neither is
- * stored without one (the check refuses it anyway). The walk joins each level to the batch: batches stay bounded.
+ * Inserts `count` nodes (JSON, id order) of a session, with their path usages (canopy_insert_nodes, which a staged
+ * import's batches call too). Parents inserted by the same statement satisfy the parent check, made at its end.
  */
 async function insertNodes(
   tx: SqlTx,
@@ -440,32 +437,11 @@ async function insertNodes(
   batchJson: string,
   count: number,
 ): Promise<void> {
-  const inserted = await query<{ id: number }>(
+  const [row] = await query<{ inserted: number }>(
     tx,
-    sql`
-    INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, path_usage)
-    WITH RECURSIVE added AS (
-        SELECT n.id, n."parentId" AS parent_id, n.message, n.usage
-          FROM jsonb_to_recordset(${batchJson}::jsonb) AS n(id INTEGER, "parentId" INTEGER, message JSONB, usage JSONB)
-    ), down AS (
-        SELECT added.*,
-               CASE WHEN added.parent_id IS NULL THEN canopy_usage_vector(added.usage)
-                    ELSE canopy_path_usage(earlier.path_usage, added.usage) END AS path_usage
-          FROM added
-          LEFT JOIN nodes AS earlier
-            ON earlier.tenant_id = ${scope.tenantId}::uuid AND earlier.session_id = ${id}::text
-           AND earlier.id = added.parent_id
-         WHERE NOT EXISTS (SELECT 1 FROM added AS above WHERE above.id = added.parent_id)
-        UNION ALL
-        SELECT added.*, canopy_path_usage(down.path_usage, added.usage)
-          FROM down JOIN added ON added.parent_id = down.id
-    )
-    SELECT ${scope.tenantId}::uuid, ${id}::text, down.id, down.parent_id,
-           (down.message ->> 'role')::message_role, down.message, down.usage, down.path_usage
-      FROM down
-    RETURNING id`,
+    sql`SELECT canopy_insert_nodes(${scope.tenantId}::uuid, ${id}::text, ${batchJson}::jsonb) AS inserted`,
   );
   // The formats check the tree before (parents known and older); a node no walk reached would be lost here.
-  if (inserted.length !== count)
-    throw new Error(`import of session ${id}: ${inserted.length} of ${count} nodes form a tree`);
+  if (row?.inserted !== count)
+    throw new Error(`import of session ${id}: ${row?.inserted ?? 0} of ${count} nodes form a tree`);
 }

@@ -33,8 +33,29 @@ BEGIN
         RETURN -1;
     END IF;
 
-    -- 2. The nodes, each one's path usage its parent's plus its own, down each tree from the nodes whose parent is a
-    --    root's place or an earlier batch's node.
+    -- 2. The nodes, with their path usages.
+    v_inserted := canopy_insert_nodes(p_tenant, p_session, p_nodes);
+    -- The formats check the tree before (parents known and older): a node no walk reached is refused with its batch.
+    IF v_inserted <> jsonb_array_length(p_nodes) THEN
+        RAISE EXCEPTION 'canopy_import_batch: % of % nodes form a tree', v_inserted, jsonb_array_length(p_nodes)
+              USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN v_inserted;
+END
+$function$;
+
+-- Inserts an imported conversation's nodes p_nodes ([{id, parentId, message, usage}] in id order, each one's parent in
+-- the same array or stored before: an earlier batch of a staged import) into session p_session, each with its path
+-- usage (root -> it, summed in path order: what a fork of it costs), its parent's plus its own, down each tree from the
+-- nodes whose parent is a root's place or a stored node; a node no walk reaches is not inserted. Answers the nodes
+-- inserted. The caller declares the tenant (a transaction's settings, or canopy_import_batch).
+CREATE OR REPLACE FUNCTION public.canopy_insert_nodes(p_tenant uuid, p_session text, p_nodes jsonb)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    v_inserted INTEGER;
+BEGIN
     INSERT INTO nodes (tenant_id, session_id, id, parent_id, role, message, usage, path_usage)
     WITH RECURSIVE added AS (
         SELECT n.id, n."parentId" AS parent_id, n.message, n.usage
@@ -55,11 +76,6 @@ BEGIN
            down.usage, down.path_usage
       FROM down;
     GET DIAGNOSTICS v_inserted = ROW_COUNT;
-    -- The formats check the tree before (parents known and older): a node no walk reached is refused with its batch.
-    IF v_inserted <> jsonb_array_length(p_nodes) THEN
-        RAISE EXCEPTION 'canopy_import_batch: % of % nodes form a tree', v_inserted, jsonb_array_length(p_nodes)
-              USING ERRCODE = 'invalid_parameter_value';
-    END IF;
     RETURN v_inserted;
 END
 $function$;
