@@ -501,23 +501,13 @@ export class RunExecutor {
         headTurns: 0,
         fromSummary: false,
       });
-      // Joined in path order; a node of the kept first turns read again is taken once.
-      const joined = new Map<number, number>();
-      const merged: PathPart = { nodes: [], tokens: [], positions: [], counted: [] };
-      const add = (from: PathPart, i: number) => {
-        if (joined.has(from.positions[i]!)) return;
-        joined.set(from.positions[i]!, merged.nodes.length);
-        merged.nodes.push(from.nodes[i]!);
-        merged.tokens.push(from.tokens[i]!);
-        merged.positions.push(from.positions[i]!);
-        merged.counted.push(from.counted[i]!);
-      };
-      const order = [
-        ...part.positions.map((p, i) => ({ p, i, from: part })),
-        ...before.positions.map((p, i) => ({ p, i, from: before })),
-      ].sort((a, b) => a.p - b.p);
-      for (const { i, from: source } of order) add(source, i);
-      part = merged;
+      // In path order: the kept first turns not read again, what was read before the tail, the tail.
+      const readFrom = before.positions[0] ?? start;
+      part = concatParts([
+        partWhere(part, (position, i) => i < from && position < readFrom),
+        before,
+        partWhere(part, (_, i) => i >= from),
+      ]);
     }
     return part;
   }
@@ -528,7 +518,7 @@ export class RunExecutor {
    * nodes held it long enough, on a loaded machine, for its supervisor to take it for hung.
    */
   private async readWholePath(scope: Scope, session: SessionRecord): Promise<PathPart> {
-    const whole: PathPart = { nodes: [], tokens: [], positions: [], counted: [] };
+    const parts: PathPart[] = [];
     for (let from = 0; from < session.path.length; from += WHOLE_PATH_CHUNK) {
       const part = await this.deps.store.pathTail(
         scope,
@@ -536,12 +526,9 @@ export class RunExecutor {
         session.path.slice(from, from + WHOLE_PATH_CHUNK),
         { tailTokens: null, headTurns: 0, fromSummary: false },
       );
-      whole.nodes.push(...part.nodes);
-      whole.tokens.push(...part.tokens);
-      whole.positions.push(...part.positions.map((p) => p + from));
-      whole.counted.push(...part.counted);
+      parts.push({ ...part, positions: part.positions.map((p) => p + from) });
     }
-    return whole;
+    return concatParts(parts);
   }
 
   /**
@@ -924,6 +911,27 @@ export class RunExecutor {
 /** A cancel's abort reason, or an interrupt's (which the run's end tells apart). */
 function abortReason(reason: string): Error {
   return reason === 'interrupted' ? new RunInterrupted() : new Error(reason);
+}
+
+/** The nodes of path parts, one after the other. */
+function concatParts(parts: readonly PathPart[]): PathPart {
+  return {
+    nodes: parts.flatMap((p) => p.nodes),
+    tokens: parts.flatMap((p) => p.tokens),
+    positions: parts.flatMap((p) => p.positions),
+    counted: parts.flatMap((p) => p.counted),
+  };
+}
+
+/** The nodes of a path part whose place in the path (and index in the part) pass `keep`. */
+function partWhere(part: PathPart, keep: (position: number, index: number) => boolean): PathPart {
+  const at = part.positions.flatMap((position, i) => (keep(position, i) ? [i] : []));
+  return {
+    nodes: at.map((i) => part.nodes[i]!),
+    tokens: at.map((i) => part.tokens[i]!),
+    positions: at.map((i) => part.positions[i]!),
+    counted: at.map((i) => part.counted[i]!),
+  };
 }
 
 /**
