@@ -194,12 +194,13 @@ export function describeTimersContract(
         // Asked twice (two processes starting, or one restarting): still one timer.
         await timers.repeat({ kind: 'retention-sweep' }, 150);
         await timers.repeat({ kind: 'retention-sweep' }, 150);
-        const start = Date.now();
-        await until(() => fired.length >= 3);
+        await until(() => fired.length >= 4);
         const sweeps = fired.filter((f) => f.timer.kind === 'retention-sweep');
         expect(sweeps.length).toBe(fired.length);
-        // Three firings at 150 ms apart take at least ~300 ms: no doubled schedule.
-        expect(sweeps[2]!.at - start).toBeGreaterThanOrEqual(250);
+        // A doubled schedule fires twice at each due time; one schedule's firings after its first (which BullMQ's
+        // scheduler may run at once, just before its first interval boundary) are an interval (150 ms) apart.
+        const gaps = [sweeps[2]!.at - sweeps[1]!.at, sweeps[3]!.at - sweeps[2]!.at];
+        expect(Math.min(...gaps)).toBeGreaterThanOrEqual(40);
       } finally {
         await cleanup();
       }
