@@ -1,12 +1,15 @@
 -- canopy_commit(p_tenant uuid, p_user text, p_session text, p_run uuid, p_nodes jsonb, p_position jsonb, p_next_node_id integer, p_usage jsonb, p_finish jsonb, p_timeout_ms integer, p_title text, OUT outcome text, OUT steer jsonb, OUT titled boolean, OUT queued boolean)
 --
--- Defined last by prisma/migrations/20261208000000_node_token_counts/migration.sql (first by 20261206000000_baseline).
+-- Defined last by prisma/migrations/20261208700000_commit_path_delta/migration.sql (first by 20261206000000_baseline).
 -- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
 -- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- SessionStore.commit: appends the nodes p_nodes ([{id, parentId, message, usage, tokens}], the role taken from
 -- the message, tokens the message's count for the session's model), moves the position to p_position ({path,
--- cursors, head}, and context_meter: the token meter of the new head, kept when the run ends here), sets next_node_id, adds p_usage to the
+-- cursors, head}, and context_meter: the token meter of the new head, kept when the run ends here; instead of
+-- path, {path_keep, path_length, path_at, path_append}: the session's path cut to its first path_keep ids, then
+-- path_append, checked against the stored path's length and its path_keep-th id, so that a long path is not sent
+-- whole, and outcome 'stale_path' with nothing written when the check fails), sets next_node_id, adds p_usage to the
 -- session's usage and clears the run's rollback point and pending state, fenced on p_run still being the
 -- session's active run (and the session being p_user's when p_user is given). With p_finish (the run's usage so
 -- far), also records that usage on the run (settled into usage_daily by its trigger) and ends the run (completed)
@@ -23,6 +26,8 @@ DECLARE
     v_total JSONB;    -- the session's usage before this commit
     v_title TEXT;     -- the session's title before this commit
     v_ends BOOLEAN;   -- a finishing commit with no steer: the run ends
+    v_path INTEGER[]; -- the new path, when p_position gives it as a cut of the stored one and ids after it
+    v_keep INTEGER := (p_position ->> 'path_keep')::int;
 BEGIN
     PERFORM canopy_enter(p_tenant, p_timeout_ms);
     IF p_session IS NULL OR p_run IS NULL OR jsonb_typeof(p_nodes) IS DISTINCT FROM 'array'
@@ -43,6 +48,24 @@ BEGIN
         titled := false;
         queued := false;
         RETURN;
+    END IF;
+    IF v_keep IS NOT NULL THEN
+        SELECT CASE WHEN cardinality(sessions.path) = (p_position ->> 'path_length')::int
+                     AND sessions.path[v_keep] IS NOT DISTINCT FROM (p_position ->> 'path_at')::int
+                    THEN sessions.path[1:v_keep]
+                         || ARRAY(SELECT appended.id::int
+                                    FROM jsonb_array_elements_text(p_position -> 'path_append')
+                                         WITH ORDINALITY AS appended(id, n)
+                                   ORDER BY appended.n) END
+          INTO v_path
+          FROM sessions
+         WHERE sessions.tenant_id = p_tenant AND sessions.id = p_session;
+        IF v_path IS NULL THEN
+            outcome := 'stale_path';
+            titled := false;
+            queued := false;
+            RETURN;
+        END IF;
     END IF;
 
     -- 2. The turn's nodes. Parents inserted by the same statement satisfy the foreign key, checked at its end.
@@ -92,7 +115,7 @@ BEGIN
 
     -- 4. The session: position, next node id, usage total; idle and free when the run ended.
     UPDATE sessions
-       SET path = v_position.path,
+       SET path = COALESCE(v_path, v_position.path),
            cursors = v_position.cursors,
            head = v_position.head,
            next_node_id = p_next_node_id,

@@ -611,6 +611,8 @@ export class RunExecutor {
       runId: run.id,
       nodes,
       position: stored,
+      // What the session row holds: read at the run's start, or written by its last commit.
+      storedPath: position.path,
       nextNodeId: next,
       usage: request.usage,
       ...(stop ? { finish: { usage: request.runUsage } } : {}),

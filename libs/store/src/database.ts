@@ -27,6 +27,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool, type ClientBase, type PoolClient, type QueryResultRow } from 'pg';
 import { PrismaClient, type Prisma } from './generated/prisma/client';
 import { ConnectionLanes, type Lane } from './connection-lanes';
+import { fastIntArrayTypes } from './int-array';
 import { mapDbError, transactionTimeout } from './prisma-errors';
 
 export type Tx = Prisma.TransactionClient;
@@ -147,6 +148,8 @@ export class Database {
       // A client used by one holder at a time (a transaction, Prisma) behaves exactly as without it.
       pipeline: options.pipelineCalls === true,
       connectionTimeoutMillis: options.txMaxWaitMs,
+      // A long active path (sessions.path) read on every run's start is parsed by a split, not char by char.
+      types: fastIntArrayTypes,
       // Floats print with the shortest exact digits whatever the server's default, so usage sums made in SQL
       // (canopy_usage, canopy_usage_add) equal the same sums in JavaScript to the last bit. pg-pool awaits the
       // hook's promise before it hands the new connection out (a failure drops the connection and fails the

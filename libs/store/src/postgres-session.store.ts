@@ -443,25 +443,24 @@ export class PostgresSessionStore implements SessionStore {
     // staged, which is taken and handed back) and the session (position, next node id, usage total summed like
     // addUsage; idle when the run ended, and titled when it ended untitled and a title was given) and, when the
     // run ended, whether prompts wait in the session's queue.
-    const [row] = await this.call<{
-      outcome: 'ok' | 'fenced';
-      steer: unknown;
-      titled: boolean;
-      queued: boolean;
-    }>(
-      scope,
-      sql`
-      SELECT committed.outcome, committed.steer, committed.titled, committed.queued
-        FROM canopy_commit(${scope.tenantId}::uuid, ${scope.userId ?? null}::text, ${input.sessionId}::text,
-                           ${input.runId}::uuid, ${json(input.nodes)},
-                           ${json(input.contextMeter ? { ...input.position, context_meter: input.contextMeter } : input.position)},
-                           ${input.nextNodeId}::int, ${json(toUsage(input.usage))},
-                           ${input.finish ? json(toUsage(input.finish.usage)) : raw('NULL::jsonb')},
-                           ${this.db.txTimeoutMs}::int,
-                           ${input.finish && input.title ? input.title : null}::text) AS committed`,
-    );
+    const commit = (position: JsonObject) =>
+      this.call<{ outcome: 'ok' | 'fenced' | 'stale_path'; steer: unknown; titled: boolean; queued: boolean }>(
+        scope,
+        sql`
+        SELECT committed.outcome, committed.steer, committed.titled, committed.queued
+          FROM canopy_commit(${scope.tenantId}::uuid, ${scope.userId ?? null}::text, ${input.sessionId}::text,
+                             ${input.runId}::uuid, ${json(input.nodes)},
+                             ${json(input.contextMeter ? { ...position, context_meter: input.contextMeter } : position)},
+                             ${input.nextNodeId}::int, ${json(toUsage(input.usage))},
+                             ${input.finish ? json(toUsage(input.finish.usage)) : raw('NULL::jsonb')},
+                             ${this.db.txTimeoutMs}::int,
+                             ${input.finish && input.title ? input.title : null}::text) AS committed`,
+      );
+    let [row] = await commit(positionArgument(input.position, input.storedPath));
+    // The stored path was not the one the caller knew (nothing was written): the position goes whole.
+    if (row?.outcome === 'stale_path') [row] = await commit(positionArgument(input.position));
     const { outcome, steer, titled, queued } = mustHave(row, 'canopy_commit result');
-    if (outcome === 'fenced') return { status: 'fenced' };
+    if (outcome !== 'ok') return { status: 'fenced' };
     return { status: 'ok', steer: steer === null ? null : jsonObject(steer), titled, queued };
   }
 
@@ -808,6 +807,25 @@ async function lockStatus(tx: SqlTx, scope: Scope, id: string): Promise<SessionS
 
 function setPosition(position: PositionRecord): Sql {
   return sql`path = ${position.path}::int[], cursors = ${json(position.cursors)}, head = ${position.head}::int`;
+}
+
+/**
+ * canopy_commit's position: whole, or, when the caller knows the stored path and the new one keeps a prefix of it,
+ * that prefix's length (checked by the stored path's length and the prefix's last id) and the ids after it.
+ */
+function positionArgument(position: PositionRecord, stored?: readonly NodeId[]): JsonObject {
+  const { path, cursors, head } = position;
+  let keep = 0;
+  if (stored) while (keep < stored.length && keep < path.length && stored[keep] === path[keep]) keep++;
+  if (keep === 0) return { path: [...path], cursors, head };
+  return {
+    path_keep: keep,
+    path_length: stored!.length,
+    path_at: stored![keep - 1]!,
+    path_append: path.slice(keep),
+    cursors,
+    head,
+  };
 }
 
 function refusal(status: 'busy' | 'paused'): CanopyException {

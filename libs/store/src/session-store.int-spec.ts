@@ -975,6 +975,38 @@ describe('loadRun', () => {
 });
 
 describe('commit', () => {
+  it('sends a path that keeps a prefix of the stored one as its cut and the ids after it, whole when stale', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    const { run } = await startRun(scope, 's');
+    const base = {
+      sessionId: 's',
+      runId: run.id,
+      nodes: [node(1, null, 'q'), node(2, 1, 'a'), node(3, 2, 'q2')],
+      position: pos([1, 2, 3]),
+      nextNodeId: 4,
+      usage: emptyUsage(),
+    };
+    // Nothing stored to keep: the path goes whole.
+    expect(await store.commit(scope, { ...base, storedPath: [] })).toEqual(OK);
+    // A branch from 2 keeps [1, 2] of [1, 2, 3].
+    const branch = { ...base, nodes: [node(4, 2, 'q2-bis'), node(5, 4, 'a-bis')], nextNodeId: 6 };
+    expect(await store.commit(scope, { ...branch, position: pos([1, 2, 4, 5]), storedPath: [1, 2, 3] })).toEqual(OK);
+    expect(await store.get(scope, 's')).toMatchObject({ path: [1, 2, 4, 5], head: 5 });
+    // A caller whose view of the stored path is stale (here: too short) still leaves the position it asked for.
+    const stale = { ...base, nodes: [node(6, 5, 'q3')], position: pos([1, 2, 4, 5, 6]), nextNodeId: 7 };
+    expect(await store.commit(scope, { ...stale, storedPath: [1, 2, 4] })).toEqual(OK);
+    expect(await store.get(scope, 's')).toMatchObject({ path: [1, 2, 4, 5, 6], head: 6, nextNodeId: 7 });
+    // And one that takes the stored path for another branch of the same length ([1, 2, 3, …] for [1, 2, 4, …]).
+    const differs = { ...base, nodes: [node(7, 3, 'a2')], position: pos([1, 2, 3, 7]), nextNodeId: 8 };
+    expect(await store.commit(scope, { ...differs, storedPath: [1, 2, 3, 5, 6] })).toEqual(OK);
+    expect(await store.get(scope, 's')).toMatchObject({ path: [1, 2, 3, 7], head: 7, nextNodeId: 8 });
+    // The run still fenced: another run's commit is refused whatever form its path takes.
+    expect(
+      await store.commit(scope, { ...differs, runId: randomUUID(), nodes: [], storedPath: [1, 2, 3, 7] }),
+    ).toEqual({ status: 'fenced' });
+  });
+
   it('titles an untitled session with the commit that ends its run; a title set meanwhile wins', async () => {
     const scope = await newScope();
     await store.create(scope, { id: 's', model: 'm' });

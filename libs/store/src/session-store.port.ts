@@ -173,6 +173,12 @@ export interface CommitInput {
   /** Appended in one statement; empty for a commit that only moves the position. */
   nodes: NewNode[];
   position: PositionRecord;
+  /**
+   * The path the session row holds before this commit, as the committing run knows it (read at its start or
+   * written by its last commit): a position that keeps a prefix of it is sent as that prefix's length and the ids
+   * after it, so a long path is not sent and parsed again whole by every commit.
+   */
+  storedPath?: readonly NodeId[];
   /** The session's nextNodeId after this commit. */
   nextNodeId: NodeId;
   /** Added to the session's usage total (usage of the committed nodes). */
