@@ -8,7 +8,9 @@ import { types } from 'pg';
 /** Postgres's type oid of int4[] (pg_type.typarray of int4). */
 export const INT4_ARRAY_OID = 1007;
 
-const generic = types.getTypeParser(INT4_ARRAY_OID, 'text') as (text: string) => unknown;
+/** node-postgres's own parser of a type (its declared TypeId names only the scalar types). */
+const parserOf = types.getTypeParser as (oid: number, format: 'text' | 'binary') => (value: never) => unknown;
+const generic = parserOf(INT4_ARRAY_OID, 'text') as (text: string) => unknown;
 
 export function parseInt4Array(text: string): unknown {
   if (text === '{}') return [];
@@ -22,5 +24,5 @@ export const fastIntArrayTypes = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary'): unknown =>
     oid === INT4_ARRAY_OID && format !== 'binary'
       ? parseInt4Array
-      : (types.getTypeParser(oid, format ?? 'text') as unknown)) as typeof types.getTypeParser,
+      : parserOf(oid, format ?? 'text')) as typeof types.getTypeParser,
 };
