@@ -15,7 +15,7 @@ import {
 } from '@canopy/common';
 import { AuthGuard, AuthModule } from '@canopy/auth';
 import { AgentModule } from '@canopy/agent';
-import { ManagerModule } from '@canopy/manager';
+import { ManagerModule, SharingModule } from '@canopy/manager';
 import { RealtimeModule } from '@canopy/realtime';
 import { REDIS_CONNECTIONS, RedisModule, type RedisConnections } from '@canopy/redis';
 import { StoreModule } from '@canopy/store';
@@ -44,6 +44,8 @@ import { SseRegistry } from './http/sse';
 import { StorableTextPipe } from './http/storable-text.pipe';
 import { TokensController } from './http/tokens.controller';
 import { TreeController } from './http/tree.controller';
+import { SharesController } from './http/shares.controller';
+import { FeedbackController } from './http/feedback.controller';
 import { CanopyMcpService } from './mcp/canopy-mcp.service';
 import { McpEndpointController } from './mcp/mcp-endpoint.controller';
 import { LiveHistory } from './ops/live-history.service';
@@ -67,6 +69,7 @@ export class ApiModule {
         ManagerModule.forRoot('api'),
         AuthModule,
         CredentialWatchModule,
+        SharingModule,
         // The tenant-operations use cases, with the ports they need from above: the manager cancels a disabled
         // tenant's runs, the credential watch forgets and closes what a change ends.
         TenancyModule.forApi({ imports: [ManagerModule.forRoot('api'), CredentialWatchModule] }),
@@ -98,6 +101,8 @@ export class ApiModule {
         RunsController,
         StatsController,
         ModelsController,
+        SharesController,
+        FeedbackController,
         LiveController,
         WebSocketDocController,
         McpEndpointController,

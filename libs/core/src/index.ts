@@ -18,3 +18,4 @@ export * from './api/catalog-schemas';
 export * from './api/saas-schemas';
 export * from './api/mcp-schemas';
 export * from './api/settings-schemas';
+export * from './api/sharing-schemas';

@@ -10,3 +10,4 @@ export * from './session-processor';
 export * from './session-engine';
 export * from './manager.module';
 export * from './catalog';
+export * from './sharing';

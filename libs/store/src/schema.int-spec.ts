@@ -70,6 +70,8 @@ describe('the migrated database', () => {
     ['quotas', Prisma.QuotaScalarFieldEnum],
     ['provider_keys', Prisma.ProviderKeyScalarFieldEnum],
     ['usage_daily', Prisma.UsageDailyScalarFieldEnum],
+    ['shares', Prisma.ShareScalarFieldEnum],
+    ['feedback', Prisma.FeedbackScalarFieldEnum],
   ])('has exactly the columns of the Prisma model for %s', async (table, fields) => {
     const { rows } = await raw.query<{ column_name: string }>(
       `SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1`,
@@ -100,9 +102,10 @@ describe('the migrated database', () => {
     }>(
       `SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class
         WHERE relname IN ('tenants', 'api_keys', 'sessions', 'nodes', 'runs', 'node_search', 'audit_events',
-          'webhooks', 'webhook_deliveries', 'quotas', 'provider_keys', 'usage_daily') ORDER BY relname`,
+          'webhooks', 'webhook_deliveries', 'quotas', 'provider_keys', 'usage_daily', 'shares', 'feedback')
+        ORDER BY relname`,
     );
-    expect(rows).toHaveLength(12);
+    expect(rows).toHaveLength(14);
     for (const r of rows) expect(r).toMatchObject({ relrowsecurity: true, relforcerowsecurity: true });
   });
 

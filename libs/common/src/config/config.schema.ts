@@ -254,6 +254,8 @@ export const envSchema = z.object({
   /** Requests per minute per credential (API key or user token) and per tenant; 0 disables. */
   RATE_LIMIT_PER_KEY: z.coerce.number().int().min(0).max(1_000_000).default(1_200),
   RATE_LIMIT_PER_TENANT: z.coerce.number().int().min(0).max(10_000_000).default(6_000),
+  /** Reads of shared links (GET /v1/shared/:token, no credential) per minute per client address; 0 disables. */
+  RATE_LIMIT_SHARED_PER_ADDRESS: z.coerce.number().int().min(0).max(1_000_000).default(60),
   /**
    * Runs in flight per tenant (busy sessions) before prompts answer rate_limited. Counted in Postgres when a run
    * starts; a process that counted the tenant below half the limit skips the count for up to 1 s, so several api
@@ -384,6 +386,8 @@ export interface CanopyConfig {
   readonly limits: {
     readonly perKeyPerMinute: number;
     readonly perTenantPerMinute: number;
+    /** Reads of shared links per minute per client address (0: unlimited). */
+    readonly sharedPerAddressPerMinute: number;
     readonly concurrentRunsPerTenant: number;
     readonly wsSubscriptions: number;
     readonly liveClientBufferBytes: number;
@@ -523,6 +527,7 @@ export function loadConfig(
     limits: {
       perKeyPerMinute: e.RATE_LIMIT_PER_KEY,
       perTenantPerMinute: e.RATE_LIMIT_PER_TENANT,
+      sharedPerAddressPerMinute: e.RATE_LIMIT_SHARED_PER_ADDRESS,
       concurrentRunsPerTenant: e.MAX_CONCURRENT_RUNS_PER_TENANT,
       wsSubscriptions: e.WS_MAX_SUBSCRIPTIONS,
       liveClientBufferBytes: e.LIVE_CLIENT_BUFFER_MAX_BYTES,

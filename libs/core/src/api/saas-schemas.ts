@@ -28,6 +28,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'session.created',
   'session.deleted',
   'session.title',
+  'session.shared',
+  'feedback.created',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 

@@ -1,0 +1,5 @@
+export * from './feedback.repository';
+export * from './feedback.service';
+export * from './shares.repository';
+export * from './shares.service';
+export * from './sharing.module';
