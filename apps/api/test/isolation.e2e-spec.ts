@@ -41,6 +41,9 @@ interface Ids {
   /** A prompt waiting in the queue of `queueSession`, a session of alice's kept busy. */
   queueId: string;
   queueSession: string;
+  /** Alice's share link of her session, and its token. */
+  shareId: string;
+  token: string;
 }
 
 type Kind =
@@ -61,7 +64,12 @@ type Kind =
   | 'importAll'
   | 'bulk'
   | 'tenantOwned'
-  | 'operator';
+  | 'operator'
+  | 'shareList'
+  | 'sharedLink'
+  | 'sharedFork'
+  | 'feedbackList'
+  | 'feedbackExport';
 type Who = 'otherTenant' | 'otherUser' | 'admin';
 
 interface RouteSpec {
@@ -200,6 +208,16 @@ const ROUTES: Record<string, RouteSpec> = {
     body: () => ({ headers: { Authorization: 'Bearer pwned' } }),
   },
   'DELETE /v1/users/{userId}/mcp-servers/{mcpServerId}/credentials': { kind: 'tenantOwned' },
+  'POST /v1/sessions/{id}/shares': { kind: 'session', body: () => ({ title: 'stolen' }) },
+  'GET /v1/shares': { kind: 'shareList' },
+  'DELETE /v1/shares/{shareId}': { kind: 'session' },
+  // No credential needed: whoever holds the token reads the snapshot, and nothing else of A.
+  'GET /v1/shared/{token}': { kind: 'sharedLink' },
+  'POST /v1/shared/{token}/fork': { kind: 'sharedFork', body: () => ({}) },
+  'PUT /v1/sessions/{id}/nodes/{nodeId}/feedback': { kind: 'session', body: () => ({ rating: 'down' }) },
+  'DELETE /v1/sessions/{id}/nodes/{nodeId}/feedback': { kind: 'session' },
+  'GET /v1/feedback': { kind: 'feedbackList' },
+  'GET /v1/feedback/export': { kind: 'feedbackExport' },
   'GET /v1/webhooks/{webhookId}/deliveries': { kind: 'tenantOwned' },
   'POST /v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry': { kind: 'tenantOwned' },
 };
@@ -222,6 +240,8 @@ let operations: Operation[];
 let before: string;
 /** Every session id of tenant A when the hostile calls start. */
 let idsOfA: Set<string>;
+/** Sessions mallory made by continuing alice's shared link (hers to make: deleted before the last comparison). */
+const forksOfMallory: string[] = [];
 
 const credentials = (): Record<Who, string> => ({
   otherTenant: b.key,
@@ -240,6 +260,14 @@ function verdict(kind: Kind, who: Who, res: CallResult, path = ''): string | nul
       }
     | undefined;
   const data = body?.data;
+  if (kind === 'sharedLink') {
+    // The link answers its snapshot to anyone: its title and turns, never an id or metadata of A.
+    if (res.status !== 200) return `expected 200, got ${res.status}`;
+    const text = JSON.stringify(res.body);
+    return revealsA(res) || [ids.id, '"userId"', '"owner"', '"metadata"'].some((x) => text.includes(x))
+      ? `reveals A: ${describeBody(res)}`
+      : null;
+  }
   if (who === 'admin') {
     if (kind === 'activity') return res.status === 200 && res.stream ? null : `expected 200 stream`;
     // The operator's views of every tenant (the admin's by design).
@@ -317,6 +345,25 @@ function verdict(kind: Kind, who: Who, res: CallResult, path = ''): string | nul
     }
     case 'models':
       return modelsVerdict(res);
+    case 'shareList':
+    case 'feedbackList':
+    case 'feedbackExport': {
+      // Only the caller's own: nothing of A's sessions (another tenant), nothing of alice's (another user).
+      const rows =
+        kind === 'feedbackExport'
+          ? ndjsonOf<{ sessionId: string; userId: string | null }>(res)
+          : (res.body as { data?: Array<{ sessionId: string; userId: string | null }> } | undefined)?.data;
+      if (res.status !== 200 || !Array.isArray(rows)) return `expected 200 with rows, got ${res.status}`;
+      const foreign = rows.filter((r) => idsOfA.has(r.sessionId) || r.userId === 'alice');
+      return foreign.length === 0 ? null : `sees ${JSON.stringify(foreign)}`;
+    }
+    case 'sharedFork':
+      // Continuing a link is for its own tenant: another tenant gets not_found; another user of A its own session.
+      if (who === 'otherTenant') return errorMismatch(res, 404, 'not_found');
+      if (res.status === 201 && body?.id) forksOfMallory.push(body.id);
+      return res.status === 201 && body?.userId === 'mallory' && body.id !== ids.id
+        ? null
+        : `expected 201, a session of mallory's, got ${res.status} ${describeBody(res)}`;
     case 'tenantOwned':
     case 'operator': {
       // A tenant's own resources (keys, webhooks, quotas, provider keys, its audit log): a user token has no
@@ -515,6 +562,13 @@ beforeAll(async () => {
       })
     ).status,
   ).toBe(200);
+  // Alice shares her session and rates its first reply.
+  const alice = new Api(t.url, aliceToken);
+  const share = await alice.post(`/v1/sessions/${id}/shares`, {});
+  expect(share.status).toBe(201);
+  expect((await alice.request('PUT', `/v1/sessions/${id}/nodes/2/feedback`, { rating: 'up' })).status).toBe(
+    200,
+  );
   ids = {
     id,
     nodeId: 3,
@@ -528,6 +582,8 @@ beforeAll(async () => {
     provider: 'openai',
     queueId: waiting.body.runId,
     queueSession,
+    shareId: share.body.id,
+    token: share.body.token,
   };
 
   const tree = await a.api.get(`/v1/sessions/${id}/tree`);
@@ -704,6 +760,11 @@ describe('the WebSocket endpoint', () => {
 describe('after all of it', () => {
   it("tenant A's session reads byte for byte as before (tree, path, title, status, run, live entry, list)", async () => {
     expect(before).toBeDefined();
+    // Mallory's own sessions (continued from alice's link) are not A's session: the tenant's search would list them.
+    for (const id of forksOfMallory)
+      expect((await call(t.url, 'DELETE', `/v1/sessions/${id}`, { credential: malloryToken })).status).toBe(
+        204,
+      );
     await eventually(async () => expect(await snapshotOfA()).toBe(before));
   });
 
@@ -805,7 +866,8 @@ describe('revoked keys', () => {
     let cases = 0;
     for (const op of operations) {
       const spec = specOf(op);
-      if (spec.kind === 'websocket') continue;
+      // A shared link takes no credential: a revoked one changes nothing there.
+      if (spec.kind === 'websocket' || spec.kind === 'sharedLink') continue;
       for (const viaQuery of spec.queryToken ? [false, true] : [false]) {
         cases++;
         const problem = errorMismatch(await callAs(op, secondKeyOfA, viaQuery), 401, 'unauthorized');
