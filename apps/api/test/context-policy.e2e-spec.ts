@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually, FakeLlmServer } from '@canopy/testing';
-import { newTenant, SseReader, type Api } from './support/api-client';
+import { Api, newTenant, SseReader } from './support/api-client';
 import {
   answerWithSummaries,
   fakeProviderEnv,
@@ -21,7 +21,7 @@ import {
   summaryCalls as summaryCallsOf,
   turnsIn,
 } from './support/long-context';
-import { startTestApp, type TestApp } from './support/test-app';
+import { startTestApp, TEST_ADMIN_KEY, type TestApp } from './support/test-app';
 
 const WINDOW = 2_000;
 const MAX_OUTPUT = 256;
@@ -294,6 +294,92 @@ describe.each(['postgres', 'embedded'] as const)('summarize on %s', (runtime) =>
     );
     expect(mainCalls(first)).toHaveLength(7);
     expect((await rapi.get(`/v1/sessions/${id}/context`)).body.summary).toBeNull();
+  });
+
+  it('summarizes a prefix once for every branch below it; the summary’s tokens count in the quotas', async () => {
+    const tenant = await newTenant(app, `summary quotas, ${runtime}`);
+    const admin = new Api(app.url, TEST_ADMIN_KEY);
+    const setQuota = (limit: number) =>
+      admin.request('PUT', `/v1/admin/tenants/${tenant.tenantId}/quotas`, {
+        quotas: [{ metric: 'tokens', period: 'day', limit }],
+      });
+    expect((await setQuota(1_000_000)).status).toBe(200);
+    const used = async () => (await tenant.api.get('/v1/quotas')).body.tenant[0].usage as number;
+    const id = (
+      await tenant.api.post('/v1/sessions', { model: MODEL, opts: { context: { strategy: 'summarize' } } })
+    ).body.id as string;
+    for (let turn = 1; turn <= 7; turn++)
+      expect(
+        (await tenant.api.post(`/v1/sessions/${id}/prompt`, { content: prompt(turn), wait: true })).status,
+      ).toBe(200);
+    const first = fake.requests.length;
+    expect(summaryCalls(first)).toHaveLength(0);
+    const before = await used();
+
+    // Turn 8 summarizes; its summarizing call is held at the provider while a run on another branch below the
+    // same prefix (a regeneration of turn 7's reply) is asked for: the session runs one run at a time, so it is
+    // refused, never a second summary of the prefix.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    fake.respondWith((request) =>
+      isSummaryCall(request.body)
+        ? {
+            text: [`SUMMARY through turn ${Math.max(...turnsIn(request.body))}`],
+            usage: { inputTokens: 500, outputTokens: 9 },
+            hold: held,
+          }
+        : { text: ['reply: ', 'ipsum '.repeat(40)], usage: { inputTokens: 10, outputTokens: 40 } },
+    );
+    try {
+      const started = await tenant.api.post(`/v1/sessions/${id}/prompt`, { content: prompt(8) });
+      await eventually(() => expect(summaryCalls(first)).toHaveLength(1));
+      const meanwhile = await tenant.api.post(`/v1/sessions/${id}/branch`, { nodeId: 13 });
+      expect({ status: meanwhile.status, code: meanwhile.body.error?.code }).toEqual({
+        status: 409,
+        code: 'session_busy',
+      });
+      release();
+      await eventually(async () =>
+        expect((await tenant.api.get(`/v1/runs/${started.body.runId as string}`)).body.status).toBe(
+          'completed',
+        ),
+      );
+      // A regeneration on another branch below the node the summary covers (the reply to the prompt after it),
+      // once free to run, sends the summary turn 8's run stored: no second summarizing call.
+      const through = (await tenant.api.get(`/v1/sessions/${id}/context`)).body.summary.throughNodeId as number;
+      expect(through % 2).toBe(0);
+      const regen = await tenant.api.post(`/v1/sessions/${id}/branch`, { nodeId: through + 1, wait: true });
+      expect(regen.body.status).toBe('completed');
+      expect(summaryCalls(first)).toHaveLength(1);
+      const regenCall = mainCalls(first).at(-1)!;
+      expect(sentTexts(regenCall.body)[0]).toContain(`SUMMARY through turn ${through / 2}`);
+      expect(turnsIn(regenCall.body)).toEqual([(through + 2) / 2]);
+
+      // The tenant's token quota counts both runs whole, the summarizing call's 509 tokens with them.
+      const runUsage = async (runId: string) => {
+        const u = (await tenant.api.get(`/v1/runs/${runId}`)).body.usage;
+        return (u.inputTokens as number) + (u.outputTokens as number);
+      };
+      const summarized = await runUsage(started.body.runId as string);
+      expect(summarized).toBe(10 + 40 + 500 + 9);
+      const total = summarized + (await runUsage(regen.body.runId as string));
+      await eventually(async () => expect(await used()).toBe(before + total));
+      // Over it now: the next prompt is refused with the usage that includes the summary.
+      expect((await setQuota(before + total)).status).toBe(200);
+      const over = await tenant.api.post(`/v1/sessions/${id}/prompt`, { content: prompt(9), wait: true });
+      expect({
+        status: over.status,
+        code: over.body.error?.code,
+        usage: over.body.error?.details?.usage,
+      }).toEqual({
+        status: 429,
+        code: 'quota_exceeded',
+        usage: before + total,
+      });
+    } finally {
+      release();
+      answerWithSummaries(fake, 40, 500);
+    }
   });
 
   it('truncates when the summary fails, and says so', async () => {

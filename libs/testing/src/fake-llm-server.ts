@@ -36,6 +36,8 @@ export interface FakeStreamReply {
   finish?: 'stop' | 'tool_use' | 'length';
   /** Waits this long before each event of the stream. */
   eventDelayMs?: number;
+  /** Sends no event until this settles: a test holds a call in flight until it has done what it must meanwhile. */
+  hold?: Promise<unknown>;
   /** Fails the stream once this many delta events (text, thinking or argument pieces) have been sent. */
   failAfterDeltas?: number;
   /** How it fails: the connection destroyed (default) or the format's error event followed by the end. */
@@ -185,6 +187,7 @@ export class FakeLlmServer {
     });
     res.flushHeaders();
     let deltas = 0;
+    await reply.hold?.catch(() => undefined);
     for (const event of events) {
       if (reply.eventDelayMs) await new Promise((r) => setTimeout(r, reply.eventDelayMs));
       if (res.destroyed) return; // the client went away (an aborted call)
