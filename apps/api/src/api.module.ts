@@ -20,6 +20,12 @@ import { RealtimeModule } from '@canopy/realtime';
 import { REDIS_CONNECTIONS, RedisModule, type RedisConnections } from '@canopy/redis';
 import { StoreModule } from '@canopy/store';
 import { TenancyModule } from '@canopy/tenancy';
+import { AgUiController } from './frontend/ag-ui.controller';
+import { AgUiService } from './frontend/ag-ui.service';
+import { FrontendChats } from './frontend/frontend-chats.service';
+import { UiChatController } from './frontend/ui-chat.controller';
+import { UiChatService } from './frontend/ui-chat.service';
+import { UiMessageStream } from './frontend/ui-message-stream';
 import { AdminController } from './http/admin.controller';
 import { AuditController } from './http/audit.controller';
 import { KeysController } from './http/keys.controller';
@@ -106,6 +112,9 @@ export class ApiModule {
         LiveController,
         WebSocketDocController,
         McpEndpointController,
+        // The frontend protocols (the AI SDK's UI message stream, AG-UI): translations of the session events.
+        UiChatController,
+        AgUiController,
       ],
       providers: [
         { provide: APP_FILTER, useClass: AllExceptionsFilter },
@@ -122,6 +131,10 @@ export class ApiModule {
         MetricsService,
         ShutdownService,
         LiveHistory,
+        FrontendChats,
+        UiChatService,
+        UiMessageStream,
+        AgUiService,
       ],
     };
   }

@@ -206,6 +206,15 @@ export const envSchema = z.object({
    */
   MODEL_LIMITS: modelLimits.optional(),
   /**
+   * The model of a session a frontend protocol creates on first use (POST /v1/ui/chat, POST /v1/ag-ui) when its
+   * request names none, e.g. `openai:gpt-4.1-mini`. Unset: such a request must name its model.
+   */
+  DEFAULT_MODEL: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]*:.+$/, 'a model id such as openai:gpt-4.1-mini')
+    .max(200)
+    .optional(),
+  /**
    * The built-in demo server tools (clock, calculator, deploy: approval and progress) for every tenant.
    * Default: on for the single-process runtime (no REDIS_URL), off for a distributed deployment.
    */
@@ -376,6 +385,8 @@ export interface CanopyConfig {
   };
   /** MODEL_LIMITS by "provider:name" (empty when unset); they win over the built-in table of model limits. */
   readonly modelLimits: ReadonlyMap<string, ConfiguredModelLimits>;
+  /** DEFAULT_MODEL: the model of a session a frontend protocol creates without naming one; null when unset. */
+  readonly defaultModel: string | null;
   /** Register the built-in demo server tools (clock, calculator, deploy). */
   readonly demoTools: boolean;
   readonly auth: {
@@ -518,6 +529,7 @@ export function loadConfig(
       openaiCompatible: e.OPENAI_COMPATIBLE_MODELS,
     },
     modelLimits: e.MODEL_LIMITS ?? new Map(),
+    defaultModel: e.DEFAULT_MODEL ?? null,
     demoTools: e.CANOPY_DEMO_TOOLS ?? e.REDIS_URL === undefined,
     auth: {
       jwtSecret: e.CANOPY_JWT_SECRET ?? null,

@@ -1,0 +1,286 @@
+// AG-UI's RunAgentInput as Canopy commands, and the run's events written back as AG-UI events (@ag-ui/encoder).
+// The thread is the session (created on first use: the model from forwardedProps.model or DEFAULT_MODEL); the
+// input's `tools` are the session's client tools. The server's tree is the history: the input's messages only say
+// what is asked. A last user message the tree does not hold is a prompt — after the message before it when that one
+// is a node off the head (a branch there), else on the active path; a last user message the tree holds is a
+// regeneration of its turn. `resume` entries (and tool messages for client tool calls) answer a paused run.
+// RUN_STARTED, a MESSAGES_SNAPSHOT of the active path with the new prompt, the run's events, then a
+// MESSAGES_SNAPSHOT of what it committed (node ids) and RUN_FINISHED; RUN_ERROR when it fails.
+
+import { Injectable, Logger } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { ZodValidationException } from 'nestjs-zod';
+import { EventType, type BaseEvent, type Message as AgUiMessage, type RunAgentInput } from '@ag-ui/core';
+import { RunAgentInputSchema } from '@ag-ui/core/schemas';
+import { EventEncoder } from '@ag-ui/encoder';
+import { CanopyException } from '@canopy/common';
+import { isTurnBoundary, toolUses, type ClientTool, type NodeId, type Scope, type Tree } from '@canopy/core';
+import { SessionManager } from '@canopy/manager';
+import type { SessionRecord } from '@canopy/store';
+import { SessionCommands, type ResumeCommand } from '../http/session-commands';
+import { AgUiEvents, agUiMessagesOf } from './ag-ui-events';
+import { FrontendChats, type FollowedRun } from './frontend-chats.service';
+
+const KEEP_ALIVE_MS = 15_000;
+
+@Injectable()
+export class AgUiService {
+  private readonly logger = new Logger('AgUi');
+
+  constructor(
+    private readonly chats: FrontendChats,
+    private readonly commands: SessionCommands,
+    private readonly manager: SessionManager,
+  ) {}
+
+  /** Checks the input with the protocol's own schema, starts what it asks for, and streams the run. */
+  async run(scope: Scope, body: unknown, req: Request, res: Response): Promise<void> {
+    const parsed = RunAgentInputSchema.safeParse(body);
+    if (!parsed.success) throw new ZodValidationException(parsed.error);
+    const input = parsed.data as RunAgentInput;
+    const props = (input.forwardedProps ?? {}) as Record<string, unknown>;
+    const tools = clientToolsOf(input);
+    let session = await this.chats.ensureSession(scope, input.threadId, {
+      ...(typeof props.model === 'string' ? { model: props.model } : {}),
+      ...(typeof props.system === 'string' ? { system: props.system } : {}),
+      ...(isObject(props.opts) ? { opts: props.opts } : {}),
+      ...(tools.length > 0 ? { tools } : {}),
+    });
+    if (tools.length > 0 && session.status === 'idle' && !sameTools(session.tools, tools)) {
+      await this.manager.update(scope, input.threadId, { tools });
+      session = { ...session, tools };
+    }
+    const { run, newMessage } = await this.start(scope, session, input);
+    this.stream(scope, input, session.tools, run, newMessage, req, res);
+  }
+
+  private async start(
+    scope: Scope,
+    session: SessionRecord,
+    input: RunAgentInput,
+  ): Promise<{ run: FollowedRun; newMessage: AgUiMessage | null }> {
+    const id = session.id;
+    if (session.status === 'paused' || (input.resume?.length ?? 0) > 0) {
+      return { run: await this.answerPaused(scope, session, input), newMessage: null };
+    }
+    const last = input.messages[input.messages.length - 1];
+    if (!last || last.role !== 'user') {
+      throw CanopyException.badRequest('nothing to run: the last message must be a user message', {
+        field: 'messages',
+      });
+    }
+    const { tree } = await this.chats.conversation(scope, id);
+    const known = nodeOf(tree, last.id);
+    if (known !== undefined) {
+      // A prompt the tree holds: its turn again (a regeneration).
+      const nodeId = turnStartOf(tree, known);
+      return {
+        run: await this.chats.startRun(scope, id, () => this.commands.branch(scope, id, { nodeId })),
+        newMessage: null,
+      };
+    }
+    const content = textOf(last.content);
+    if (content === '') {
+      throw CanopyException.badRequest('the user message has no text', { field: 'messages' });
+    }
+    const before = input.messages[input.messages.length - 2];
+    const anchor = before ? nodeOf(tree, before.id) : undefined;
+    if (anchor !== undefined && anchor !== tree.head) {
+      const node = tree.getNode(anchor)!;
+      if (node.message.role !== 'assistant' || toolUses(node.message).length > 0) {
+        throw CanopyException.badRequest(
+          'a branch goes after an assistant reply: the message before the new one must be a reply without tool calls',
+          { field: 'messages' },
+        );
+      }
+      return {
+        run: await this.chats.startRun(scope, id, () =>
+          this.commands.branch(scope, id, { nodeId: anchor, content }),
+        ),
+        newMessage: last,
+      };
+    }
+    return {
+      run: await this.chats.startRun(scope, id, () => this.commands.prompt(scope, id, { content })),
+      newMessage: last,
+    };
+  }
+
+  /**
+   * Answers for the calls a paused run awaits: a `resume` entry per interrupt (an approval: `payload.approved`;
+   * cancelled: rejected) or, for a client tool, a tool message carrying its result.
+   */
+  private async answerPaused(
+    scope: Scope,
+    session: SessionRecord,
+    input: RunAgentInput,
+  ): Promise<FollowedRun> {
+    const id = session.id;
+    const { inFlight } = await this.chats.conversation(scope, id);
+    if (session.status !== 'paused' || !inFlight) {
+      throw CanopyException.badRequest('nothing waits for an answer in this thread', { field: 'resume' });
+    }
+    const decisions: ResumeCommand[] = [];
+    for (const use of inFlight.awaiting) {
+      const entry = input.resume?.find((r) => r.interruptId === use.id);
+      const toolMessage = input.messages.find((m) => m.role === 'tool' && m.toolCallId === use.id);
+      if (entry) {
+        const payload = entry.payload as { approved?: unknown; reason?: unknown } | boolean | undefined;
+        const approved =
+          entry.status === 'resolved' &&
+          (payload === true || (typeof payload === 'object' && payload?.approved === true));
+        const reason =
+          typeof payload === 'object' && typeof payload?.reason === 'string' ? payload.reason : undefined;
+        decisions.push({
+          toolUseId: use.id,
+          decision: approved
+            ? { type: 'execute' }
+            : { type: 'reject', ...(reason ? { reason: reason.slice(0, 2_000) } : {}) },
+        });
+      } else if (toolMessage && toolMessage.role === 'tool') {
+        const text = textOf(toolMessage.content) || ' ';
+        decisions.push({
+          toolUseId: use.id,
+          decision: { type: 'result', content: text, ...(toolMessage.error ? { isError: true } : {}) },
+        });
+      }
+    }
+    if (decisions.length === 0) {
+      throw new CanopyException('session_paused', 'a run is waiting for a decision', {
+        awaiting: inFlight.awaiting.map((u) => ({ toolCallId: u.id, toolName: u.name })),
+      });
+    }
+    const final = decisions.pop()!;
+    for (const d of decisions) await this.commands.resume(scope, id, d);
+    return this.chats.startRun(scope, id, () => this.commands.resume(scope, id, final));
+  }
+
+  private stream(
+    scope: Scope,
+    input: RunAgentInput,
+    tools: readonly ClientTool[],
+    run: FollowedRun,
+    newMessage: AgUiMessage | null,
+    req: Request,
+    res: Response,
+  ): void {
+    const accept = req.headers.accept;
+    const encoder = new EventEncoder(accept ? { accept } : {});
+    const binary = encoder.getContentType() !== 'text/event-stream';
+    res.status(200);
+    res.setHeader('content-type', encoder.getContentType());
+    res.setHeader('cache-control', 'no-cache, no-transform');
+    res.setHeader('x-accel-buffering', 'no');
+    res.flushHeaders();
+    const send = (events: BaseEvent[]) => {
+      for (const event of events) {
+        if (res.destroyed) return;
+        res.write(binary ? encoder.encodeBinary(event) : encoder.encode(event));
+      }
+    };
+    const keepAlive = binary ? null : setInterval(() => res.write(': ping\n\n'), KEEP_ALIVE_MS);
+    keepAlive?.unref();
+    res.once('close', () => run.close());
+    const events = new AgUiEvents(run.runId, tools);
+    const id = input.threadId;
+    const snapshot = async (extra: AgUiMessage[], withPending: boolean): Promise<BaseEvent> => {
+      const { tree, inFlight } = await this.chats.conversation(scope, id);
+      const pending = withPending
+        ? (inFlight?.pending ?? [])
+            .filter((m) => !isTurnBoundary(m))
+            .map((message, i) => ({ id: `${run.runId}.${i}`, message }))
+        : [];
+      return { type: EventType.MESSAGES_SNAPSHOT, messages: agUiMessagesOf(tree, pending, extra) };
+    };
+    void (async () => {
+      send([
+        {
+          type: EventType.RUN_STARTED,
+          threadId: id,
+          runId: input.runId,
+          ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}),
+          metadata: { canopyRunId: run.runId },
+        },
+      ]);
+      send([await snapshot(newMessage ? [newMessage] : [], false)]);
+      for await (const event of run.feed) {
+        if (events.finishing) {
+          if (event.type === 'tree' || event.type === 'store') break;
+          continue;
+        }
+        send(events.map(event));
+        if (events.ended) break;
+      }
+      const end = events.ended;
+      if (end?.type === 'error') return;
+      if (!end && !events.finishing) {
+        // The session ended under the stream, or the client left.
+        send([
+          { type: EventType.RUN_ERROR, message: run.feed.endedBy ?? 'the stream was closed', code: 'closed' },
+        ]);
+        return;
+      }
+      send(events.finish());
+      const paused = end?.type === 'interrupt';
+      send([await snapshot(paused && newMessage ? [newMessage] : [], paused)]);
+      const finished = events.runFinished(id, input.runId);
+      if (finished) send([finished]);
+    })()
+      .catch((err: unknown) => {
+        this.logger.warn(`the AG-UI stream of thread ${id} failed: ${String(err)}`);
+        send([{ type: EventType.RUN_ERROR, message: 'internal error', code: 'internal' }]);
+      })
+      .finally(() => {
+        if (keepAlive) clearInterval(keepAlive);
+        run.close();
+        res.end();
+      });
+  }
+}
+
+/** The input's tools as the session's client tools. */
+function clientToolsOf(input: RunAgentInput): ClientTool[] {
+  return input.tools.map((t) => ({
+    name: t.name,
+    description: t.description,
+    inputSchema: isObject(t.parameters) ? t.parameters : { type: 'object', properties: {} },
+  }));
+}
+
+function sameTools(a: readonly ClientTool[], b: readonly ClientTool[]): boolean {
+  return (
+    JSON.stringify(a.map((t) => [t.name, t.description, t.inputSchema])) ===
+    JSON.stringify(b.map((t) => [t.name, t.description, t.inputSchema]))
+  );
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** A user message's content as text (AG-UI content parts: their text parts). */
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((p) => (isObject(p) && p.type === 'text' && typeof p.text === 'string' ? p.text : ''))
+    .filter(Boolean)
+    .join('\n\n');
+}
+
+/** The node a message id names: ids of Canopy's snapshots start with the node id. */
+function nodeOf(tree: Tree, messageId: string): NodeId | undefined {
+  const match = /^([1-9]\d{0,15})(?:\.|$)/.exec(messageId);
+  if (!match) return undefined;
+  const nodeId = Number(match[1]);
+  return tree.has(nodeId) ? nodeId : undefined;
+}
+
+function turnStartOf(tree: Tree, nodeId: NodeId): NodeId {
+  let node = tree.getNode(nodeId);
+  while (node && !isTurnBoundary(node.message)) {
+    node = node.parentId === null ? undefined : tree.getNode(node.parentId);
+  }
+  if (!node) throw CanopyException.badRequest('that message is not in a turn', { field: 'messages' });
+  return node.id;
+}

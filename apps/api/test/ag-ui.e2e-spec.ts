@@ -1,0 +1,241 @@
+// AG-UI against the real app, driven by the protocol's own client (@ag-ui/client's HttpAgent, which checks the event
+// sequence it receives): a run answered as RUN_STARTED, MESSAGES_SNAPSHOT, the streamed message, the committed
+// snapshot (node ids) and RUN_FINISHED; server tool calls with their results; a branch at an earlier message and a
+// regeneration; an approval as an interrupt resumed with the client's answer; a client tool left pending and
+// answered by a tool message; bad input the client surfaces as an error; another user's thread out of reach.
+
+import { randomUUID } from 'node:crypto';
+import { HttpAgent } from '@ag-ui/client';
+import { EventType, type BaseEvent, type Message } from '@ag-ui/core';
+import { Api, newTenant } from './support/api-client';
+import { startTestApp, type TestApp } from './support/test-app';
+
+let t: TestApp;
+let api: Api;
+let key: string;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  ({ api, key } = await newTenant(t, 'ag-ui'));
+});
+
+afterAll(async () => {
+  await t?.close();
+});
+
+function agent(threadId = randomUUID(), credential = key): HttpAgent {
+  return new HttpAgent({
+    url: `${t.url}/v1/ag-ui`,
+    headers: { authorization: `Bearer ${credential}` },
+    threadId,
+  });
+}
+
+async function run(
+  a: HttpAgent,
+  params: Parameters<HttpAgent['runAgent']>[0] = {},
+): Promise<{ events: BaseEvent[]; result: Awaited<ReturnType<HttpAgent['runAgent']>> }> {
+  const events: BaseEvent[] = [];
+  const result = await a.runAgent(params, {
+    onEvent: ({ event }) => {
+      events.push(event);
+    },
+  });
+  return { events, result };
+}
+
+const userMessage = (content: string): Message => ({ id: randomUUID(), role: 'user', content });
+
+/** The event types, runs of content deltas collapsed into one (their number depends on timing). */
+function shape(events: BaseEvent[]): string[] {
+  const types = events.map((e) => String(e.type));
+  return types.filter((type, i) => !(type.endsWith('_CONTENT') && types[i - 1] === type));
+}
+
+const brief = (messages: Message[]) =>
+  messages.map((m) => ({
+    id: m.id,
+    role: m.role,
+    ...('content' in m && m.content !== undefined ? { content: m.content } : {}),
+  }));
+
+describe('AG-UI over HttpAgent', () => {
+  it('runs a prompt: the run streamed between two snapshots, the second with node ids', async () => {
+    const a = agent();
+    a.addMessage(userMessage('hello agents'));
+    const { events } = await run(a, { forwardedProps: { model: 'mock:echo' } });
+    expect(shape(events)).toEqual([
+      EventType.RUN_STARTED,
+      EventType.MESSAGES_SNAPSHOT,
+      EventType.STEP_STARTED,
+      EventType.TEXT_MESSAGE_START,
+      EventType.TEXT_MESSAGE_CONTENT,
+      EventType.TEXT_MESSAGE_END,
+      EventType.STEP_FINISHED,
+      EventType.MESSAGES_SNAPSHOT,
+      EventType.RUN_FINISHED,
+    ]);
+    const started = events[0] as BaseEvent & { threadId: string; runId: string };
+    expect(started.threadId).toBe(a.threadId);
+    expect(brief(a.messages)).toEqual([
+      { id: '1', role: 'user', content: 'hello agents' },
+      { id: '2', role: 'assistant', content: 'Echo: hello agents' },
+    ]);
+    const session = await api.get(`/v1/sessions/${a.threadId}`);
+    expect(session.body).toMatchObject({ model: 'mock:echo', status: 'idle' });
+  });
+
+  it('streams server tool calls, their results and reasoning', async () => {
+    const a = agent();
+    a.addMessage(userMessage('what is 6*7?'));
+    const { events } = await run(a, {
+      forwardedProps: {
+        model: 'mock:script',
+        opts: {
+          serverTools: ['calculator'],
+          script: [
+            { thinking: 'multiply', toolCalls: [{ name: 'calculator', input: { expression: '6*7' } }] },
+            { text: 'It is 42.' },
+          ],
+        },
+      },
+    });
+    const types = shape(events);
+    for (const type of [
+      EventType.REASONING_START,
+      EventType.REASONING_MESSAGE_CONTENT,
+      EventType.REASONING_END,
+      EventType.TOOL_CALL_START,
+      EventType.TOOL_CALL_ARGS,
+      EventType.TOOL_CALL_END,
+      EventType.TOOL_CALL_RESULT,
+    ]) {
+      expect(types).toContain(type);
+    }
+    expect(types.filter((type) => type === EventType.STEP_STARTED)).toHaveLength(2);
+    const args = events.find((e) => e.type === EventType.TOOL_CALL_ARGS) as BaseEvent & { delta: string };
+    expect(JSON.parse(args.delta)).toEqual({ expression: '6*7' });
+    const result = events.find((e) => e.type === EventType.TOOL_CALL_RESULT) as BaseEvent & {
+      content: string;
+    };
+    expect(result.content).toContain('42');
+    expect(a.messages.map((m) => m.role)).toEqual(['user', 'reasoning', 'assistant', 'tool', 'assistant']);
+    expect(a.messages[a.messages.length - 1]).toMatchObject({ role: 'assistant', content: 'It is 42.' });
+  });
+
+  it('branches at an earlier message, and regenerates a prompt the thread holds', async () => {
+    const a = agent();
+    a.addMessage(userMessage('one'));
+    await run(a, { forwardedProps: { model: 'mock:echo', opts: { numbered: true } } });
+    a.addMessage(userMessage('two'));
+    await run(a);
+    expect(brief(a.messages).map((m) => m.id)).toEqual(['1', '2', '3', '4']);
+    // Back to the first reply, and a different second prompt: a branch after node 2.
+    a.setMessages([...a.messages.slice(0, 2), userMessage('deux')]);
+    await run(a);
+    expect(brief(a.messages)).toEqual([
+      { id: '1', role: 'user', content: 'one' },
+      { id: '2', role: 'assistant', content: 'Echo #1: one' },
+      { id: '5', role: 'user', content: 'deux' },
+      { id: '6', role: 'assistant', content: 'Echo #1: deux' },
+    ]);
+    const turns = await api.get(`/v1/sessions/${a.threadId}/turns`);
+    expect(turns.body.data[1].edits).toEqual([3, 5]);
+    // A last message the thread holds (node 1): its turn again.
+    a.setMessages(a.messages.slice(0, 1));
+    await run(a);
+    expect(brief(a.messages)).toEqual([
+      { id: '1', role: 'user', content: 'one' },
+      { id: '7', role: 'assistant', content: 'Echo #2: one' },
+    ]);
+  });
+
+  it('interrupts for an approval and resumes with the answer; leaves a client tool call pending for its result', async () => {
+    const a = agent();
+    a.addMessage(userMessage('deploy from where I am'));
+    const first = await run(a, {
+      tools: [
+        {
+          name: 'getLocation',
+          description: 'Where the user is',
+          parameters: { type: 'object', properties: {} },
+        },
+      ],
+      forwardedProps: {
+        model: 'mock:script',
+        opts: {
+          serverTools: ['deploy'],
+          script: [
+            { toolCalls: [{ name: 'getLocation', input: {} }] },
+            { toolCalls: [{ name: 'deploy', input: { target: 'staging' } }] },
+            { text: 'Deployed from Paris.' },
+          ],
+        },
+      },
+    });
+    // The client tool: the run completed, its call left for the client.
+    const finished = first.events[first.events.length - 1] as BaseEvent & {
+      outcome?: { type: string; pendingToolCallIds?: string[] };
+    };
+    expect(finished.type).toBe(EventType.RUN_FINISHED);
+    expect(finished.outcome?.type).toBe('success');
+    const callId = finished.outcome!.pendingToolCallIds![0]!;
+    const call = first.events.find((e) => e.type === EventType.TOOL_CALL_START) as BaseEvent & {
+      toolCallId: string;
+      toolCallName: string;
+    };
+    expect(call).toMatchObject({ toolCallId: callId, toolCallName: 'getLocation' });
+    a.addMessage({ id: randomUUID(), role: 'tool', toolCallId: callId, content: 'Paris' });
+    const second = await run(a, { tools: [{ name: 'getLocation', description: 'Where the user is' }] });
+    const interrupted = second.events[second.events.length - 1] as BaseEvent & {
+      outcome?: { type: string; interrupts?: Array<{ id: string; toolCallId: string; reason: string }> };
+    };
+    expect(interrupted.outcome?.type).toBe('interrupt');
+    const [interrupt] = interrupted.outcome!.interrupts!;
+    expect(interrupt).toMatchObject({ reason: 'tool_approval' });
+    expect((await api.get(`/v1/sessions/${a.threadId}`)).body.status).toBe('paused');
+    // Resumed with the approval: the deploy runs and the reply follows.
+    const third = await run(a, {
+      resume: [{ interruptId: interrupt!.id, status: 'resolved', payload: { approved: true } }],
+    });
+    expect(third.events[third.events.length - 1]!.type).toBe(EventType.RUN_FINISHED);
+    const result = third.events.find((e) => e.type === EventType.TOOL_CALL_RESULT) as BaseEvent & {
+      content: string;
+    };
+    expect(result.content).toBe('deployed to staging');
+    expect(a.messages[a.messages.length - 1]).toMatchObject({
+      role: 'assistant',
+      content: 'Deployed from Paris.',
+    });
+    expect((await api.get(`/v1/sessions/${a.threadId}`)).body.status).toBe('idle');
+  });
+
+  it('answers bad input with a 400 the client throws, and another user’s thread with a 404', async () => {
+    // The client logs what it throws.
+    const logged = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    const noModel = agent();
+    noModel.addMessage(userMessage('hi'));
+    await expect(run(noModel)).rejects.toThrow(/400|bad_request/);
+    const malformed = await api.post('/v1/ag-ui', {
+      threadId: randomUUID(),
+      runId: randomUUID(),
+      messages: [{ id: 'm1', role: 'user' }],
+    });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.code).toBe('bad_request');
+
+    const alice = (await api.post('/v1/tokens', { userId: 'alice' })).body.token as string;
+    const mallory = (await api.post('/v1/tokens', { userId: 'mallory' })).body.token as string;
+    const threadId = randomUUID();
+    const hers = agent(threadId, alice);
+    hers.addMessage(userMessage('mine'));
+    await run(hers, { forwardedProps: { model: 'mock:echo' } });
+    const his = agent(threadId, mallory);
+    his.addMessage(userMessage('not mine'));
+    await expect(run(his, { forwardedProps: { model: 'mock:echo' } })).rejects.toThrow(/404|not_found/);
+    const turns = await api.get(`/v1/sessions/${threadId}/turns`);
+    expect(turns.body.data).toHaveLength(1);
+    expect(logged).toHaveBeenCalledTimes(2);
+    logged.mockRestore();
+  });
+});
