@@ -11,6 +11,7 @@ import {
   CANOPY_CONFIG,
   ConfigModule,
   LoggingModule,
+  TelemetryModule,
   type CanopyConfig,
 } from '@canopy/common';
 import { AuthGuard, AuthModule } from '@canopy/auth';
@@ -68,6 +69,7 @@ export class ApiModule {
       imports: [
         ConfigModule.forRoot(config),
         LoggingModule,
+        TelemetryModule,
         StoreModule.forRoot(),
         RedisModule.forRoot(),
         RealtimeModule.forRoot(),

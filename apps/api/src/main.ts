@@ -1,41 +1,19 @@
-// Entry point of the api deployable: parse the environment once, boot, listen.
+// Entry point of the api deployable: parse the environment once, start OpenTelemetry when OTEL_* configures it,
+// then load the application (after the instrumentations are in place: they patch http, express, pg and ioredis as
+// those are required), boot, listen.
 
 import { hostname } from 'node:os';
-import { Logger } from '@nestjs/common';
-import {
-  ConfigError,
-  armShutdownDeadline,
-  installSourceMappedStacks,
-  isDependencyUnavailable,
-  loadConfig,
-  startFailureText,
-  tolerateDependencyRejections,
-  type CanopyConfig,
-} from '@canopy/common';
-import { createApiApp } from './app.factory';
+import { bootConfig } from '@canopy/common/telemetry/boot';
+import { startFailureText } from '@canopy/common/process';
 
 async function main(): Promise<void> {
-  installSourceMappedStacks();
-  tolerateDependencyRejections(isDependencyUnavailable, (message, reason) =>
-    new Logger('Canopy').warn({ err: reason }, message),
-  );
-  let config: CanopyConfig;
-  try {
-    config = loadConfig(process.env, { defaultInstanceId: `${hostname()}:${process.pid}` });
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`canopy: ${err.message}\n`);
-      process.exit(1);
-    }
-    throw err;
-  }
-  const app = await createApiApp(config);
-  armShutdownDeadline(config.shutdownGraceMs, (m) => new Logger('Shutdown').error(m));
-  await app.listen(config.http.port, config.http.host);
-  const url = await app.getUrl();
-  new Logger('Canopy').log(
-    `api listening on ${url.replace('[::1]', 'localhost')} (database: ${config.database.url ? 'external' : 'embedded'}, docs: /docs)`,
-  );
+  const config = bootConfig(process.env, {
+    defaultInstanceId: `${hostname()}:${process.pid}`,
+    label: 'canopy',
+    serviceName: 'canopy-api',
+  });
+  const { startApi } = await import('./start-api');
+  await startApi(config);
 }
 
 main().catch((err: unknown) => {

@@ -2,7 +2,7 @@
 // 'worker' role, which needs REDIS_URL), publishing their events through Redis.
 
 import { DynamicModule, Module } from '@nestjs/common';
-import { ConfigModule, LoggingModule, type CanopyConfig } from '@canopy/common';
+import { ConfigModule, LoggingModule, TelemetryModule, type CanopyConfig } from '@canopy/common';
 import { ManagerModule } from '@canopy/manager';
 import { StoreModule } from '@canopy/store';
 import { WorkerHeartbeat } from './worker-heartbeat.service';
@@ -15,6 +15,7 @@ export class WorkerModule {
       imports: [
         ConfigModule.forRoot(config),
         LoggingModule,
+        TelemetryModule,
         StoreModule.forRoot(),
         ManagerModule.forRoot('worker'),
       ],

@@ -1,5 +1,5 @@
 // @canopy/common: what every deployable shares: validated configuration, the error model and its HTTP filter,
-// structured logging, the guard on outbound connections to tenant-given URLs.
+// structured logging, the guard on outbound connections to tenant-given URLs, OpenTelemetry.
 
 export * from './acting-context';
 export * from './config/config.schema';
@@ -11,3 +11,4 @@ export * from './logging/logging.module';
 export * from './net';
 export * from './process';
 export * from './source-mapped-stacks';
+export * from './telemetry';

@@ -15,3 +15,5 @@ export * from './chaos';
 export * from './private-redis-cluster';
 export * from './format-shapes';
 export * from './mcp-test-server';
+export * from './otlp-receiver';
+export * from './in-memory-telemetry';

@@ -324,6 +324,66 @@ export const envSchema = z.object({
     .string()
     .regex(/^(?:[0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)$/, 'must be 32 bytes: 64 hex digits or base64')
     .optional(),
+  // OpenTelemetry, by the specification's own variable names (docs/observability.md). Nothing is started, and
+  // nothing costs, until an exporter is configured: an OTLP endpoint, or OTEL_TRACES_EXPORTER/OTEL_METRICS_EXPORTER.
+  /** Turns OpenTelemetry off whatever else is set. */
+  OTEL_SDK_DISABLED: bool.default(false),
+  /** The service name on every span and metric (default: canopy-api, canopy-worker). */
+  OTEL_SERVICE_NAME: z.string().max(200).optional(),
+  /** The OTLP/HTTP collector, e.g. http://collector:4318 (traces go to /v1/traces, metrics to /v1/metrics). */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z
+    .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+    .optional(),
+  /** Where traces go, as a full URL (over OTEL_EXPORTER_OTLP_ENDPOINT). */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z
+    .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+    .optional(),
+  /** Where metrics go, as a full URL (over OTEL_EXPORTER_OTLP_ENDPOINT). */
+  OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: z
+    .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+    .optional(),
+  /** OTLP over HTTP as protobuf or JSON (gRPC is not offered). */
+  OTEL_EXPORTER_OTLP_PROTOCOL: z
+    .enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json' })
+    .default('http/protobuf'),
+  /** Headers of every OTLP request (`key=value,key2=value2`, e.g. an API key of the backend); read by the exporters. */
+  OTEL_EXPORTER_OTLP_HEADERS: z
+    .string()
+    .regex(/^[^=,\s]+=[^,]*(,[^=,\s]+=[^,]*)*$/, 'must be key=value[,key=value...]')
+    .optional(),
+  /** `otlp` (default once an endpoint is set), `console` (spans printed, for a look), `none`. */
+  OTEL_TRACES_EXPORTER: z.enum(['otlp', 'console', 'none']).optional(),
+  /** `otlp` (default once an endpoint is set), `console`, `none`. */
+  OTEL_METRICS_EXPORTER: z.enum(['otlp', 'console', 'none']).optional(),
+  /** How often metrics are exported (milliseconds). */
+  OTEL_METRIC_EXPORT_INTERVAL: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+  /** Which traces are kept: the specification's samplers. */
+  OTEL_TRACES_SAMPLER: z
+    .enum([
+      'always_on',
+      'always_off',
+      'traceidratio',
+      'parentbased_always_on',
+      'parentbased_always_off',
+      'parentbased_traceidratio',
+    ])
+    .default('parentbased_always_on'),
+  /** The ratio of the `traceidratio` samplers, from 0 to 1 (default 1). */
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).optional(),
+  /**
+   * Which semantic conventions the HTTP and database instrumentations speak (`http`, `http/dup`, `database`,
+   * `database/dup`, comma-separated; read by the instrumentations).
+   */
+  OTEL_SEMCONV_STABILITY_OPT_IN: z
+    .string()
+    .regex(/^[a-z_/]+(,\s*[a-z_/]+)*$/, 'comma-separated names such as http,database')
+    .optional(),
+  /** Puts the messages sent to the model and its replies on the spans (gen_ai.input.messages ...): opt in only. */
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: bool.default(false),
+  /** The tenant id as an attribute of Canopy's OTLP metrics (one series per tenant: mind the backend's cardinality). */
+  CANOPY_OTEL_METRICS_TENANT: bool.default(false),
+  /** The end user's id (enduser.id) on a run's span when a user token started it (personal data: opt in). */
+  CANOPY_OTEL_USER_ID: bool.default(false),
 });
 
 export type Env = z.infer<typeof envSchema>;
@@ -436,6 +496,31 @@ export interface CanopyConfig {
   };
   /** CANOPY_ENCRYPTION_KEY as given (null: generated into the data directory, embedded only). */
   readonly encryptionKey: string | null;
+  /** OpenTelemetry (OTEL_* variables); `traces` and `metrics` null when not exported. */
+  readonly telemetry: TelemetryConfig;
+}
+
+/** What OpenTelemetry exports, and how (TelemetryConfig.traces null: no tracing; metrics null: no OTLP metrics). */
+export interface TelemetryConfig {
+  readonly serviceName: string | null;
+  readonly protocol: 'http/protobuf' | 'http/json';
+  readonly traces: {
+    readonly exporter: 'otlp' | 'console';
+    /** The traces URL (…/v1/traces). */
+    readonly url: string;
+    readonly sampler: Env['OTEL_TRACES_SAMPLER'];
+    readonly samplerRatio: number;
+  } | null;
+  readonly metrics: {
+    readonly exporter: 'otlp' | 'console';
+    /** The metrics URL (…/v1/metrics). */
+    readonly url: string;
+    readonly intervalMs: number;
+  } | null;
+  readonly semconvStabilityOptIn: string | null;
+  readonly captureMessageContent: boolean;
+  readonly metricsTenant: boolean;
+  readonly userId: boolean;
 }
 
 /** The configuration is invalid; the message names every offending variable. */
@@ -573,6 +658,43 @@ export function loadConfig(
       maxInFlightPerTenant: e.WEBHOOK_MAX_IN_FLIGHT_PER_TENANT,
     },
     encryptionKey: e.CANOPY_ENCRYPTION_KEY ?? null,
+    telemetry: telemetryConfig(e),
+  };
+}
+
+/** The OTLP/HTTP default endpoint of the specification. */
+const DEFAULT_OTLP_ENDPOINT = 'http://localhost:4318';
+
+/**
+ * OpenTelemetry's settings. A signal is exported when its exporter is named (OTEL_TRACES_EXPORTER,
+ * OTEL_METRICS_EXPORTER) or, unnamed, when an OTLP endpoint for it is given; `none` or OTEL_SDK_DISABLED turn it off.
+ */
+function telemetryConfig(e: Env): TelemetryConfig {
+  const base = (e.OTEL_EXPORTER_OTLP_ENDPOINT ?? DEFAULT_OTLP_ENDPOINT).replace(/\/+$/, '');
+  const exporter = (named: 'otlp' | 'console' | 'none' | undefined, endpoint: string | undefined) => {
+    if (e.OTEL_SDK_DISABLED || named === 'none') return null;
+    return named ?? (endpoint !== undefined || e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined ? 'otlp' : null);
+  };
+  const traces = exporter(e.OTEL_TRACES_EXPORTER, e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  const metrics = exporter(e.OTEL_METRICS_EXPORTER, e.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT);
+  return {
+    serviceName: e.OTEL_SERVICE_NAME ?? null,
+    protocol: e.OTEL_EXPORTER_OTLP_PROTOCOL,
+    traces: traces && {
+      exporter: traces,
+      url: e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${base}/v1/traces`,
+      sampler: e.OTEL_TRACES_SAMPLER,
+      samplerRatio: e.OTEL_TRACES_SAMPLER_ARG ?? 1,
+    },
+    metrics: metrics && {
+      exporter: metrics,
+      url: e.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT ?? `${base}/v1/metrics`,
+      intervalMs: e.OTEL_METRIC_EXPORT_INTERVAL,
+    },
+    semconvStabilityOptIn: e.OTEL_SEMCONV_STABILITY_OPT_IN ?? null,
+    captureMessageContent: e.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
+    metricsTenant: e.CANOPY_OTEL_METRICS_TENANT,
+    userId: e.CANOPY_OTEL_USER_ID,
   };
 }
 

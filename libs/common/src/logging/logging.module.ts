@@ -1,6 +1,7 @@
 // JSON logs through pino. Every HTTP request gets an id (a sane incoming x-request-id, else a fresh UUID) that
 // is echoed in the x-request-id header, carried by every log line of the request and by error bodies.
-// Credentials never reach the logs: the authorization header and ?token= are redacted.
+// Credentials never reach the logs: the authorization header and ?token= are redacted. A line written inside a
+// traced request or run carries its trace_id and span_id.
 
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -8,6 +9,7 @@ import { Module } from '@nestjs/common';
 import { LoggerModule } from 'nestjs-pino';
 import type { CanopyConfig } from '../config/config.schema';
 import { CANOPY_CONFIG } from '../config/config.module';
+import { traceLogFields } from '../telemetry/log-correlation';
 
 const REQUEST_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
@@ -38,6 +40,8 @@ export function redactUrl(url: string | undefined): string | undefined {
         pinoHttp: {
           level: config.log.level,
           base: { instance: config.instanceId },
+          // trace_id and span_id of the active span (none when OpenTelemetry is off: an empty object).
+          mixin: traceLogFields,
           genReqId: assignRequestId,
           // Every line logged while serving a request (ours and the access line) carries `requestId`.
           quietReqLogger: true,
