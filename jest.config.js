@@ -20,10 +20,14 @@ const base = {
   roots: ['<rootDir>/apps', '<rootDir>/libs'],
   testEnvironment: 'node',
   transform: { '^.+\\.(t|j)s$': ['@swc/jest', swc] },
-  // Prisma's WASM schema engine and jose (user tokens) ship as ES modules only; jest runs CommonJS, so they
-  // are transformed too.
-  transformIgnorePatterns: ['/node_modules/(?!(@prisma/schema-engine-wasm|jose)/)'],
+  // Prisma's WASM schema engine, jose (user tokens) and file-type (sniffing uploads) with its dependencies ship as ES
+  // modules only; jest runs CommonJS, so they are transformed too.
+  transformIgnorePatterns: [
+    '/node_modules/(?!(@prisma/schema-engine-wasm|jose|file-type|strtok3|token-types|@tokenizer|uint8array-extras|@borewit)/)',
+  ],
   moduleNameMapper: {
+    // Its package exports name no `require` condition (an ES module only): jest is pointed at its entry.
+    '^file-type$': '<rootDir>/node_modules/file-type/index.js',
     '^@canopy/([^/]+)$': '<rootDir>/libs/$1/src',
     '^@canopy/([^/]+)/(.*)$': '<rootDir>/libs/$1/src/$2',
   },

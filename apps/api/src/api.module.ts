@@ -19,7 +19,8 @@ import { AgentModule } from '@canopy/agent';
 import { ManagerModule, SharingModule } from '@canopy/manager';
 import { RealtimeModule } from '@canopy/realtime';
 import { REDIS_CONNECTIONS, RedisModule, type RedisConnections } from '@canopy/redis';
-import { StoreModule } from '@canopy/store';
+import { FilesModule, StoreModule } from '@canopy/store';
+import { resolveSecrets } from '@canopy/auth';
 import { TenancyModule } from '@canopy/tenancy';
 import { AgUiController } from './frontend/ag-ui.controller';
 import { AgUiService } from './frontend/ag-ui.service';
@@ -51,6 +52,8 @@ import { SseRegistry } from './http/sse';
 import { StorableTextPipe } from './http/storable-text.pipe';
 import { TokensController } from './http/tokens.controller';
 import { TreeController } from './http/tree.controller';
+import { FilesController } from './http/files.controller';
+import { FileUrlSigner } from './http/file-urls';
 import { SharesController } from './http/shares.controller';
 import { FeedbackController } from './http/feedback.controller';
 import { CanopyMcpService } from './mcp/canopy-mcp.service';
@@ -71,6 +74,7 @@ export class ApiModule {
         LoggingModule,
         TelemetryModule,
         StoreModule.forRoot(),
+        FilesModule.forRoot(),
         RedisModule.forRoot(),
         RealtimeModule.forRoot(),
         AgentModule.forRoot(),
@@ -109,6 +113,7 @@ export class ApiModule {
         RunsController,
         StatsController,
         ModelsController,
+        FilesController,
         SharesController,
         FeedbackController,
         LiveController,
@@ -128,6 +133,12 @@ export class ApiModule {
         { provide: APP_GUARD, useClass: RateLimitGuard },
         SseRegistry,
         SessionCommands,
+        {
+          // Signed file URLs: keyed by the secret user tokens are signed with (the same on every process).
+          provide: FileUrlSigner,
+          inject: [CANOPY_CONFIG],
+          useFactory: (c: CanopyConfig) => new FileUrlSigner(resolveSecrets(c).jwtSecret),
+        },
         CanopyMcpService,
         LiveGateway,
         MetricsService,

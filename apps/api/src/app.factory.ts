@@ -58,7 +58,12 @@ export async function createApiApp(
   // An import carries a whole conversation: its own, larger limit, and its bytes as received (registered first, so
   // the general parser skips it): the import parses and checks a large body off the event loop.
   app.use('/v1/sessions/import', raw({ type: () => true, limit: config.http.importBodyLimit }));
-  app.useBodyParser('json', { limit: config.http.bodyLimit });
+  // An upload (POST /v1/files) streams to storage as it arrives, whatever its content type: no parser reads it.
+  app.useBodyParser('json', {
+    limit: config.http.bodyLimit,
+    type: (req: Request) =>
+      !isFileUpload(req) && req.is('application/json') !== false && req.is('application/json') !== null,
+  });
   app.useWebSocketAdapter(new WsAdapter(app));
   app.disable('x-powered-by');
   app.enableShutdownHooks();
@@ -81,4 +86,10 @@ export async function createApiApp(
     yamlDocumentUrl: 'docs/openapi.yaml',
   });
   return app;
+}
+
+function isFileUpload(req: Request): boolean {
+  return (
+    req.method === 'POST' && (req.originalUrl ?? req.url).split('?')[0]?.replace(/\/+$/, '') === '/v1/files'
+  );
 }

@@ -5,6 +5,8 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { CANOPY_CONFIG, guardedFetch, type CanopyConfig } from '@canopy/common';
 import { McpServersRepository, ProviderKeysRepository, TenancyModule } from '@canopy/tenancy';
+import { FilesModule, FilesService } from '@canopy/store';
+import { FileAttachmentsGateway } from './files/file-attachments.gateway';
 import { HookRegistry } from './hooks/hook-registry';
 import { MODEL_GATEWAY } from './model/model-gateway.port';
 import { createModelGateway } from './model/model.gateway';
@@ -24,13 +26,16 @@ export class AgentModule {
   static forRoot(): DynamicModule {
     AgentModule.root ??= {
       module: AgentModule,
-      imports: [TenancyModule.forRoot()],
+      imports: [TenancyModule.forRoot(), FilesModule.forRoot()],
       providers: [
         {
           provide: MODEL_GATEWAY,
-          inject: [CANOPY_CONFIG, ProviderKeysRepository],
-          useFactory: (c: CanopyConfig, keys: ProviderKeysRepository) =>
-            new TenantCredentialsGateway(createModelGateway(c), keys),
+          inject: [CANOPY_CONFIG, ProviderKeysRepository, FilesService],
+          // Stored files' bytes are read for each call (messages keep their ids).
+          useFactory: (c: CanopyConfig, keys: ProviderKeysRepository, files: FilesService) =>
+            new FileAttachmentsGateway(new TenantCredentialsGateway(createModelGateway(c), keys), files, {
+                inlineTextMaxBytes: c.files.inlineTextMaxBytes,
+              }),
         },
         {
           provide: McpClientPool,

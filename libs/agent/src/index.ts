@@ -20,4 +20,5 @@ export * from './tools/arithmetic';
 export * from './mcp/mcp-result';
 export * from './mcp/mcp-client-pool';
 export * from './mcp/mcp-toolbox';
+export * from './files';
 export * from './agent.module';

@@ -18,4 +18,5 @@ export * from './api/catalog-schemas';
 export * from './api/saas-schemas';
 export * from './api/mcp-schemas';
 export * from './api/settings-schemas';
+export * from './api/files-schemas';
 export * from './api/sharing-schemas';

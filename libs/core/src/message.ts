@@ -24,10 +24,16 @@ export interface ToolUseBlock {
 export interface AttachmentBlock {
   type: 'attachment';
   mediaType: string;
-  /** Base64 data, or a URL the model provider can fetch; one of the two. */
+  /**
+   * A stored file (POST /v1/files): its bytes are read when the model is called, never kept in the message.
+   * Otherwise base64 data, or a URL the model provider can fetch; one of the three.
+   */
+  fileId?: string;
   data?: string;
   url?: string;
   name?: string;
+  /** A stored file's size in bytes (set with fileId). */
+  bytes?: number;
 }
 
 export interface ToolResultBlock {

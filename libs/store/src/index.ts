@@ -18,3 +18,4 @@ export * from './quota-status';
 export * from './sql';
 export * from './secret-box';
 export * from './heavy-operations.repository';
+export * from './files';

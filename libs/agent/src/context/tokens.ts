@@ -146,6 +146,9 @@ function profileOf(model: string): Profile {
 
 /** An attachment's estimate (see IMAGE_TOKENS and BYTES_PER_FILE_TOKEN). */
 export function attachmentTokens(a: AttachmentBlock): number {
+  // A stored file: an image as any image, anything else by its size (a text file is sent as its text).
+  if (a.fileId !== undefined)
+    return a.mediaType.startsWith('image/') ? IMAGE_TOKENS : Math.ceil((a.bytes ?? 0) / BYTES_PER_FILE_TOKEN);
   if (a.data === undefined && a.url === undefined) return 0; // nothing to send: message-mapping.ts drops it
   if (a.mediaType.startsWith('image/') || a.data === undefined) return IMAGE_TOKENS;
   return Math.ceil((a.data.length * 3) / 4 / BYTES_PER_FILE_TOKEN);

@@ -279,6 +279,34 @@ export const envSchema = z.object({
   /** Session subscriptions one WebSocket connection may hold. */
   WS_MAX_SUBSCRIPTIONS: z.coerce.number().int().min(1).max(10_000).default(100),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  /** The largest file an upload may be (POST /v1/files): refused with 413 payload_too_large as it streams past it. */
+  FILES_MAX_BYTES: z.coerce.number().int().min(1).max(5_368_709_120).default(26_214_400),
+  /**
+   * Where files' bytes are kept: `postgres` (chunked rows in the database; works on both runtimes) or `s3` (an
+   * S3-compatible object store, for distributed deployments: FILES_S3_BUCKET and the rest).
+   */
+  FILES_STORAGE: z.enum(['postgres', 's3']).default('postgres'),
+  /** The S3-compatible endpoint (MinIO, R2, GCS interoperability: `https://…`). Unset: AWS S3 in FILES_S3_REGION. */
+  FILES_S3_ENDPOINT: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
+  FILES_S3_REGION: z.string().min(1).max(64).default('us-east-1'),
+  /** The bucket (it must exist); required when FILES_STORAGE=s3. */
+  FILES_S3_BUCKET: z.string().min(3).max(63).optional(),
+  /** Unset (both): the AWS SDK's default credential chain (environment, instance or task role). */
+  FILES_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  FILES_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  /** Prepended to every object key (objects are `<prefix><tenant id>/<file key>`). */
+  FILES_S3_PREFIX: z.string().max(200).default(''),
+  /** Path-style requests (`endpoint/bucket/key`), as MinIO and most S3-compatible servers want. */
+  FILES_S3_FORCE_PATH_STYLE: bool.default(true),
+  /** A text attachment (plain, Markdown, JSON, CSV, code) is sent to the model as text up to this many bytes. */
+  FILES_INLINE_TEXT_MAX_BYTES: z.coerce.number().int().min(0).max(10_485_760).default(262_144),
+  /** How long a signed file URL (for a browser's <img>) stays valid. */
+  FILES_SIGNED_URL_TTL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(300),
+  /**
+   * How often each process removes the files no session refers to any more (deleted by their owner, or whose last
+   * session was deleted or expired); 0 turns it off.
+   */
+  FILES_SWEEP_INTERVAL_MS: z.coerce.number().int().min(0).max(86_400_000).default(60_000),
   /**
    * The loopback, private, link-local or reserved targets that URLs given by tenants (webhook URLs, their own
    * provider base URLs, attachment URLs, MCP server URLs) may reach, comma-separated: host names (whatever they resolve to),
@@ -485,6 +513,22 @@ export interface CanopyConfig {
   readonly targets: { readonly tenantUrls: TargetPolicy; readonly webhooks: TargetPolicy };
   /** Tenants' MCP servers: connect-and-list timeout at a run's start, idle close of pooled clients. */
   readonly mcp: { readonly connectTimeoutMs: number; readonly idleCloseMs: number };
+  /** Files (attachments stored apart from the messages that refer to them). */
+  readonly files: {
+    readonly maxBytes: number;
+    readonly storage: 'postgres' | 's3';
+    readonly s3: {
+      readonly endpoint: string | null;
+      readonly region: string;
+      readonly bucket: string | null;
+      readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | null;
+      readonly prefix: string;
+      readonly forcePathStyle: boolean;
+    };
+    readonly inlineTextMaxBytes: number;
+    readonly signedUrlTtlSeconds: number;
+    readonly sweepIntervalMs: number;
+  };
   readonly webhooks: {
     readonly timeoutMs: number;
     readonly retryBaseMs: number;
@@ -560,6 +604,12 @@ export function loadConfig(
     throw new ConfigError([
       `EVENT_REPLAY_MEMORY_EVENTS: must be at least EVENT_REPLAY_LIMIT (${e.EVENT_REPLAY_LIMIT}): it holds every session's log`,
     ]);
+  }
+  if (e.FILES_STORAGE === 's3' && !e.FILES_S3_BUCKET) {
+    throw new ConfigError(['FILES_S3_BUCKET: required when FILES_STORAGE=s3']);
+  }
+  if ((e.FILES_S3_ACCESS_KEY_ID === undefined) !== (e.FILES_S3_SECRET_ACCESS_KEY === undefined)) {
+    throw new ConfigError(['FILES_S3_ACCESS_KEY_ID, FILES_S3_SECRET_ACCESS_KEY: give both or neither']);
   }
   if (e.REDIS_CLUSTER_NODES && !e.REDIS_URL) {
     throw new ConfigError([
@@ -648,6 +698,24 @@ export function loadConfig(
       webhooks: e.WEBHOOK_ALLOW_PRIVATE ? TargetPolicy.anywhere : tenantUrls,
     },
     mcp: { connectTimeoutMs: e.MCP_CONNECT_TIMEOUT_MS, idleCloseMs: e.MCP_IDLE_CLOSE_MS },
+    files: {
+      maxBytes: e.FILES_MAX_BYTES,
+      storage: e.FILES_STORAGE,
+      s3: {
+        endpoint: e.FILES_S3_ENDPOINT ?? null,
+        region: e.FILES_S3_REGION,
+        bucket: e.FILES_S3_BUCKET ?? null,
+        credentials:
+          e.FILES_S3_ACCESS_KEY_ID && e.FILES_S3_SECRET_ACCESS_KEY
+            ? { accessKeyId: e.FILES_S3_ACCESS_KEY_ID, secretAccessKey: e.FILES_S3_SECRET_ACCESS_KEY }
+            : null,
+        prefix: e.FILES_S3_PREFIX,
+        forcePathStyle: e.FILES_S3_FORCE_PATH_STYLE,
+      },
+      inlineTextMaxBytes: e.FILES_INLINE_TEXT_MAX_BYTES,
+      signedUrlTtlSeconds: e.FILES_SIGNED_URL_TTL_SECONDS,
+      sweepIntervalMs: e.FILES_SWEEP_INTERVAL_MS,
+    },
     webhooks: {
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,

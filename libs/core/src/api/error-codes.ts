@@ -16,6 +16,8 @@ export const ERROR_STATUS = {
   session_paused: 409,
   not_paused: 409,
   idle: 409,
+  /** An attachment of a type the session's model cannot take (e.g. a PDF to a model without document input). */
+  attachment_unsupported: 400,
   payload_too_large: 413,
   unsupported_media_type: 415,
   not_user_node: 422,

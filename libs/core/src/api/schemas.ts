@@ -115,16 +115,29 @@ export const textBlockSchema = z
   .object({ type: z.literal('text'), text: z.string().max(LIMITS.text) })
   .strict();
 
+/**
+ * An attachment: a stored file by id (POST /v1/files; its type and name are the file's), or inline base64 data
+ * (stored as a file when the run commits) or a URL, each with its media type.
+ */
 export const attachmentBlockSchema = z
   .object({
     type: z.literal('attachment'),
-    mediaType: z.string().min(1).max(200),
+    fileId: z.uuid().optional(),
+    mediaType: z.string().min(1).max(200).optional(),
     data: z.string().max(10_000_000).optional(),
     url: z.url().max(4_000).optional(),
     name: z.string().max(500).optional(),
   })
   .strict()
-  .refine((b) => (b.data === undefined) !== (b.url === undefined), { message: 'give either data or url' });
+  .refine((b) => [b.fileId, b.data, b.url].filter((v) => v !== undefined).length === 1, {
+    message: 'give one of fileId, data or url',
+  })
+  .refine((b) => b.fileId !== undefined || b.mediaType !== undefined, {
+    message: 'mediaType is required with data or url',
+    path: ['mediaType'],
+  })
+  // A file's own type replaces this placeholder when the prompt is taken (the file's, sniffed from its bytes).
+  .transform((b) => ({ ...b, mediaType: b.mediaType ?? 'application/octet-stream' }));
 
 /** What a prompt may carry: text, or text and attachment blocks. */
 export const promptContentSchema = z.union([
@@ -246,14 +259,9 @@ export const contextQuerySchema = z
 /** GET /v1/sessions/:id/turns: the active path's turns, or a page of them (the latest `limit` before `before`). */
 export const turnsQuerySchema = z
   .object({
-    before: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .optional()
-      .meta({
-        description: 'Only turns that start before this node of the active path (a page of earlier turns)',
-      }),
+    before: z.coerce.number().int().min(1).optional().meta({
+      description: 'Only turns that start before this node of the active path (a page of earlier turns)',
+    }),
     limit: z.coerce
       .number()
       .int()

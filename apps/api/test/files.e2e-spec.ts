@@ -1,0 +1,397 @@
+// Files over HTTP, on Postgres storage: uploads (raw and multipart) sniffed from their bytes, refused past
+// FILES_MAX_BYTES while they stream; metadata and bytes served with their type, nosniff and a disposition; signed
+// URLs; tenant and user scoping (tenant B reaches tenant A's file by no id, signed URL or fork); prompts that refer
+// to files, whose bytes reach the model (the fake provider records its requests) as image, document and text parts;
+// inline base64 stored as a file; 400 attachment_unsupported; a fork sharing its source's files, and files removed
+// once no session refers to them.
+
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return -- JSON bodies read loosely */
+
+import { createHash, randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { Client } from 'pg';
+import { eventually, FakeLlmServer } from '@canopy/testing';
+import { Api, newTenant, type ApiResponse } from './support/api-client';
+import { startTestApp, type TestApp } from './support/test-app';
+
+/** A 1x1 PNG. */
+const PNG = Buffer.from(
+  '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c63f8cfc0f01f0005000201a5f2b1a30000000049454e44ae426082',
+  'hex',
+);
+const PDF = Buffer.from('%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n');
+const ZIP = Buffer.from('504b0304140000000800000000000000000000000000000000000000', 'hex');
+const MAX_BYTES = 256 * 1024;
+
+let t: TestApp;
+let fake: FakeLlmServer;
+let a: { tenantId: string; api: Api; key: string };
+let b: { tenantId: string; api: Api; key: string };
+
+const sha = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+
+function expectError(res: ApiResponse, status: number, code: string): void {
+  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
+}
+
+/** A raw upload: the bytes as the body, with a content type and a name. */
+async function upload(api: Api, bytes: Buffer, type: string, name: string): Promise<ApiResponse> {
+  const res = await fetch(`${api.baseUrl}/v1/files?name=${encodeURIComponent(name)}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${api.credential}`, 'content-type': type },
+    body: bytes,
+  });
+  return { status: res.status, body: await res.json(), headers: res.headers };
+}
+
+async function bytesOf(
+  url: string,
+  credential?: string,
+): Promise<{ status: number; bytes: Buffer; headers: Headers }> {
+  const res = await fetch(url, { headers: credential ? { authorization: `Bearer ${credential}` } : {} });
+  return { status: res.status, bytes: Buffer.from(await res.arrayBuffer()), headers: res.headers };
+}
+
+beforeAll(async () => {
+  fake = await FakeLlmServer.start();
+  t = await startTestApp({
+    env: {
+      FILES_MAX_BYTES: String(MAX_BYTES),
+      FILES_SWEEP_INTERVAL_MS: '200',
+      ANTHROPIC_API_KEY: 'sk-deployment',
+      ANTHROPIC_BASE_URL: fake.baseUrl,
+      OPENAI_COMPATIBLE_API_KEY: 'sk-deployment',
+      OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl,
+      OPENAI_COMPATIBLE_MODELS: 'local-llama',
+    },
+  });
+  a = await newTenant(t, 'files a');
+  b = await newTenant(t, 'files b');
+});
+
+afterAll(async () => {
+  await t?.close();
+  await fake?.close();
+});
+
+describe('uploads', () => {
+  it('stores a raw upload with the type its bytes have, whatever was declared, and serves it back', async () => {
+    const res = await upload(a.api, PNG, 'text/plain', 'pixel.txt');
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({
+      id: expect.any(String),
+      name: 'pixel.txt',
+      mediaType: 'image/png',
+      bytes: PNG.length,
+      sha256: sha(PNG),
+      userId: null,
+      createdAt: expect.any(String),
+    });
+    expect((await a.api.get(`/v1/files/${res.body.id}`)).body).toEqual(res.body);
+    const content = await bytesOf(`${t.url}/v1/files/${res.body.id}/content`, a.key);
+    expect(content.status).toBe(200);
+    expect(content.bytes.equals(PNG)).toBe(true);
+    expect(content.headers.get('content-type')).toBe('image/png');
+    expect(content.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(content.headers.get('content-disposition')).toMatch(/^inline; filename="pixel.txt"/);
+  });
+
+  it('takes the field `file` of a multipart body; anything but an image is served as an attachment', async () => {
+    const form = new FormData();
+    form.append('note', 'ignored');
+    form.append(
+      'file',
+      new Blob([Buffer.from('# Notes\n\nplain words\n')], { type: 'text/markdown' }),
+      'notes.md',
+    );
+    const res = await fetch(`${t.url}/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.key}` },
+      body: form,
+    });
+    const body = (await res.json()) as Record<string, any>;
+    expect(res.status).toBe(201);
+    expect(body).toMatchObject({ name: 'notes.md', mediaType: 'text/markdown', bytes: 21 });
+    const content = await bytesOf(`${t.url}/v1/files/${body.id}/content`, a.key);
+    expect(content.bytes.toString()).toBe('# Notes\n\nplain words\n');
+    expect(content.headers.get('content-disposition')).toMatch(/^attachment; filename="notes.md"/);
+    expect(content.headers.get('x-content-type-options')).toBe('nosniff');
+
+    const noFile = new FormData();
+    noFile.append('other', new Blob([Buffer.from('x')]), 'x.txt');
+    const refused = await fetch(`${t.url}/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.key}` },
+      body: noFile,
+    });
+    expect({ status: refused.status, body: await refused.json() }).toMatchObject({
+      status: 400,
+      body: { error: { code: 'bad_request', details: { field: 'file' } } },
+    });
+    expectError(await upload(a.api, Buffer.alloc(0), 'text/plain', 'empty.txt'), 400, 'bad_request');
+  });
+
+  it('refuses a declared length over FILES_MAX_BYTES at once, and an undeclared one as it streams past it', async () => {
+    expectError(
+      await upload(a.api, randomBytes(MAX_BYTES + 1), 'application/octet-stream', 'big'),
+      413,
+      'payload_too_large',
+    );
+
+    // Chunked, no length: the answer comes while the client is still sending (the body never ends here).
+    const before = (await a.api.get('/v1/files?limit=1000')).body.data.length;
+    const url = new URL(`${t.url}/v1/files?name=endless`);
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: `${url.pathname}${url.search}`,
+          method: 'POST',
+          headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/octet-stream' },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        },
+      );
+      req.on('error', reject);
+      let sent = 0;
+      const more = () => {
+        // Twice the limit, then nothing more: the request stays open.
+        while (sent < 2 * MAX_BYTES) {
+          sent += 16 * 1024;
+          if (!req.write(randomBytes(16 * 1024))) return void req.once('drain', more);
+        }
+      };
+      more();
+    });
+    expect(answer.status).toBe(413);
+    expect(JSON.parse(answer.body).error.code).toBe('payload_too_large');
+    // Nothing of it was kept.
+    expect((await a.api.get('/v1/files?limit=1000')).body.data.length).toBe(before);
+    const db = new Client({ connectionString: t.database!.url });
+    await db.connect();
+    try {
+      await db.query(`SELECT set_config('canopy.tenant_id', $1, false)`, [a.tenantId]);
+      const { rows } = await db.query(`SELECT count(*)::int AS n FROM files WHERE name = 'endless'`);
+      expect(rows[0].n).toBe(0);
+      const chunks = await db.query(
+        `SELECT count(*)::int AS n FROM file_chunks c WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.storage_key = c.storage_key)`,
+      );
+      expect(chunks.rows[0].n).toBe(0);
+    } finally {
+      await db.end();
+    }
+  });
+});
+
+describe('scoping', () => {
+  it("keeps tenant A's file from tenant B by id, signed URL and fork, and a user's from another user", async () => {
+    const alice = (await a.api.post('/v1/tokens', { userId: 'alice' })).body.token as string;
+    const mallory = (await a.api.post('/v1/tokens', { userId: 'mallory' })).body.token as string;
+    const file = (await upload(a.api.as(alice), PNG, 'image/png', 'alice.png')).body;
+    expect(file.userId).toBe('alice');
+
+    for (const api of [b.api, a.api.as(mallory)]) {
+      expectError(await api.get(`/v1/files/${file.id}`), 404, 'not_found');
+      expect((await bytesOf(`${t.url}/v1/files/${file.id}/content`, api.credential)).status).toBe(404);
+      expectError(await api.post(`/v1/files/${file.id}/url`, {}), 404, 'not_found');
+      expectError(await api.delete(`/v1/files/${file.id}`), 404, 'not_found');
+      expect((await api.get('/v1/files')).body.data.map((f: { id: string }) => f.id)).not.toContain(file.id);
+    }
+    // The tenant's key and the uploader reach it.
+    expect((await a.api.get(`/v1/files/${file.id}`)).status).toBe(200);
+    expect((await a.api.as(alice).get(`/v1/files/${file.id}`)).status).toBe(200);
+
+    // B cannot send A's file to a model in a session of its own, nor fork a session of A's that has it.
+    const bSession = (await b.api.post('/v1/sessions', { model: 'mock:echo' })).body.id;
+    expectError(
+      await b.api.post(`/v1/sessions/${bSession}/prompt`, {
+        content: [{ type: 'attachment', fileId: file.id }],
+        wait: true,
+      }),
+      404,
+      'not_found',
+    );
+    const aSession = (await a.api.post('/v1/sessions', { model: 'mock:echo', userId: 'alice' })).body.id;
+    const prompted = await a.api.post(`/v1/sessions/${aSession}/prompt`, {
+      content: [
+        { type: 'text', text: 'look' },
+        { type: 'attachment', fileId: file.id },
+      ],
+      wait: true,
+    });
+    expect(prompted.status).toBe(200);
+    expectError(await b.api.post(`/v1/sessions/${aSession}/fork`, {}), 404, 'not_found');
+
+    // Signed: the URL reads the file with no credential; changed in any way it reads nothing.
+    const signed = await a.api.as(alice).post(`/v1/files/${file.id}/url`, { ttlSeconds: 60 });
+    expect(signed.status).toBe(200);
+    expect(signed.body.url).toMatch(new RegExp(`^/v1/files/${file.id}/signed\\?`));
+    const read = await bytesOf(`${t.url}${signed.body.url}`);
+    expect(read.status).toBe(200);
+    expect(read.bytes.equals(PNG)).toBe(true);
+    expect(read.headers.get('x-content-type-options')).toBe('nosniff');
+    const other = (await upload(b.api, PNG, 'image/png', 'b.png')).body;
+    const elsewhere = signed.body.url.replace(file.id, other.id);
+    expect((await bytesOf(`${t.url}${elsewhere}`)).status).toBe(404);
+    const later = signed.body.url.replace(
+      /expires=(\d+)/,
+      (_: string, n: string) => `expires=${Number(n) + 3600}`,
+    );
+    expect((await bytesOf(`${t.url}${later}`)).status).toBe(404);
+  });
+});
+
+describe('prompts with files', () => {
+  it('sends images and PDFs as file parts, text files as text, and keeps only the ids in the nodes', async () => {
+    const png = (await upload(a.api, PNG, 'image/png', 'pixel.png')).body;
+    const pdf = (await upload(a.api, PDF, 'application/pdf', 'doc.pdf')).body;
+    const csv = (await upload(a.api, Buffer.from('name,score\nada,3\n'), 'text/csv', 'scores.csv')).body;
+    expect([png.mediaType, pdf.mediaType, csv.mediaType]).toEqual([
+      'image/png',
+      'application/pdf',
+      'text/csv',
+    ]);
+    const session = (await a.api.post('/v1/sessions', { model: 'anthropic:claude-sonnet-4-5' })).body.id;
+    fake.enqueue({ text: ['seen'] });
+    const run = await a.api.post(`/v1/sessions/${session}/prompt`, {
+      content: [
+        { type: 'text', text: 'what is in these?' },
+        { type: 'attachment', fileId: png.id },
+        { type: 'attachment', fileId: pdf.id },
+        { type: 'attachment', fileId: csv.id },
+      ],
+      wait: true,
+    });
+    expect(run.status).toBe(200);
+    expect(run.body.finalResponse).toBe('seen');
+    const sent = fake.lastRequest().body as { messages: Array<{ role: string; content: any[] }> };
+    const parts = sent.messages.at(-1)!.content;
+    expect(parts).toEqual([
+      { type: 'text', text: 'what is in these?' },
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG.toString('base64') } },
+      expect.objectContaining({
+        type: 'document',
+        source: { type: 'base64', media_type: 'application/pdf', data: PDF.toString('base64') },
+      }),
+      { type: 'text', text: expect.stringContaining('name,score\nada,3') },
+    ]);
+    // The node holds the references, not the bytes.
+    const messages = (await a.api.get(`/v1/sessions/${session}/messages`)).body;
+    const stored = JSON.stringify(messages);
+    expect(stored).not.toContain(PNG.toString('base64'));
+    expect(stored).toContain(png.id);
+    const prompt = (messages.data ?? messages).find((m: { role: string }) => m.role === 'user');
+    expect(prompt.content[1]).toEqual({
+      type: 'attachment',
+      fileId: png.id,
+      mediaType: 'image/png',
+      name: 'pixel.png',
+      bytes: PNG.length,
+    });
+
+    // The next turn sends the file again (read from storage for each call).
+    fake.enqueue({ text: ['again'] });
+    expect(
+      (await a.api.post(`/v1/sessions/${session}/prompt`, { content: 'and now?', wait: true })).status,
+    ).toBe(200);
+    expect(JSON.stringify(fake.lastRequest().body)).toContain(PNG.toString('base64'));
+  });
+
+  it('stores inline base64 as a file when the prompt is taken', async () => {
+    const session = (await a.api.post('/v1/sessions', { model: 'anthropic:claude-sonnet-4-5' })).body.id;
+    fake.enqueue({ text: ['ok'] });
+    const run = await a.api.post(`/v1/sessions/${session}/prompt`, {
+      content: [
+        { type: 'attachment', mediaType: 'image/png', data: PNG.toString('base64'), name: 'inline.png' },
+      ],
+      wait: true,
+    });
+    expect(run.status).toBe(200);
+    const messages = (await a.api.get(`/v1/sessions/${session}/messages`)).body;
+    const prompt = (messages.data ?? messages).find((m: { role: string }) => m.role === 'user');
+    const block = prompt.content[0];
+    expect(block).toMatchObject({
+      type: 'attachment',
+      mediaType: 'image/png',
+      name: 'inline.png',
+      bytes: PNG.length,
+    });
+    expect(block.data).toBeUndefined();
+    const file = await a.api.get(`/v1/files/${block.fileId}`);
+    expect(file.body).toMatchObject({ sha256: sha(PNG), mediaType: 'image/png' });
+    expect(JSON.stringify(fake.lastRequest().body)).toContain(PNG.toString('base64'));
+  });
+
+  it('answers 400 attachment_unsupported for a type the model cannot take, before any run', async () => {
+    const zip = (await upload(a.api, ZIP, 'application/zip', 'a.zip')).body;
+    expect(zip.mediaType).toBe('application/zip');
+    const pdf = (await upload(a.api, PDF, 'application/pdf', 'doc.pdf')).body;
+    const anthropic = (await a.api.post('/v1/sessions', { model: 'anthropic:claude-sonnet-4-5' })).body.id;
+    const compatible = (await a.api.post('/v1/sessions', { model: 'openai-compatible:local-llama' })).body.id;
+    const requests = fake.requests.length;
+    const zipped = await a.api.post(`/v1/sessions/${anthropic}/prompt`, {
+      content: [{ type: 'attachment', fileId: zip.id }],
+    });
+    expectError(zipped, 400, 'attachment_unsupported');
+    expect(zipped.body.error.details).toMatchObject({ field: 'content.0', mediaType: 'application/zip' });
+    expectError(
+      await a.api.post(`/v1/sessions/${compatible}/prompt`, {
+        content: [
+          { type: 'text', text: 'read' },
+          { type: 'attachment', fileId: pdf.id },
+        ],
+      }),
+      400,
+      'attachment_unsupported',
+    );
+    expect(fake.requests.length).toBe(requests);
+    expect((await a.api.get(`/v1/sessions/${anthropic}/tree`)).body.nodes).toEqual([]);
+  });
+});
+
+describe('through the conversation’s life', () => {
+  it('a fork shares its source’s files; they are removed once no session refers to them', async () => {
+    const file = (await upload(a.api, PNG, 'image/png', 'shared.png')).body;
+    const source = (await a.api.post('/v1/sessions', { model: 'anthropic:claude-sonnet-4-5' })).body.id;
+    fake.enqueue({ text: ['one'] });
+    await a.api.post(`/v1/sessions/${source}/prompt`, {
+      content: [{ type: 'attachment', fileId: file.id }],
+      wait: true,
+    });
+    const fork = await a.api.post(`/v1/sessions/${source}/fork`, {});
+    expect(fork.status).toBe(201);
+    // The owner deletes the file: it is listed no more, but the conversations that show it keep it.
+    expect((await a.api.delete(`/v1/files/${file.id}`)).status).toBe(204);
+    expectError(await a.api.get(`/v1/files/${file.id}`), 404, 'not_found');
+    expect((await a.api.delete(`/v1/sessions/${source}`)).status).toBe(204);
+    fake.enqueue({ text: ['two'] });
+    expect(
+      (await a.api.post(`/v1/sessions/${fork.body.id}/prompt`, { content: 'still there?', wait: true }))
+        .status,
+    ).toBe(200);
+    expect(JSON.stringify(fake.lastRequest().body)).toContain(PNG.toString('base64'));
+
+    // The last session that refers to it goes: so do its row and its bytes.
+    expect((await a.api.delete(`/v1/sessions/${fork.body.id}`)).status).toBe(204);
+    const db = new Client({ connectionString: t.database!.url });
+    await db.connect();
+    try {
+      await db.query(`SELECT set_config('canopy.tenant_id', $1, false)`, [a.tenantId]);
+      const left = async () =>
+        (
+          await db.query(
+            `SELECT (SELECT count(*) FROM files WHERE id = $1)::int AS files,
+                    (SELECT count(*) FROM file_chunks WHERE storage_key = $2)::int AS chunks`,
+            [file.id, file.id],
+          )
+        ).rows[0];
+      await eventually(async () => expect(await left()).toEqual({ files: 0, chunks: 0 }));
+    } finally {
+      await db.end();
+    }
+  });
+});
