@@ -12,6 +12,7 @@ import {
 } from './credential';
 import { Playground } from './playground';
 import { useRoute } from './route';
+import { SharedView } from './shared-view';
 import { SignIn } from './sign-in';
 
 // The dashboard (and its charting library) and the admin's tenant pages load only when they are opened.
@@ -23,6 +24,19 @@ export function App() {
   const route = useRoute();
   const canopy = useMemo(() => (credential ? connect(credential) : null), [credential]);
 
+  // A shared conversation is for anyone with its link, signed in or not.
+  if (route.page === 'shared') {
+    return (
+      <SharedView
+        token={route.token}
+        credential={credential}
+        onSignedIn={(c) => {
+          saveCredential(c);
+          setCredential(c);
+        }}
+      />
+    );
+  }
   if (!canopy || !credential) {
     return (
       <SignIn
@@ -104,6 +118,7 @@ export function App() {
           nodeId={route.page === 'playground' ? route.nodeId : null}
           observe={route.page === 'playground' && route.observe}
           followActivity={operator}
+          userToken={!operator}
         />
       )}
     </div>

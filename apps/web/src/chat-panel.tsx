@@ -10,15 +10,18 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState, type FormEvent }
 import {
   turnText,
   type Decision,
+  type FeedbackView,
   type NodeId,
   type Session,
   type SessionInfo,
   type Turn,
 } from '@canopy/client';
 import { ExportMenu } from './export-menu';
+import { FeedbackBar } from './feedback-bar';
 import { errorText } from './format';
 import { useSessionLive } from './session-live';
 import { TokenMeter } from './token-meter';
+import { ShareButton } from './share-button';
 import { TreePanel } from './tree-panel';
 import { TurnView } from './turn-view';
 
@@ -52,6 +55,9 @@ export function ChatPanel({
   onPanel,
   onForked,
   onTitle,
+  userToken = false,
+  onRevokeShare,
+  onStatus,
 }: {
   session: Session;
   observe: boolean;
@@ -62,6 +68,12 @@ export function ChatPanel({
   /** A fork was made: the page lists and opens it. */
   onForked: (info: SessionInfo) => void;
   onTitle: (title: string | null) => void;
+  /** Signed in with a user token (its ratings are all its own; a key's own are those for no user). */
+  userToken?: boolean;
+  /** Revokes a share link made here. */
+  onRevokeShare?: (shareId: string) => Promise<void>;
+  /** The session's status as its live view sees it (the page's list shows the same). */
+  onStatus?: (status: 'idle' | 'busy' | 'paused') => void;
 }) {
   const { view, tree, progress, failure, notFound, earlier, loadEarlier } = useSessionLive(
     session,
@@ -81,10 +93,32 @@ export function ChatPanel({
   const anchor = useRef<{ height: number; top: number; firstId: NodeId | null | undefined } | null>(null);
   const composer = useRef<HTMLTextAreaElement>(null);
 
+  /** The caller's own ratings of this session's replies, by reply node. */
+  const [ratings, setRatings] = useState<Map<NodeId, FeedbackView>>(() => new Map());
+  useEffect(() => {
+    if (observe) return;
+    let cancelled = false;
+    session.ratings().then(
+      (list) =>
+        !cancelled &&
+        setRatings(new Map(list.filter((r) => userToken || r.userId === null).map((r) => [r.nodeId, r]))),
+      // Without them the thumbs start unpressed; rating still works.
+      () => undefined,
+    );
+    return () => {
+      cancelled = true;
+    };
+  }, [session, observe, userToken]);
+
   const status = view?.session.status ?? 'idle';
   const readOnly = observe || notFound;
   const idle = view !== null && status === 'idle' && !sending && !readOnly;
   const title = view?.session.title ?? null;
+
+  useEffect(() => {
+    if (view && !notFound) onStatus?.(status);
+    // Only when the status itself changes.
+  }, [status, view === null]);
 
   useEffect(() => {
     if (view) onTitle(title);
@@ -278,6 +312,9 @@ export function ChatPanel({
             {notFound ? 'not found' : view ? status : 'connecting'}
           </span>
           {!notFound && <ExportMenu session={session} title={title} />}
+          {!notFound && !observe && onRevokeShare && (
+            <ShareButton session={session} onRevoke={onRevokeShare} />
+          )}
           {status === 'busy' && !readOnly && (
             <button
               type="button"
@@ -388,6 +425,15 @@ export function ChatPanel({
                   : null
               }
               onFork={turn.id !== null && !observe ? () => fork(turn.id!) : undefined}
+              replyFooter={
+                turn.resId !== null && !readOnly ? (
+                  <FeedbackBar
+                    rating={ratings.get(turn.resId) ?? null}
+                    onRate={(rating, comment) => session.rate(turn.resId!, { rating, comment })}
+                    onClear={() => session.unrate(turn.resId!)}
+                  />
+                ) : undefined
+              }
               progress={progress}
               awaiting={awaiting}
               clientTools={clientTools}

@@ -1,10 +1,11 @@
-// The playground: the tenant's sessions (pinned first, kept current from the activity feed) with a form to create
+// The playground: the tenant's sessions (pinned first, kept current from the activity feed: each session's status
+// and title as they change, the list itself fetched again for what the feed does not carry) with a form to create
 // one, a search over titles and message text, an import from a file, and the chosen session's chat and its tree.
 // Below 900 px wide the sessions and the tree are panels over the chat, opened by toggles. Ctrl+Shift+O (⌘⇧O)
 // starts a new chat with the form's settings.
 
-import { useCallback, useEffect, useMemo, useState } from 'react';
-import type { Canopy, SessionInfo } from '@canopy/client';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import type { ActivityEvent, Canopy, SessionInfo, SessionStatus } from '@canopy/client';
 import { ChatPanel, type Panel } from './chat-panel';
 import { errorText } from './format';
 import { ImportPanel } from './import-panel';
@@ -17,6 +18,47 @@ import { SessionList } from './session-list';
 const POLL_MS = 5_000;
 const LIST_LIMIT = 100;
 
+/** What the activity feed said of a session, and when (performance.now()). */
+interface Announced {
+  status?: SessionStatus;
+  title?: string | null;
+  at: number;
+}
+
+/**
+ * A listing with what the feed announced after the listing was asked for (`since`) laid over it: an answer that left
+ * the server before a change must not take the change back.
+ */
+export function withAnnounced(
+  list: SessionInfo[],
+  announced: ReadonlyMap<string, Announced>,
+  since: number,
+): SessionInfo[] {
+  return list.map((s) => {
+    const a = announced.get(s.id);
+    if (!a || a.at < since) return s;
+    return {
+      ...s,
+      ...(a.status !== undefined ? { status: a.status } : {}),
+      ...(a.title !== undefined ? { title: a.title } : {}),
+    };
+  });
+}
+
+/** What an activity event changes in a listed session (null: nothing a listing shows). */
+function changeOf(event: ActivityEvent): Omit<Announced, 'at'> | null {
+  switch (event.type) {
+    case 'opened':
+      return { status: event.data.status, title: event.data.title };
+    case 'status':
+      return { status: event.data.status };
+    case 'title':
+      return { title: event.data.title };
+    default:
+      return null;
+  }
+}
+
 /** Pinned sessions first, each group in the order given (most recently updated first). */
 export function pinnedFirst(list: SessionInfo[]): SessionInfo[] {
   return [...list.filter((s) => s.pinned), ...list.filter((s) => !s.pinned)];
@@ -28,6 +70,7 @@ export function Playground({
   nodeId,
   observe,
   followActivity,
+  userToken = false,
 }: {
   canopy: Canopy;
   sessionId: string | null;
@@ -37,6 +80,8 @@ export function Playground({
   observe: boolean;
   /** Keep the list current from the tenant's activity feed (API keys); false polls it (user tokens). */
   followActivity: boolean;
+  /** Signed in with a user token. */
+  userToken?: boolean;
 }) {
   const [sessions, setSessions] = useState<SessionInfo[] | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -44,14 +89,34 @@ export function Playground({
   const [query, setQuery] = useState('');
   const [importing, setImporting] = useState(false);
 
+  /** The feed's latest word on each session (a listing asked for before it does not undo it). */
+  const announced = useRef(new Map<string, Announced>());
+  const announce = useCallback((id: string, change: Omit<Announced, 'at'>) => {
+    announced.current.set(id, { ...announced.current.get(id), ...change, at: performance.now() });
+    setSessions(
+      (list) =>
+        list &&
+        list.map((s) =>
+          s.id === id
+            ? {
+                ...s,
+                ...(change.status !== undefined ? { status: change.status } : {}),
+                ...(change.title !== undefined ? { title: change.title } : {}),
+              }
+            : s,
+        ),
+    );
+  }, []);
+
   const refresh = useCallback(async () => {
+    const since = performance.now();
     try {
       // The pinned ones are asked for on their own, so they are all there however many others there are.
       const [pinned, others] = await Promise.all([
         canopy.sessions.list({ pinned: true, limit: LIST_LIMIT }),
         canopy.sessions.list({ pinned: false, limit: LIST_LIMIT }),
       ]);
-      setSessions([...pinned.data, ...others.data]);
+      setSessions(withAnnounced([...pinned.data, ...others.data], announced.current, since));
       setError(null);
     } catch (err) {
       setError(errorText(err));
@@ -67,7 +132,10 @@ export function Playground({
       // Titles and statuses change as runs go: follow the tenant's activity (at most one refresh per 200 ms).
       void (async () => {
         try {
-          for await (const _event of canopy.activity({ signal: controller.signal })) {
+          for await (const event of canopy.activity({ signal: controller.signal })) {
+            // A status or title shows at once; the listing is fetched again for the rest (new sessions, order).
+            const change = changeOf(event);
+            if (change) announce(event.data.id, change);
             timer ??= setTimeout(() => {
               timer = undefined;
               void refresh();
@@ -83,7 +151,7 @@ export function Playground({
       clearInterval(poll);
       controller.abort();
     };
-  }, [canopy, refresh, followActivity]);
+  }, [canopy, refresh, followActivity, announce]);
 
   // A new chat from anywhere: the form's current settings.
   useEffect(() => {
@@ -236,6 +304,9 @@ export function Playground({
           panel={panel}
           onPanel={setPanel}
           onForked={opened}
+          userToken={userToken}
+          onRevokeShare={(id) => canopy.shares.revoke(id)}
+          onStatus={(status) => announce(session.id, { status })}
           onTitle={(title) =>
             setSessions((list) => list && list.map((s) => (s.id === session.id ? { ...s, title } : s)))
           }

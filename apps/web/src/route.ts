@@ -1,18 +1,21 @@
 // Hash routes, so the api only ever serves one page: `#/` (playground), `#/sessions/<id>` (one session in the
 // playground), `#/sessions/<id>/messages/<n>` (the same, scrolled to message n: where a search hit jumps),
 // `#/sessions/<id>/watch` (read-only, as an observer), `#/dashboard`, and the admin's `#/tenants` and
-// `#/tenants/<id>` (one tenant opened).
+// `#/tenants/<id>` (one tenant opened), and `#/shared/<token>` (a shared conversation, read-only, no sign-in).
 
 import { useEffect, useState } from 'react';
 
 export type Route =
   | { page: 'playground'; sessionId: string | null; observe: boolean; nodeId: number | null }
   | { page: 'dashboard' }
-  | { page: 'tenants'; tenantId: string | null };
+  | { page: 'tenants'; tenantId: string | null }
+  | { page: 'shared'; token: string };
 
 export function parseRoute(hash: string): Route {
   const path = hash.replace(/^#/, '');
   if (path === '/dashboard') return { page: 'dashboard' };
+  const shared = /^\/shared\/([^/]+)$/.exec(path);
+  if (shared) return { page: 'shared', token: decodeURIComponent(shared[1]!) };
   const tenant = /^\/tenants(?:\/([^/]+))?$/.exec(path);
   if (tenant) return { page: 'tenants', tenantId: tenant[1] ? decodeURIComponent(tenant[1]) : null };
   const match = /^\/sessions\/([^/]+)(?:(\/watch)|\/messages\/(\d+))?$/.exec(path);

@@ -2,7 +2,7 @@
 // thinking and tool calls; its versions, regenerate, copy), with each message's time — and the reply's tokens —
 // shown on hover or focus. Regenerating or editing an earlier turn first says what happens to the later ones.
 
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useRef, useState, type ReactNode } from 'react';
 import type { Decision, NodeId, Turn } from '@canopy/client';
 import { turnText } from '@canopy/client';
 import { CopyButton } from './copy-button';
@@ -34,6 +34,8 @@ export interface TurnViewProps {
   focused?: 'prompt' | 'reply' | null;
   /** Forks the conversation up to the end of this turn into a new session; absent when it cannot be. */
   onFork?: () => void;
+  /** Shown under the reply once it is complete (the thumbs and comment of feedback). */
+  replyFooter?: ReactNode;
 }
 
 export function TurnView(props: TurnViewProps) {
@@ -234,6 +236,7 @@ export function TurnView(props: TurnViewProps) {
               )}
             </div>
           )}
+          {turn.content.length > 0 && !streaming && props.replyFooter}
           {confirmRegenerate && (
             <div className="callout" role="alert" data-testid="regenerate-hint">
               <span>Regenerating this reply starts a new version of it: {later}.</span>

@@ -4,7 +4,12 @@
 import type {
   ActivityEvent,
   ActivityEventType,
+  CreatedShareView,
+  FeedbackRating,
+  FeedbackView,
   McpServerView,
+  SharedConversationView,
+  ShareView,
   ModelInfo,
   ServerToolInfo,
   TenantInfo,
@@ -207,6 +212,59 @@ export class Canopy {
   readonly mcpServers = {
     list: async (): Promise<McpServerView[]> =>
       (await this.http.request<{ data: McpServerView[] }>('GET', '/v1/mcp-servers')).data,
+  };
+
+  /**
+   * Share links: a read-only link to the path of a session up to a node, as it is when shared. `read` needs no
+   * credential (the one given is not sent to a link's owner, nor needed); `fork` continues a link as a session of
+   * the caller's own, in the link's tenant only.
+   */
+  readonly shares = {
+    create: (
+      sessionId: string,
+      input: { nodeId?: number; expiresAt?: string; title?: string | null; includeUsage?: boolean } = {},
+    ): Promise<CreatedShareView> =>
+      this.http.request('POST', `/v1/sessions/${encodeURIComponent(sessionId)}/shares`, { body: input }),
+    list: (
+      query: { sessionId?: string; limit?: number; cursor?: string } = {},
+    ): Promise<{ data: ShareView[]; nextCursor: string | null }> =>
+      this.http.request('GET', '/v1/shares', { query }),
+    revoke: (id: string): Promise<void> =>
+      this.http.request('DELETE', `/v1/shares/${encodeURIComponent(id)}`),
+    read: (token: string): Promise<SharedConversationView> =>
+      this.http.request('GET', `/v1/shared/${encodeURIComponent(token)}`),
+    fork: (token: string, input: { title?: string | null } = {}): Promise<SessionInfo> =>
+      this.http.request('POST', `/v1/shared/${encodeURIComponent(token)}/fork`, { body: input }),
+  };
+
+  /** Ratings of replies: one per rater and reply (a tenant key may rate for one of its users with `userId`). */
+  readonly feedback = {
+    put: (
+      sessionId: string,
+      nodeId: number,
+      input: { rating: FeedbackRating; comment?: string | null; tags?: string[]; userId?: string },
+    ): Promise<FeedbackView> =>
+      this.http.request('PUT', `/v1/sessions/${encodeURIComponent(sessionId)}/nodes/${nodeId}/feedback`, {
+        body: input,
+        idempotent: true,
+      }),
+    delete: (sessionId: string, nodeId: number, userId?: string): Promise<void> =>
+      this.http.request('DELETE', `/v1/sessions/${encodeURIComponent(sessionId)}/nodes/${nodeId}/feedback`, {
+        query: { userId },
+      }),
+    list: (
+      query: {
+        from?: string;
+        to?: string;
+        model?: string;
+        rating?: FeedbackRating;
+        userId?: string;
+        sessionId?: string;
+        limit?: number;
+        cursor?: string;
+      } = {},
+    ): Promise<{ data: FeedbackView[]; nextCursor: string | null }> =>
+      this.http.request('GET', '/v1/feedback', { query }),
   };
 
   /** Tenant key only: a token for one of your end users (their browser can then use the API as them). */

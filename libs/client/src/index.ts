@@ -53,5 +53,13 @@ export {
   type RecentRun,
   type MinuteStats,
   type TenantUsage,
+  type ShareView,
+  type CreatedShareView,
+  type SharedConversationView,
+  type SharedTurn,
+  type FeedbackRating,
+  type FeedbackView,
+  type ModelStatsRow,
+  type ModelStatsView,
 } from '@canopy/core';
 export * from './saas-types';

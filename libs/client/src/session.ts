@@ -29,7 +29,7 @@ import type {
   TreeView,
   UpdateSessionInput,
 } from './types';
-import type { ContextView, SessionInfo } from '@canopy/core';
+import type { ContextView, CreatedShareView, FeedbackRating, FeedbackView, SessionInfo } from '@canopy/core';
 
 export interface EventsOptions {
   /** Start after this seq (the events missed since); default: a snapshot, then every later event. */
@@ -96,6 +96,38 @@ export class Session {
   async export<F extends ExportFormat = 'canopy'>(format?: F): Promise<ExportByFormat[F]> {
     const res = await this.http.send('GET', this.path('/export'), { query: { format: format ?? 'canopy' } });
     return (format === 'markdown' ? await res.text() : await res.json()) as ExportByFormat[F];
+  }
+
+  /** A read-only link to the path up to `nodeId` (default: the head) as it is now; its token is shown once. */
+  share(
+    input: { nodeId?: NodeId; expiresAt?: string; title?: string | null; includeUsage?: boolean } = {},
+  ): Promise<CreatedShareView> {
+    return this.http.request('POST', this.path('/shares'), { body: input });
+  }
+
+  /** Rates a reply (an assistant node): one rating per rater and reply, replaced by the next. */
+  rate(
+    nodeId: NodeId,
+    input: { rating: FeedbackRating; comment?: string | null; tags?: string[]; userId?: string },
+  ): Promise<FeedbackView> {
+    return this.http.request('PUT', this.path(`/nodes/${nodeId}/feedback`), {
+      body: input,
+      idempotent: true,
+    });
+  }
+
+  /** Removes the rater's rating of a reply. */
+  unrate(nodeId: NodeId, userId?: string): Promise<void> {
+    return this.http.request('DELETE', this.path(`/nodes/${nodeId}/feedback`), { query: { userId } });
+  }
+
+  /** The ratings of this session's replies the caller may read (a user token: its own), newest first. */
+  async ratings(): Promise<FeedbackView[]> {
+    return (
+      await this.http.request<{ data: FeedbackView[] }>('GET', '/v1/feedback', {
+        query: { sessionId: this.id, limit: 500 },
+      })
+    ).data;
   }
 
   tree(): Promise<TreeView> {
