@@ -85,6 +85,19 @@ const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>> = {
   'PUT /v1/providers/{provider}': () => ({ apiKey: 'sk-bad-input-key-1234', models: ['m1'] }),
   'PUT /v1/quotas/users/{userId}': () => ({ quotas: [{ metric: 'runs', period: 'day', limit: 1000 }] }),
   'PUT /v1/settings': () => ({ context: { strategy: 'summarize', triggerRatio: 0.5, keepFirstTurns: 1 } }),
+  // The frontend protocols: a chat and a thread of their own (created on first use), never the session above.
+  'POST /v1/ui/chat': () => ({
+    id: 'bad-input-chat',
+    trigger: 'submit-message',
+    model: 'mock:echo',
+    messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+  }),
+  'POST /v1/ag-ui': () => ({
+    threadId: 'bad-input-thread',
+    runId: 'r1',
+    messages: [{ id: 'm1', role: 'user', content: 'hi' }],
+    forwardedProps: { model: 'mock:echo' },
+  }),
   'PUT /v1/admin/tenants/{tenantId}/quotas': () => ({
     quotas: [{ metric: 'tokens', period: 'month', limit: 1e9 }],
   }),

@@ -44,6 +44,10 @@ interface Ids {
   /** Alice's share link of her session, and its token. */
   shareId: string;
   token: string;
+  /** A chat of alice's begun over the AI SDK's protocol (POST /v1/ui/chat): its id chosen by her client. */
+  chatId: string;
+  /** A thread of alice's begun over AG-UI (POST /v1/ag-ui). */
+  threadId: string;
 }
 
 type Kind =
@@ -69,7 +73,8 @@ type Kind =
   | 'sharedLink'
   | 'sharedFork'
   | 'feedbackList'
-  | 'feedbackExport';
+  | 'feedbackExport'
+  | 'frontendRun';
 type Who = 'otherTenant' | 'otherUser' | 'admin';
 
 interface RouteSpec {
@@ -158,6 +163,28 @@ const ROUTES: Record<string, RouteSpec> = {
   // JSON-RPC over one POST: every answer is 200 with a result or a tool error, which the verdicts here cannot
   // read; mcp-server.e2e-spec.ts drives it with the SDK's client as another tenant and another user instead.
   'POST /v1/mcp': { kind: 'mcp' },
+  // The frontend protocols: a chat or thread id names a session of the caller's own (created on first use).
+  'POST /v1/ui/chat': {
+    kind: 'frontendRun',
+    body: (ids) => ({
+      id: ids.chatId,
+      trigger: 'submit-message',
+      model: 'mock:echo',
+      messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'pwned' }] }],
+    }),
+  },
+  // Alice's busy session: the owner's resume answers its run's stream (an idle one answers 204).
+  'GET /v1/ui/chat/{id}/stream': { kind: 'session', ids: (ids) => ({ id: ids.queueSession }) },
+  'GET /v1/ui/chat/{id}/messages': { kind: 'session' },
+  'POST /v1/ag-ui': {
+    kind: 'frontendRun',
+    body: (ids) => ({
+      threadId: ids.threadId,
+      runId: 'r1',
+      messages: [{ id: 'm1', role: 'user', content: 'pwned' }],
+      forwardedProps: { model: 'mock:echo' },
+    }),
+  },
   'GET /v1/admin/tenants/{tenantId}/keys': { kind: 'admin' },
   'GET /v1/keys': { kind: 'tenantOwned' },
   'POST /v1/keys': { kind: 'tenantOwned', body: () => ({ name: 'mine' }) },
@@ -381,6 +408,11 @@ function verdict(kind: Kind, who: Who, res: CallResult, path = ''): string | nul
       if (res.status !== 201 || typeof body?.token !== 'string') return `expected 201, got ${res.status}`;
       return claimsOf(body.token).tid === b.tenantId ? null : 'minted a token outside its own tenant';
     }
+    case 'frontendRun':
+      // Ids are per tenant: another tenant's request names a chat of its own, and never reaches A's (which is
+      // read byte for byte afterwards); another user of A's is not shown A's chat, nor given one of that id.
+      if (who === 'otherUser') return errorMismatch(res, 404, 'not_found');
+      return res.status === 200 && res.stream ? null : `expected its own chat's stream, got ${res.status}`;
     default:
       return `no verdict for ${kind}`;
   }
@@ -470,6 +502,9 @@ async function snapshotOfA(): Promise<string> {
     `/v1/sessions/search?${A_WORDS}`,
     `/v1/sessions/${ids.id}/export`,
     `/v1/settings`,
+    `/v1/ui/chat/${ids.chatId}/messages`,
+    `/v1/sessions/${ids.chatId}/tree`,
+    `/v1/sessions/${ids.threadId}/tree`,
   ];
   const parts: string[] = [];
   for (const path of paths) {
@@ -569,6 +604,34 @@ beforeAll(async () => {
   expect((await alice.request('PUT', `/v1/sessions/${id}/nodes/2/feedback`, { rating: 'up' })).status).toBe(
     200,
   );
+  // Alice's chat over the AI SDK's protocol, its reply streamed to the end.
+  const chatId = `chat-of-alice-${Date.now()}`;
+  const chat = await fetch(`${t.url}/v1/ui/chat`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${aliceToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      id: chatId,
+      trigger: 'submit-message',
+      model: 'mock:echo',
+      messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'chat words' }] }],
+    }),
+  });
+  expect(chat.status).toBe(200);
+  expect(await chat.text()).toContain('data: [DONE]');
+  // Her thread over AG-UI, run to its end.
+  const threadId = `thread-of-alice-${Date.now()}`;
+  const thread = await fetch(`${t.url}/v1/ag-ui`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${aliceToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      threadId,
+      runId: 'r0',
+      messages: [{ id: 'm0', role: 'user', content: 'thread words' }],
+      forwardedProps: { model: 'mock:echo' },
+    }),
+  });
+  expect(thread.status).toBe(200);
+  expect(await thread.text()).toContain('RUN_FINISHED');
   ids = {
     id,
     nodeId: 3,
@@ -584,6 +647,8 @@ beforeAll(async () => {
     queueSession,
     shareId: share.body.id,
     token: share.body.token,
+    chatId,
+    threadId,
   };
 
   const tree = await a.api.get(`/v1/sessions/${id}/tree`);
@@ -619,6 +684,9 @@ describe('the route table', () => {
     }
     expect(failures).toEqual([]);
     expect(reads.length).toBeGreaterThanOrEqual(15);
+    // Nothing of alice's chat runs any more (a read starts nothing; her chat's stream was read to its end).
+    expect((await a.api.get(`/v1/sessions/${ids.chatId}`)).body.status).toBe('idle');
+    expect((await a.api.get(`/v1/sessions/${ids.threadId}`)).body.status).toBe('idle');
     // The event stream just aborted held a controller; wait until it is gone before the snapshot.
     await eventually(async () =>
       expect((await a.api.get(`/v1/sessions/${ids.id}`)).body.live).toEqual({ controllers: 0, observers: 0 }),
@@ -627,6 +695,10 @@ describe('the route table', () => {
     const listed = await a.api.get('/v1/sessions?limit=100');
     idsOfA = new Set(idsIn(listed.body));
     expect(idsOfA.has(ids.id)).toBe(true);
+    // B's requests name a chat and a thread of these ids of B's own (created on first use): B's listings may hold
+    // those.
+    expect(idsOfA.delete(ids.chatId)).toBe(true);
+    expect(idsOfA.delete(ids.threadId)).toBe(true);
   });
 });
 
@@ -670,6 +742,19 @@ describe('every route, generated from the OpenAPI document', () => {
     expect(adminRoutes).toHaveLength(9);
     // The key the DELETE named is still valid.
     expect((await new Api(t.url, secondKeyOfA).get('/v1/sessions')).status).toBe(200);
+  });
+
+  it('a chat id is per tenant: B has a chat of its own of that id, alice’s is untouched', async () => {
+    const bChat = await b.api.get(`/v1/ui/chat/${ids.chatId}/messages`);
+    expect(bChat.status).toBe(200);
+    const texts = JSON.stringify(bChat.body);
+    expect(texts).toContain('pwned');
+    expect(texts).not.toContain('chat words');
+    expect((await b.api.get(`/v1/sessions/${ids.chatId}`)).body.userId).toBeNull();
+    const aChat = await a.api.get(`/v1/ui/chat/${ids.chatId}/messages`);
+    expect(JSON.stringify(aChat.body)).not.toContain('pwned');
+    const bThread = await b.api.get(`/v1/ui/chat/${ids.threadId}/messages`);
+    expect(JSON.stringify(bThread.body)).not.toContain('thread words');
   });
 
   it('a user token cannot mint tokens, for itself or anyone', async () => {

@@ -12,7 +12,7 @@ import type { Request, Response } from 'express';
 import { ZodValidationException } from 'nestjs-zod';
 import { EventType, type BaseEvent, type Message as AgUiMessage, type RunAgentInput } from '@ag-ui/core';
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
-import { EventEncoder } from '@ag-ui/encoder';
+import { AGUI_MEDIA_TYPE, EventEncoder } from '@ag-ui/encoder';
 import { CanopyException } from '@canopy/common';
 import { isTurnBoundary, toolUses, type ClientTool, type NodeId, type Scope, type Tree } from '@canopy/core';
 import { SessionManager } from '@canopy/manager';
@@ -164,8 +164,9 @@ export class AgUiService {
     req: Request,
     res: Response,
   ): void {
+    // The binary encoding only for a client that names it: any other Accept (`*/*` included) gets SSE.
     const accept = req.headers.accept;
-    const encoder = new EventEncoder(accept ? { accept } : {});
+    const encoder = new EventEncoder(accept?.includes(AGUI_MEDIA_TYPE) ? { accept } : {});
     const binary = encoder.getContentType() !== 'text/event-stream';
     res.status(200);
     res.setHeader('content-type', encoder.getContentType());

@@ -5,12 +5,17 @@
 
 import { z } from 'zod';
 import { createZodDto } from 'nestjs-zod';
-import { boundedJson, clientToolSchema, LIMITS, modelSchema, sessionIdSchema } from '@canopy/core';
+import { boundedJson, clientToolSchema, jsonDepth, LIMITS, modelSchema, sessionIdSchema } from '@canopy/core';
 
 /** Messages a request may carry: the client's copy of the conversation (only the last ones are read). */
 const MAX_MESSAGES = 10_000;
 
-const jsonRecord = z.record(z.string().max(200), boundedJson());
+/** A JSON object (a session's opts) with the API's nesting bound, the object itself counted. */
+const jsonRecord = z.record(z.string().max(200), z.unknown()).superRefine((value, ctx) => {
+  if (jsonDepth(value, LIMITS.jsonDepth + 1) > LIMITS.jsonDepth) {
+    ctx.addIssue({ code: 'custom', message: `nested deeper than ${LIMITS.jsonDepth} levels` });
+  }
+});
 
 const uiMessagePartSchema = z.looseObject({ type: z.string().min(1).max(200) });
 
