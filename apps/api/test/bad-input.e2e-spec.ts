@@ -50,6 +50,8 @@ interface Ids {
   userId: string;
   provider: string;
   queueId: string;
+  /** A file of the tenant's. */
+  fileId: string;
   /** A share link of the session, and its token. */
   shareId: string;
   token: string;
@@ -84,6 +86,7 @@ const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>> = {
   }),
   'PUT /v1/providers/{provider}': () => ({ apiKey: 'sk-bad-input-key-1234', models: ['m1'] }),
   'PUT /v1/quotas/users/{userId}': () => ({ quotas: [{ metric: 'runs', period: 'day', limit: 1000 }] }),
+  'POST /v1/files/{fileId}/url': () => ({ ttlSeconds: 60 }),
   'PUT /v1/settings': () => ({ context: { strategy: 'summarize', triggerRatio: 0.5, keepFirstTurns: 1 } }),
   // The frontend protocols: a chat and a thread of their own (created on first use), never the session above.
   'POST /v1/ui/chat': () => ({
@@ -159,6 +162,11 @@ const BAD_PATH_VALUES: Record<string, Array<{ value: string | number; status: nu
     { value: randomUUID(), status: 404, code: 'not_found' },
     { value: 'nope', status: 404, code: 'not_found' },
   ],
+  fileId: [
+    { value: randomUUID(), status: 404, code: 'not_found' },
+    { value: 'nope', status: 404, code: 'not_found' },
+    { value: 'x'.repeat(300), status: 404, code: 'not_found' },
+  ],
   shareId: [
     { value: randomUUID(), status: 404, code: 'not_found' },
     { value: 'nope', status: 404, code: 'not_found' },
@@ -171,7 +179,7 @@ const BAD_PATH_VALUES: Record<string, Array<{ value: string | number; status: nu
 };
 
 /** Routes that take no credential (a shared link): the bad-credential cases do not apply to them. */
-const PUBLIC_ROUTES = new Set(['GET /v1/shared/{token}']);
+const PUBLIC_ROUTES = new Set(['GET /v1/shared/{token}', 'GET /v1/files/{fileId}/signed']);
 
 let t: TestApp;
 let api: Api;
@@ -205,7 +213,10 @@ function send(
   });
 }
 
-const bodyOps = () => operations.filter((op) => ['POST', 'PATCH', 'PUT'].includes(op.method));
+// An upload's body is the file (any bytes, any content type): its bad input (no body, no `file` part, a malformed
+// multipart body, over FILES_MAX_BYTES) is in files.e2e-spec.ts.
+const bodyOps = () =>
+  operations.filter((op) => ['POST', 'PATCH', 'PUT'].includes(op.method) && op.key !== 'POST /v1/files');
 const schemaOps = () => bodyOps().filter((op) => op.body !== null);
 
 // Generation from JSON Schema
@@ -468,6 +479,12 @@ beforeAll(async () => {
   expect(mcpServer.status).toBe(201);
   const share = await api.post(`/v1/sessions/${id}/shares`, {});
   expect(share.status).toBe(201);
+  const file = await fetch(`${t.url}/v1/files?name=bad-input.txt`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'text/plain' },
+    body: 'a file',
+  });
+  expect(file.status).toBe(201);
   ids = {
     id,
     nodeId: 3,
@@ -482,6 +499,7 @@ beforeAll(async () => {
     provider: 'openai',
     // No prompt waits in this session's queue: every queued prompt id is unknown here.
     queueId: randomUUID(),
+    fileId: ((await file.json()) as { id: string }).id,
     shareId: share.body.id,
     token: share.body.token,
   };

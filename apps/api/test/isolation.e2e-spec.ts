@@ -41,6 +41,9 @@ interface Ids {
   /** A prompt waiting in the queue of `queueSession`, a session of alice's kept busy. */
   queueId: string;
   queueSession: string;
+  /** A file alice uploaded, and the query of a signed URL of it. */
+  fileId: string;
+  signedQuery: string;
   /** Alice's share link of her session, and its token. */
   shareId: string;
   token: string;
@@ -69,6 +72,9 @@ type Kind =
   | 'bulk'
   | 'tenantOwned'
   | 'operator'
+  | 'fileUpload'
+  | 'fileList'
+  | 'signedFile'
   | 'shareList'
   | 'sharedLink'
   | 'sharedFork'
@@ -85,6 +91,8 @@ interface RouteSpec {
   queryToken?: boolean;
   /** A query string the request carries (words of A's session, for search and count). */
   query?: string;
+  /** A query string made from the ids (a signed URL's). */
+  queryOf?: (ids: Ids) => string;
   /** The body is sent as is with this content type (NDJSON). */
   contentType?: string;
   /** Path ids other than the common ones (a queued prompt is in a session of its own). */
@@ -247,6 +255,16 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /v1/feedback/export': { kind: 'feedbackExport' },
   'GET /v1/webhooks/{webhookId}/deliveries': { kind: 'tenantOwned' },
   'POST /v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry': { kind: 'tenantOwned' },
+  // A raw upload (the JSON body is the file's bytes): the caller's own file.
+  'POST /v1/files': { kind: 'fileUpload', body: () => ({ not: 'a file of A' }) },
+  'GET /v1/files': { kind: 'fileList' },
+  'GET /v1/files/{fileId}': { kind: 'session' },
+  'GET /v1/files/{fileId}/content': { kind: 'session' },
+  'POST /v1/files/{fileId}/url': { kind: 'session', body: () => ({ ttlSeconds: 60 }) },
+  'DELETE /v1/files/{fileId}': { kind: 'session' },
+  // The signed URL is the credential (whoever holds it reads that one file until it expires): files.e2e-spec.ts
+  // shows another tenant cannot get one for A's file, nor turn one into another file's or a later expiry.
+  'GET /v1/files/{fileId}/signed': { kind: 'signedFile', queryOf: (ids) => ids.signedQuery },
 };
 
 interface Tenant {
@@ -391,6 +409,17 @@ function verdict(kind: Kind, who: Who, res: CallResult, path = ''): string | nul
       return res.status === 201 && body?.userId === 'mallory' && body.id !== ids.id
         ? null
         : `expected 201, a session of mallory's, got ${res.status} ${describeBody(res)}`;
+    case 'fileUpload':
+      // Allowed: a file of the caller's own (a user token's as that user), never A's.
+      if (res.status !== 201) return `expected 201, got ${res.status} ${describeBody(res)}`;
+      return body?.id !== ids.fileId && body?.userId === (who === 'otherUser' ? 'mallory' : null)
+        ? null
+        : `unexpected file ${describeBody(res)}`;
+    case 'fileList': {
+      if (res.status !== 200 || !Array.isArray(data)) return `expected 200 {data}, got ${res.status}`;
+      const foreign = data.filter((f) => f.id === ids.fileId || f.userId === 'alice');
+      return foreign.length === 0 ? null : `sees ${JSON.stringify(foreign)}`;
+    }
     case 'tenantOwned':
     case 'operator': {
       // A tenant's own resources (keys, webhooks, quotas, provider keys, its audit log): a user token has no
@@ -478,7 +507,7 @@ function specOf(op: Operation): RouteSpec {
 async function callAs(op: Operation, credential: string, viaQuery = false): Promise<CallResult> {
   const spec = specOf(op);
   let path = fillPath(op.path, { ...ids, ...spec.ids?.(ids) });
-  const query = [spec.query, viaQuery ? `token=${encodeURIComponent(credential)}` : undefined].filter(
+  const query = [spec.query ?? spec.queryOf?.(ids), viaQuery ? `token=${encodeURIComponent(credential)}` : undefined].filter(
     Boolean,
   );
   if (query.length) path += `?${query.join('&')}`;
@@ -502,6 +531,8 @@ async function snapshotOfA(): Promise<string> {
     `/v1/sessions/search?${A_WORDS}`,
     `/v1/sessions/${ids.id}/export`,
     `/v1/settings`,
+    `/v1/files/${ids.fileId}`,
+    `/v1/files/${ids.fileId}/content`,
     `/v1/ui/chat/${ids.chatId}/messages`,
     `/v1/sessions/${ids.chatId}/tree`,
     `/v1/sessions/${ids.threadId}/tree`,
@@ -632,6 +663,16 @@ beforeAll(async () => {
   });
   expect(thread.status).toBe(200);
   expect(await thread.text()).toContain('RUN_FINISHED');
+  // Alice's file, and a signed URL of it.
+  const file = await fetch(`${t.url}/v1/files?name=alice.txt`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${aliceToken}`, 'content-type': 'text/plain' },
+    body: 'a file of alice',
+  });
+  expect(file.status).toBe(201);
+  const fileId = ((await file.json()) as { id: string }).id;
+  const signed = await new Api(t.url, aliceToken).post(`/v1/files/${fileId}/url`, {});
+  expect(signed.status).toBe(200);
   ids = {
     id,
     nodeId: 3,
@@ -645,6 +686,8 @@ beforeAll(async () => {
     provider: 'openai',
     queueId: waiting.body.runId,
     queueSession,
+    fileId,
+    signedQuery: (signed.body.url as string).split('?')[1]!,
     shareId: share.body.id,
     token: share.body.token,
     chatId,
@@ -715,7 +758,7 @@ describe('every route, generated from the OpenAPI document', () => {
       let cases = 0;
       for (const op of operations) {
         const spec = specOf(op);
-        if (spec.kind === 'admin' || spec.kind === 'websocket' || spec.kind === 'mcp') continue;
+        if (['admin', 'websocket', 'mcp', 'signedFile'].includes(spec.kind)) continue;
         for (const viaQuery of spec.queryToken ? [false, true] : [false]) {
           const res = await callAs(op, credential, viaQuery);
           cases++;
@@ -951,8 +994,8 @@ describe('revoked keys', () => {
     let cases = 0;
     for (const op of operations) {
       const spec = specOf(op);
-      // A shared link takes no credential: a revoked one changes nothing there.
-      if (spec.kind === 'websocket' || spec.kind === 'sharedLink') continue;
+      // A shared link and a signed file URL take no credential: a revoked one changes nothing there.
+      if (spec.kind === 'websocket' || spec.kind === 'sharedLink' || spec.kind === 'signedFile') continue;
       for (const viaQuery of spec.queryToken ? [false, true] : [false]) {
         cases++;
         const problem = errorMismatch(await callAs(op, secondKeyOfA, viaQuery), 401, 'unauthorized');

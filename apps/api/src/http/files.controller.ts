@@ -4,18 +4,7 @@
 // served with their sniffed type, `X-Content-Type-Options: nosniff`, and `Content-Disposition: attachment` except
 // for images (inline, for <img>).
 
-import {
-  Body,
-  Controller,
-  Delete,
-  Get,
-  HttpCode,
-  Param,
-  Post,
-  Query,
-  Req,
-  Res,
-} from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiConsumes, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { createZodDto } from 'nestjs-zod';
@@ -39,7 +28,6 @@ import { FileUrlSigner } from './file-urls';
 class ListFilesQueryDto extends createZodDto(listFilesQuerySchema) {}
 class UploadFileQueryDto extends createZodDto(uploadFileQuerySchema) {}
 class FileUrlDto extends createZodDto(fileUrlSchema) {}
-class SignedFileQueryDto extends createZodDto(signedFileQuerySchema) {}
 
 export function fileView(f: FileRecord): FileView {
   return {
@@ -164,14 +152,13 @@ export class FilesController {
   @ApiProduces('application/octet-stream')
   @ApiOperation({
     summary:
-      'A file’s bytes through a signed URL (POST /v1/files/:fileId/url made it), with no credential; 404 once it expired, or for a signature not made for this file and expiry',
+      'A file’s bytes through a signed URL (POST /v1/files/:fileId/url made it: ?expires=&signature=), with no credential; 404 once it expired, or for a signature not made for this file and expiry',
   })
-  async signed(
-    @Param('fileId') id: string,
-    @Query() query: SignedFileQueryDto,
-    @Res() res: Response,
-  ): Promise<void> {
-    if (!this.signer.verify(id, query.expires, query.signature)) throw CanopyException.notFound('file');
+  async signed(@Param('fileId') id: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    // A signed URL is taken whole or not at all: anything wrong in it answers 404, like an unknown file.
+    const query = signedFileQuerySchema.safeParse(req.query);
+    if (!query.success || !this.signer.verify(id, query.data.expires, query.data.signature))
+      throw CanopyException.notFound('file');
     const { file, body } = await this.files.signedContent(id);
     res.setHeader('cache-control', 'private, max-age=60');
     await serve(res, file, body);

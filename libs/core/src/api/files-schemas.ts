@@ -24,7 +24,7 @@ export const signedFileQuerySchema = z
     expires: z.coerce.number().int().min(0).max(99_999_999_999),
     signature: z.string().min(1).max(200),
   })
-  .strict();
+  .loose();
 
 export interface FileView {
   id: string;
