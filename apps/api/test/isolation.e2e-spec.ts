@@ -507,9 +507,10 @@ function specOf(op: Operation): RouteSpec {
 async function callAs(op: Operation, credential: string, viaQuery = false): Promise<CallResult> {
   const spec = specOf(op);
   let path = fillPath(op.path, { ...ids, ...spec.ids?.(ids) });
-  const query = [spec.query ?? spec.queryOf?.(ids), viaQuery ? `token=${encodeURIComponent(credential)}` : undefined].filter(
-    Boolean,
-  );
+  const query = [
+    spec.query ?? spec.queryOf?.(ids),
+    viaQuery ? `token=${encodeURIComponent(credential)}` : undefined,
+  ].filter(Boolean);
   if (query.length) path += `?${query.join('&')}`;
   return call(t.url, op.method, path, {
     ...(viaQuery ? {} : { credential }),
