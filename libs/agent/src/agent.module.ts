@@ -34,8 +34,8 @@ export class AgentModule {
           // Stored files' bytes are read for each call (messages keep their ids).
           useFactory: (c: CanopyConfig, keys: ProviderKeysRepository, files: FilesService) =>
             new FileAttachmentsGateway(new TenantCredentialsGateway(createModelGateway(c), keys), files, {
-                inlineTextMaxBytes: c.files.inlineTextMaxBytes,
-              }),
+              inlineTextMaxBytes: c.files.inlineTextMaxBytes,
+            }),
         },
         {
           provide: McpClientPool,
