@@ -1,6 +1,6 @@
 // The agent's parts for a deployable: the model gateway (the configured providers, a tenant's own provider keys
-// first), the server tools (the demo tools when DEMO_TOOLS is on, and each run's tenant's MCP servers' tools through
-// this process's pool of MCP clients) and the hooks, both registries the app may fill at start-up. AgentModule.forRoot() is one module per process however many import it.
+// first, each call traced when OpenTelemetry is on), the server tools (the demo tools when DEMO_TOOLS is on, and
+// each run's tenant's MCP servers' tools through this process's pool of MCP clients) and the hooks, both registries the app may fill at start-up. AgentModule.forRoot() is one module per process however many import it.
 
 import { Module, type DynamicModule } from '@nestjs/common';
 import { CANOPY_CONFIG, guardedFetch, type CanopyConfig } from '@canopy/common';
@@ -11,6 +11,7 @@ import { HookRegistry } from './hooks/hook-registry';
 import { MODEL_GATEWAY } from './model/model-gateway.port';
 import { createModelGateway } from './model/model.gateway';
 import { TenantCredentialsGateway } from './model/tenant-credentials.gateway';
+import { TracedGateway } from './telemetry/traced.gateway';
 import { registerDemoTools } from './tools/demo-tools';
 import { ToolRegistry } from './tools/tool-registry';
 import { McpClientPool } from './mcp/mcp-client-pool';
@@ -33,9 +34,11 @@ export class AgentModule {
           inject: [CANOPY_CONFIG, ProviderKeysRepository, FilesService],
           // Stored files' bytes are read for each call (messages keep their ids).
           useFactory: (c: CanopyConfig, keys: ProviderKeysRepository, files: FilesService) =>
-            new FileAttachmentsGateway(new TenantCredentialsGateway(createModelGateway(c), keys), files, {
-              inlineTextMaxBytes: c.files.inlineTextMaxBytes,
-            }),
+            new TracedGateway(
+              new FileAttachmentsGateway(new TenantCredentialsGateway(createModelGateway(c), keys), files, {
+                inlineTextMaxBytes: c.files.inlineTextMaxBytes,
+              }),
+            ),
         },
         {
           provide: McpClientPool,

@@ -21,4 +21,7 @@ export * from './mcp/mcp-result';
 export * from './mcp/mcp-client-pool';
 export * from './mcp/mcp-toolbox';
 export * from './files';
+export * from './telemetry/traced.gateway';
+export * from './telemetry/tool-spans';
+export * from './telemetry/gen-ai-content';
 export * from './agent.module';

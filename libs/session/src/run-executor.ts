@@ -38,6 +38,7 @@ import {
   type RunOutcome,
   type RunSpec,
 } from '@canopy/agent';
+import type { Span } from '@opentelemetry/api';
 import { DeltaCoalescer } from '@canopy/realtime';
 import { RunHandedBack, type RunJob } from '@canopy/queue';
 import type {
@@ -76,6 +77,7 @@ import { heuristicTitle } from './title';
 import { enabledServerTools } from './session-input';
 import { actingScope, type ActingScope } from './acting-scope';
 import { contextMeterOfPath, meterAfterRun } from './context-meter';
+import { describeRun, endOfRun, traceCommit, traceRun } from './run-tracing';
 
 /** What a run's input holds, by kind (runs.input). */
 export interface RunInput {
@@ -228,7 +230,7 @@ export class RunExecutor {
     this.running.set(job.runId, { controller, done });
     this.live.runHere(job.tenantId, job.sessionId, job.runId, true);
     try {
-      await this.executeOwned(job, controller);
+      await traceRun(job, (span) => this.executeOwned(job, controller, span));
     } finally {
       this.running.delete(job.runId);
       this.live.runHere(job.tenantId, job.sessionId, job.runId, false);
@@ -236,7 +238,7 @@ export class RunExecutor {
     }
   }
 
-  private async executeOwned(job: RunJob, controller: AbortController): Promise<void> {
+  private async executeOwned(job: RunJob, controller: AbortController, span: Span): Promise<void> {
     // The store is written under the system scope (the run owns the session whoever acts it); hooks and tools
     // get the acting caller's scope (acting-scope.ts).
     const scope = systemScope(job.tenantId);
@@ -246,7 +248,7 @@ export class RunExecutor {
     if (!context) return; // superseded or already ended: nothing to do
     const leaveWorkerPresence = this.live.workerPresence(context.session);
     try {
-      await this.executeLoaded(scope, job, context, controller);
+      await this.executeLoaded(scope, job, context, controller, span);
     } finally {
       await leaveWorkerPresence();
     }
@@ -257,6 +259,7 @@ export class RunExecutor {
     job: RunJob,
     loaded: RunContext,
     controller: AbortController,
+    span: Span,
   ): Promise<void> {
     const { session, run } = loaded;
     let { pathNodes, pathTokens } = loaded;
@@ -280,7 +283,9 @@ export class RunExecutor {
       summaries: [],
       calibration: session.contextMeter?.calibration,
     };
-    const spec = this.specFor(actingScope(scope.tenantId, run), session, run, pathNodes, controller.signal);
+    const acting = actingScope(scope.tenantId, run);
+    describeRun(span, session, run, acting.scope);
+    const spec = this.specFor(acting, session, run, pathNodes, controller.signal);
     if (!spec) {
       const error = { code: 'bad_request', message: 'the run has no valid input' };
       await this.endRun(scope, session, run, 'error', error, [], emptyUsage(), false);
@@ -318,7 +323,9 @@ export class RunExecutor {
       },
       commit: async (request) => {
         await coalescer.flush();
-        const steer = await this.commit(scope, session, run, position, request);
+        const steer = await traceCommit(request.messages.length, request.stop === 'stop', () =>
+          this.commit(scope, session, run, position, request),
+        );
         uncommitted = 0;
         return steer;
       },
@@ -348,6 +355,7 @@ export class RunExecutor {
     } finally {
       await coalescer.close();
     }
+    endOfRun(span, outcome);
 
     switch (outcome.status) {
       case 'completed':

@@ -7,7 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import { loadConfig } from '@canopy/common';
 import { tenantScope, type Scope, type SessionEvent, type SessionEventType } from '@canopy/core';
-import { DEFAULT_RETRY_POLICY, HookRegistry, ToolRegistry, createModelGateway } from '@canopy/agent';
+import {
+  DEFAULT_RETRY_POLICY,
+  HookRegistry,
+  ToolRegistry,
+  TracedGateway,
+  createModelGateway,
+} from '@canopy/agent';
 import { InlineTurnQueue, InProcessRunControl, InProcessTimers } from '@canopy/queue';
 import { InProcessActivityFeed, InProcessEventBus, InProcessLiveRegistry } from '@canopy/realtime';
 import { Database, PostgresSessionStore } from '@canopy/store';
@@ -68,7 +74,8 @@ export class EngineHarness {
       }),
       control: new InProcessRunControl(),
       timers: new InProcessTimers(),
-      gateway: createModelGateway(loadConfig({})),
+      // Traced as the deployables' is (a no-op unless a test registers OpenTelemetry providers).
+      gateway: new TracedGateway(createModelGateway(loadConfig({}))),
       tools,
       hooks,
       settings: {

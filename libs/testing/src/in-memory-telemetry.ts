@@ -20,7 +20,7 @@ import { configureTelemetry, resetGenAiMetrics, type TelemetryOptions } from '@c
 
 export class InMemoryTelemetry {
   readonly exporter = new InMemorySpanExporter();
-  readonly metricExporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+  readonly metricExporter = new InMemoryMetricExporter(AggregationTemporality.DELTA);
   private readonly processor = new SimpleSpanProcessor(this.exporter);
   private readonly provider = new NodeTracerProvider({ spanProcessors: [this.processor] });
   private readonly reader = new PeriodicExportingMetricReader({
@@ -45,7 +45,7 @@ export class InMemoryTelemetry {
     return this.exporter.getFinishedSpans();
   }
 
-  /** The metrics recorded so far: name -> data points' attributes and values. */
+  /** The metrics recorded since the last read or reset: name -> data points' attributes and values. */
   async metrics(): Promise<Map<string, Array<{ attributes: Record<string, unknown>; value: unknown }>>> {
     await this.reader.forceFlush();
     const out = new Map<string, Array<{ attributes: Record<string, unknown>; value: unknown }>>();
@@ -62,7 +62,9 @@ export class InMemoryTelemetry {
     return out;
   }
 
-  reset(): void {
+  /** Forgets the spans and metrics so far (metrics are deltas: what was recorded since the last read). */
+  async reset(): Promise<void> {
+    await this.reader.forceFlush();
     this.exporter.reset();
     this.metricExporter.reset();
   }

@@ -148,6 +148,7 @@ export class McpToolbox implements RunToolSource {
       inputSchema: tool.inputSchema,
       approval: needsApproval(config.approval, tool.name),
       timeoutMs,
+      mcpServer: config.name,
       handler: async (input, turn) => {
         if (!server.connected) {
           return {

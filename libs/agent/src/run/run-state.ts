@@ -2,6 +2,7 @@
 // uncommitted messages of the run, the tool round waiting for decisions, and the counters of the loop.
 
 import type { Actor, Block, Message, ToolResultBlock, ToolUseBlock, Usage } from '@canopy/core';
+import type { TraceCarrier } from '@canopy/common';
 
 export type Decision =
   | { type: 'execute' }
@@ -41,6 +42,8 @@ export interface PendingState {
    * and how many executions the run had had then (a later execution than the next one is a takeover).
    */
   resumed?: { by: Actor; attempts: number };
+  /** The trace context of the execution that paused (OpenTelemetry on): the one that resumes links to it. */
+  trace?: TraceCarrier;
 }
 
 /** Ids of the tool uses still waiting for a decision. */

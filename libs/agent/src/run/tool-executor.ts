@@ -1,11 +1,14 @@
 // Runs server tool calls: the input is validated against the tool's schema first, calls run in parallel, each
 // under its own timeout, and whatever goes wrong (invalid input, a throw, a rejection, a timeout) becomes an
-// error result the model sees — never a failed run. Only a cancel of the run itself propagates.
+// error result the model sees — never a failed run. Only a cancel of the run itself propagates. Each call is an
+// `execute_tool` span (OpenTelemetry), its handler run inside it (an MCP call's request carries its traceparent).
 
+import { context, trace } from '@opentelemetry/api';
 import { z } from 'zod';
 import type { SessionEventInput, ToolResultBlock, ToolUseBlock } from '@canopy/core';
 import type { AgentTurn } from '../hooks/hook';
 import type { ServerTool, ToolOutput, ToolTurn } from '../tools/server-tool';
+import { endToolSpan, startToolSpan } from '../telemetry/tool-spans';
 
 export interface ToolExecutionContext {
   /** The turn the call belongs to (its scope: who acts this call); its signal is the run's. */
@@ -19,6 +22,26 @@ export function errorResult(toolUseId: string, message: string): ToolResultBlock
 }
 
 export async function executeServerTool(
+  tool: ServerTool<unknown>,
+  block: ToolUseBlock,
+  ctx: ToolExecutionContext,
+): Promise<ToolResultBlock> {
+  const span = startToolSpan(block, tool.mcpServer ? 'mcp' : 'server', tool.mcpServer);
+  try {
+    const result = await context.with(trace.setSpan(context.active(), span), () =>
+      runServerTool(tool, block, ctx),
+    );
+    endToolSpan(span, result, result.isError ? 'tool_error' : undefined);
+    return result;
+  } catch (err) {
+    // The run was cancelled meanwhile.
+    span.setAttribute('error.type', 'cancelled');
+    span.end();
+    throw err;
+  }
+}
+
+async function runServerTool(
   tool: ServerTool<unknown>,
   block: ToolUseBlock,
   ctx: ToolExecutionContext,

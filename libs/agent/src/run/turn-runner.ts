@@ -3,7 +3,14 @@
 // failures that are safe to retry, and hands its messages to the caller at commit points. It persists nothing
 // itself: `RunIO` (the session layer) commits, pauses and supplies steered prompts.
 
-import { CanopyException, isDependencyUnavailable } from '@canopy/common';
+import { context as otelContext, SpanStatusCode, trace } from '@opentelemetry/api';
+import {
+  CanopyException,
+  SPAN,
+  canopyTracer,
+  currentTraceCarrier,
+  isDependencyUnavailable,
+} from '@canopy/common';
 import {
   addUsage,
   emptyUsage,
@@ -32,6 +39,7 @@ import { retryDelayMs, sleep, type RetryPolicy } from './retry';
 import { awaitingIds, type PendingState, type ToolCallState } from './run-state';
 import { errorResult, executeServerTool } from './tool-executor';
 import { keptOnInterrupt } from './interrupted';
+import { recordToolResult } from '../telemetry/tool-spans';
 import { contextPolicyOf, planContext, reserveFor, type ContextPlan } from '../context/context-plan';
 import {
   DEFAULT_SUMMARY_PROMPT,
@@ -474,8 +482,14 @@ class TurnRun {
         },
       });
     context('summarizing', total);
+    // The summarizing call is a span of its own (its model call a `chat` span under it).
+    const span = canopyTracer().startSpan(SPAN.summarize, {
+      attributes: { 'canopy.summary.through_node_id': through, 'canopy.summary.messages': cut },
+    });
     try {
-      const { message, usage } = await this.summarize(model, base.slice(0, cut), summaryTokens);
+      const { message, usage } = await otelContext.with(trace.setSpan(otelContext.active(), span), () =>
+        this.summarize(model, base.slice(0, cut), summaryTokens),
+      );
       this.runUsage = addUsage(this.runUsage, usage);
       this.segmentUsage = addUsage(this.segmentUsage, usage);
       const text = summaryText(message);
@@ -485,7 +499,10 @@ class TurnRun {
       this.summary = summary;
       this.summarized += cut;
       context('summarized', this.calibrated(this.fixedTokens() + sent(cut)));
+      span.end();
     } catch (err) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: errorText(err) });
+      span.end();
       if (this.spec.signal.aborted || err instanceof RunFencedError) throw err;
       this.summaryFailed = true;
       context(
@@ -634,6 +651,7 @@ class TurnRun {
         result: errorResult(block.id, `unknown tool: ${block.name}`),
       };
     });
+    this.recordCalls(calls.filter((c) => c.kind === 'unknown'));
     // Tools that need no decision run now, even if others of the round wait for one.
     await this.runServerCalls(calls.filter((c) => c.kind === 'server' && !c.needsDecision));
     if (awaitingIds({ calls }).length > 0) {
@@ -648,6 +666,8 @@ class TurnRun {
         segmentUsage: this.segmentUsage,
         runUsage: this.runUsage,
         turn: this.turnIndex,
+        // The run's trace: the execution that resumes it links to it.
+        ...traceOfPause(),
       });
       return { status: 'paused', usage: this.runUsage };
     }
@@ -679,6 +699,10 @@ class TurnRun {
       }
     }
     await this.runServerCalls(approved);
+    // What came back with a decision (a client tool's result, a rejection): a span each.
+    this.recordCalls(
+      calls.filter((c) => c.decision && c.decision.type !== 'execute' && !approved.includes(c)),
+    );
     const missing = calls.filter((c) => !c.result);
     if (missing.length > 0)
       throw new Error(`tool round incomplete: ${missing.map((c) => c.block.id).join(', ')}`);
@@ -687,6 +711,22 @@ class TurnRun {
       calls.map((c) => c.block),
     );
     return null;
+  }
+
+  /** Tool calls whose result did not come from running them here: an `execute_tool` span each that says so. */
+  private recordCalls(calls: ToolCallState[]): void {
+    for (const call of calls) {
+      if (!call.result) continue;
+      const kind =
+        call.kind === 'client' ? 'client' : this.serverTool(call.block.name)?.mcpServer ? 'mcp' : 'server';
+      const errorType =
+        call.kind === 'unknown'
+          ? 'unknown_tool'
+          : call.decision?.type === 'reject'
+            ? 'rejected'
+            : 'tool_error';
+      recordToolResult(call.block, kind, call.result, errorType);
+    }
   }
 
   private async runServerCalls(calls: ToolCallState[]): Promise<void> {
@@ -868,6 +908,12 @@ function withInjections(context: Message[], injections: Message['content']): Mes
   }
   copy.push({ role: 'user', content: injections, timestamp: Date.now() });
   return copy;
+}
+
+/** The active trace context as a paused run keeps it (`trace`), when there is one. */
+function traceOfPause(): { trace?: PendingState['trace'] } {
+  const carrier = currentTraceCarrier();
+  return carrier ? { trace: carrier } : {};
 }
 
 function errorText(err: unknown): string {

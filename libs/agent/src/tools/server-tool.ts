@@ -37,6 +37,8 @@ export interface ServerTool<I = unknown> {
   approval?: boolean;
   /** Overrides the default per-call timeout. */
   timeoutMs?: number;
+  /** The MCP server whose tool this is (a tenant's MCP server's tool); absent for tools registered in code. */
+  mcpServer?: string;
   handler(input: I, turn: ToolTurn): Promise<ToolOutput> | ToolOutput;
 }
 
