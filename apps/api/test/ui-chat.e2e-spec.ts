@@ -7,48 +7,13 @@
 
 import { randomUUID } from 'node:crypto';
 import {
-  AbstractChat,
-  DefaultChatTransport,
   lastAssistantMessageIsCompleteWithApprovalResponses,
   lastAssistantMessageIsCompleteWithToolCalls,
-  type ChatInit,
-  type ChatState,
-  type ChatStatus,
-  type UIMessage,
 } from 'ai';
 import { eventually } from '@canopy/testing';
 import { Api, newTenant } from './support/api-client';
+import { canopyTransport, NodeChat, textOf, type ChatMessage as Msg } from './support/node-chat';
 import { startTestApp, type TestApp } from './support/test-app';
-
-interface Meta {
-  nodeId: number | null;
-  versions: number[];
-  versionIndex: number;
-}
-type Msg = UIMessage<Meta>;
-
-/** The chat state @ai-sdk/react keeps in React, kept in plain fields. */
-class NodeChatState implements ChatState<Msg> {
-  status: ChatStatus = 'ready';
-  error: Error | undefined = undefined;
-  constructor(public messages: Msg[] = []) {}
-  pushMessage = (message: Msg) => {
-    this.messages = [...this.messages, message];
-  };
-  popMessage = () => {
-    this.messages = this.messages.slice(0, -1);
-  };
-  replaceMessage = (index: number, message: Msg) => {
-    this.messages = [...this.messages.slice(0, index), message, ...this.messages.slice(index + 1)];
-  };
-  snapshot = <T>(thing: T): T => structuredClone(thing);
-}
-
-class NodeChat extends AbstractChat<Msg> {
-  constructor({ messages, ...init }: ChatInit<Msg>) {
-    super({ ...init, state: new NodeChatState(messages) });
-  }
-}
 
 let t: TestApp;
 let api: Api;
@@ -72,19 +37,8 @@ const recordingFetch: typeof fetch = async (input, init) => {
 };
 
 function transport(credential = key, body: Record<string, unknown> = {}, fetchImpl = recordingFetch) {
-  return new DefaultChatTransport<Msg>({
-    api: `${t.url}/v1/ui/chat`,
-    headers: { authorization: `Bearer ${credential}` },
-    body,
-    fetch: fetchImpl,
-  });
+  return canopyTransport(t.url, credential, body, fetchImpl);
 }
-
-const textOf = (m: Msg | undefined) =>
-  (m?.parts ?? [])
-    .filter((p) => p.type === 'text')
-    .map((p) => (p as { text: string }).text)
-    .join('');
 
 const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
 
@@ -358,6 +312,14 @@ describe('useChat over DefaultChatTransport', () => {
     const asMallory = api.as(mallory);
     expect((await asMallory.get(`/v1/ui/chat/${id}/messages`)).status).toBe(404);
     expect((await asMallory.get(`/v1/ui/chat/${id}/stream`)).status).toBe(404);
+    // A file part whose URL leads to a private address: refused before anything is sent (the SSRF guard).
+    const ssrf = new NodeChat({ id, transport: transport(alice) });
+    await ssrf.sendMessage({
+      text: 'look',
+      files: [{ type: 'file', mediaType: 'image/png', url: 'http://127.0.0.1:9/x.png' }],
+    });
+    expect(ssrf.status).toBe('error');
+    expect(ssrf.error?.message).toContain('messages.0.parts.0.url');
     expect(((await api.get(`/v1/ui/chat/${id}/messages`)).body as Msg[]).map((m) => textOf(m))).toEqual([
       'mine',
       'Echo: mine',

@@ -5,8 +5,8 @@
 // the turn of the message it names (a node id, as GET …/messages gives them, the node its metadata names, or else
 // the turn at the same place on the active path as in the client's copy).
 
-import { Injectable } from '@nestjs/common';
-import { CanopyException } from '@canopy/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { assertTargetAllowed, CANOPY_CONFIG, CanopyException, type CanopyConfig } from '@canopy/common';
 import {
   isTurnBoundary,
   type Block,
@@ -24,6 +24,7 @@ import type { UiChatRequest, UiMessageInput } from './frontend.dto';
 @Injectable()
 export class UiChatService {
   constructor(
+    @Inject(CANOPY_CONFIG) private readonly config: CanopyConfig,
     private readonly chats: FrontendChats,
     private readonly commands: SessionCommands,
   ) {}
@@ -57,6 +58,7 @@ export class UiChatService {
       });
     }
     const content = contentOf(last);
+    await this.checkFileUrls(request.messages.length - 1, last);
     if (request.messageId !== undefined) {
       const { tree } = await this.chats.conversation(scope, id);
       const edited = editTarget(tree, request);
@@ -67,6 +69,19 @@ export class UiChatService {
       }
     }
     return this.chats.startRun(scope, id, () => this.commands.prompt(scope, id, { content }));
+  }
+
+  /** 400 on the first file URL of the message (`messages.<i>.parts.<j>.url`) that leads where tenant URLs may not. */
+  private async checkFileUrls(index: number, message: UiMessageInput): Promise<void> {
+    for (const [j, part] of (message.parts as Array<Record<string, unknown>>).entries()) {
+      if (part.type !== 'file' || typeof part.url !== 'string' || part.url.startsWith('data:')) continue;
+      await assertTargetAllowed(
+        part.url,
+        this.config.targets.tenantUrls,
+        `messages.${index}.parts.${j}.url`,
+        'file URL',
+      );
+    }
   }
 
   /**
