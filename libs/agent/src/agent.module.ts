@@ -3,7 +3,7 @@
 // each run's tenant's MCP servers' tools through this process's pool of MCP clients) and the hooks, both registries the app may fill at start-up. AgentModule.forRoot() is one module per process however many import it.
 
 import { Module, type DynamicModule } from '@nestjs/common';
-import { CANOPY_CONFIG, guardedFetch, type CanopyConfig } from '@canopy/common';
+import { CANOPY_CONFIG, guardedFetch, tracingFetch, type CanopyConfig } from '@canopy/common';
 import { McpServersRepository, ProviderKeysRepository, TenancyModule } from '@canopy/tenancy';
 import { FilesModule, FilesService } from '@canopy/store';
 import { FileAttachmentsGateway } from './files/file-attachments.gateway';
@@ -45,8 +45,9 @@ export class AgentModule {
           inject: [CANOPY_CONFIG, McpServersRepository],
           useFactory: (c: CanopyConfig, servers: McpServersRepository) =>
             new McpClientPool({
-              // Every request to a tenant's MCP server passes the SSRF guard (ALLOW_PRIVATE_TARGETS).
-              fetch: guardedFetch(c.targets.tenantUrls, 'MCP server URL'),
+              // Every request to a tenant's MCP server passes the SSRF guard (ALLOW_PRIVATE_TARGETS) and carries the
+              // caller's trace context (traceparent) when OpenTelemetry is on.
+              fetch: tracingFetch(guardedFetch(c.targets.tenantUrls, 'MCP server URL')),
               connectTimeoutMs: c.mcp.connectTimeoutMs,
               idleCloseMs: c.mcp.idleCloseMs,
               clientVersion: CLIENT_VERSION,

@@ -1,9 +1,12 @@
 // The distributed runtime's queue: a run is a BullMQ job (job id = run id) that any worker may take. A worker
 // killed mid-run stops renewing its lock; after the lock expires BullMQ marks the job stalled and another worker
 // takes it over (a new attempt) — the executor then recovers the run from its last committed state. Only processes
-// that call process() (workers) execute runs; api processes only enqueue.
+// that call process() (workers) execute runs; api processes only enqueue. A job carries the trace context of the
+// request that enqueued it (OpenTelemetry on), and its run executes in that context on the worker.
 
+import { context } from '@opentelemetry/api';
 import { Queue, WaitingError, Worker, type ConnectionOptions } from 'bullmq';
+import { contextOf, currentTraceCarrier } from '@canopy/common';
 import { bullmqPrefix } from './bullmq-prefix';
 import { JOBS, checkHandlers, runJobPayload } from './job-catalog';
 import {
@@ -45,7 +48,8 @@ export class BullmqTurnQueue implements TurnQueue {
   }
 
   async enqueue(job: RunJob, options: { replaceEnded?: boolean } = {}): Promise<void> {
-    const payload = runJobPayload.parse(job);
+    const trace = job.trace ?? currentTraceCarrier();
+    const payload = runJobPayload.parse(trace ? { ...job, trace } : job);
     if (options.replaceEnded) {
       // BullMQ ignores an add whose job id it still keeps, finished jobs included (kept for removeOnComplete /
       // removeOnFail): the ended job goes first. One being executed cannot be removed (its lock): left alone.
@@ -80,7 +84,8 @@ export class BullmqTurnQueue implements TurnQueue {
       async (job, token) => {
         if (job.name !== JOBS.run.name) throw new Error(`unknown job ${job.name}`);
         try {
-          await handler(runJobPayload.parse(job.data));
+          const run = runJobPayload.parse(job.data);
+          await (run.trace ? context.with(contextOf(run.trace), () => handler(run)) : handler(run));
         } catch (err) {
           if (!(err instanceof RunHandedBack) || !token) throw err;
           // Back to waiting for another worker, now rather than after the lock lapses; not a failed attempt.

@@ -1,6 +1,9 @@
 // The embedded runtime's queue: runs execute in this process, started on the next tick so the command that
-// enqueued them returns first. Failures of a handler are reported, never thrown into the caller.
+// enqueued them returns first (in the enqueuer's trace context, as a worker would). Failures of a handler are
+// reported, never thrown into the caller.
 
+import { context } from '@opentelemetry/api';
+import { contextOf, currentTraceCarrier } from '@canopy/common';
 import { JOBS } from './job-catalog';
 import type { GiveUpHandler, RunHandler, RunJob, TurnQueue } from './turn-queue.port';
 
@@ -37,8 +40,10 @@ export class InlineTurnQueue implements TurnQueue {
     const id = JOBS.run.jobId(job);
     if (this.pendingRuns.has(id)) return Promise.resolve();
     this.pendingRuns.add(id);
+    const trace = job.trace ?? currentTraceCarrier();
+    const run = trace ? { ...job, trace } : job;
     const task: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => handler(job))
+      .then(() => (trace ? context.with(contextOf(trace), () => handler(run)) : handler(run)))
       .catch(async (err: unknown) => {
         // No retries in process: a run whose execution threw is given up at once.
         this.report(err, job);

@@ -6,11 +6,18 @@
 import { z } from 'zod';
 import { timerKey } from './timer-jobs';
 
+/** A W3C trace context (OpenTelemetry on): the span that enqueued a job is the parent of its execution's spans. */
+export const traceCarrierPayload = z.object({
+  traceparent: z.string().regex(/^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/),
+  tracestate: z.string().max(512).optional(),
+});
+
 export const runJobPayload = z.object({
   tenantId: z.uuid(),
   sessionId: z.string().min(1).max(128),
   runId: z.uuid(),
   resumedAt: z.number().int().min(0).optional(),
+  trace: traceCarrierPayload.optional(),
 });
 
 export const idleTimerPayload = z.object({

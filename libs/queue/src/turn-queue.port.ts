@@ -1,5 +1,8 @@
 // The TurnQueue port: how a started run reaches whatever executes it. Embedded: the inline adapter runs it in
-// this process right away. Distributed: a BullMQ adapter (job id = run id) lets any worker take it.
+// this process right away. Distributed: a BullMQ adapter (job id = run id) lets any worker take it. Either way the
+// trace context of whoever enqueued a run (OpenTelemetry on) is the one its execution runs in.
+
+import type { TraceCarrier } from '@canopy/common';
 
 export interface RunJob {
   tenantId: string;
@@ -10,6 +13,8 @@ export interface RunJob {
    * paused run's job has completed; the resume is a job of its own (same run, another job id).
    */
   resumedAt?: number;
+  /** The enqueuer's trace context: set by the queue at enqueue when OpenTelemetry is on. */
+  trace?: TraceCarrier;
 }
 
 export type RunHandler = (job: RunJob) => Promise<void>;

@@ -22,7 +22,7 @@
 // Transactions still have it to themselves.
 
 import type { Scope } from '@canopy/core';
-import { CanopyException, declaredAudit } from '@canopy/common';
+import { CanopyException, currentTraceCarrier, declaredAudit } from '@canopy/common';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool, type ClientBase, type PoolClient, type QueryResultRow } from 'pg';
 import { PrismaClient, type Prisma } from './generated/prisma/client';
@@ -587,7 +587,8 @@ export class Database {
     };
     try {
       // The request's actor travels too (audit triggers read it); nothing outside a request.
-      await client.query(`${this.begin}${setting}${auditSetting()}`);
+      // So does the trace context (OpenTelemetry on): a webhook delivery written by the transaction keeps it.
+      await client.query(`${this.begin}${setting}${auditSetting()}${traceSetting()}`);
       const result = await fn(tx);
       checkDeadline();
       await client.query('COMMIT');
@@ -606,6 +607,19 @@ export class Database {
       this.giveBack(client, broken);
     }
   }
+}
+
+/** A W3C traceparent as the propagator writes it (checked before it is spliced into SQL). */
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/**
+ * The active trace context as a set_config for the transaction (canopy.traceparent, which the webhook outbox keeps),
+ * or '' when there is none (OpenTelemetry off, or outside a traced operation).
+ */
+function traceSetting(): string {
+  const carrier = currentTraceCarrier();
+  if (!carrier || !TRACEPARENT.test(carrier.traceparent)) return '';
+  return `, set_config('canopy.traceparent', '${carrier.traceparent}', true)`;
 }
 
 /**

@@ -20,6 +20,8 @@ export interface McpRecordedCall {
   args: Record<string, unknown>;
   meta: Record<string, unknown> | undefined;
   authorization: string | undefined;
+  /** The W3C trace context header the call's request carried. */
+  traceparent: string | undefined;
 }
 
 export class McpTestServer {
@@ -80,11 +82,13 @@ export class McpTestServer {
       extra: { _meta?: Record<string, unknown>; requestInfo?: { headers: Record<string, unknown> } },
     ) => {
       const auth = extra.requestInfo?.headers.authorization;
+      const traceparent = extra.requestInfo?.headers.traceparent;
       this.calls.push({
         tool,
         args,
         meta: extra._meta,
         authorization: typeof auth === 'string' ? auth : undefined,
+        traceparent: typeof traceparent === 'string' ? traceparent : undefined,
       });
     };
     server.registerTool(

@@ -8,6 +8,7 @@
 
 import { z } from 'zod';
 import { MCP_SERVER_NAME, type McpServerView, type Scope, type ServerToolInfo } from '@canopy/core';
+import { currentTraceCarrier } from '@canopy/common';
 import type { McpServerConfig, McpServersRepository } from '@canopy/tenancy';
 import type { ServerTool } from '../tools/server-tool';
 import type { RunToolSource, RunToolsRequest } from '../tools/tool-registry';
@@ -172,6 +173,9 @@ export class McpToolbox implements RunToolSource {
                 'canopy/sessionId': turn.sessionId,
                 'canopy/runId': turn.runId,
                 'canopy/idempotencyKey': `${turn.runId}:${turn.toolCallId}`,
+                // The tool call's trace context, where MCP's OpenTelemetry conventions carry it (the request's
+                // traceparent header says the same).
+                ...currentTraceCarrier(),
               },
               onProgress: ({ progress, total, message }) =>
                 turn.reportProgress({

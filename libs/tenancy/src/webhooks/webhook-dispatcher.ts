@@ -170,6 +170,8 @@ export class WebhookDispatcher {
       secret: d.secret,
       messageId: `msg_${d.id}`,
       body: JSON.stringify(d.payload),
+      ...(typeof d.payload.type === 'string' ? { eventType: d.payload.type } : {}),
+      trace: d.trace,
     });
     const attempt = {
       attempt: d.attempts,

@@ -7,7 +7,7 @@
 
 import { Injectable } from '@nestjs/common';
 import type { Scope } from '@canopy/core';
-import { CanopyException } from '@canopy/common';
+import { CanopyException, type TraceCarrier } from '@canopy/common';
 import { Database, isUuid, query, raw, sql, writeAudit, type SqlTx } from '@canopy/store';
 
 export interface WebhookView {
@@ -69,6 +69,8 @@ export interface ClaimedDelivery {
   payload: Record<string, unknown>;
   attempts: number;
   createdAt: Date;
+  /** The trace context the delivery was written in (OpenTelemetry on), null otherwise. */
+  trace: TraceCarrier | null;
 }
 
 interface WebhookRow {
@@ -339,6 +341,7 @@ export class WebhooksRepository {
         payload: Record<string, unknown>;
         attempts: number;
         created_at: Date;
+        trace_context: string | null;
       }>(
         `WITH hooks AS (
            SELECT h.id, h.turn FROM unnest($1::uuid[]) WITH ORDINALITY AS h(id, turn)),
@@ -376,7 +379,7 @@ export class WebhooksRepository {
            FROM due, webhooks w
           WHERE d.id = due.id AND w.id = d.webhook_id
          RETURNING d.id::text AS id, d.tenant_id::text AS tenant_id, d.webhook_id::text AS webhook_id, w.url,
-                   w.secret, w.enabled, d.payload, d.attempts, d.created_at`,
+                   w.secret, w.enabled, d.payload, d.attempts, d.created_at, d.trace_context`,
         [mine.map((h) => h.id), limit, perEndpoint, leaseMs, perTenant, heldTenants, heldCounts],
       );
       return rows.map((r) => ({
@@ -389,6 +392,7 @@ export class WebhooksRepository {
         payload: r.payload,
         attempts: r.attempts,
         createdAt: r.created_at,
+        trace: r.trace_context ? { traceparent: r.trace_context } : null,
       }));
     });
   }
