@@ -56,6 +56,7 @@ import { FilesController } from './http/files.controller';
 import { FileUrlSigner } from './http/file-urls';
 import { SharesController } from './http/shares.controller';
 import { FeedbackController } from './http/feedback.controller';
+import { ModelStatsController } from './http/model-stats.controller';
 import { CanopyMcpService } from './mcp/canopy-mcp.service';
 import { McpEndpointController } from './mcp/mcp-endpoint.controller';
 import { LiveHistory } from './ops/live-history.service';
@@ -111,6 +112,7 @@ export class ApiModule {
         TreeController,
         CommandsController,
         RunsController,
+        ModelStatsController,
         StatsController,
         ModelsController,
         FilesController,

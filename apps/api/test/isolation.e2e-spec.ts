@@ -165,6 +165,7 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /v1/sessions/{id}/events': { kind: 'session', queryToken: true },
   'GET /v1/activity': { kind: 'activity', queryToken: true },
   'GET /v1/stats': { kind: 'stats' },
+  'GET /v1/stats/models': { kind: 'modelStats', query: 'groupBy=user' },
   'GET /v1/models': { kind: 'models' },
   'GET /v1/tools': { kind: 'models' },
   'GET /v1/ws': { kind: 'websocket' },
@@ -316,7 +317,7 @@ function verdict(kind: Kind, who: Who, res: CallResult, path = ''): string | nul
   if (who === 'admin') {
     if (kind === 'activity') return res.status === 200 && res.stream ? null : `expected 200 stream`;
     // The operator's views of every tenant (the admin's by design).
-    if (kind === 'stats' || kind === 'liveList')
+    if (kind === 'stats' || kind === 'liveList' || kind === 'modelStats')
       return res.status === 200 ? null : `expected 200, got ${res.status}`;
     if (kind === 'models') return modelsVerdict(res);
     if (kind === 'operator') return res.status === 200 ? null : `expected 200, got ${res.status}`;
@@ -401,6 +402,13 @@ function verdict(kind: Kind, who: Who, res: CallResult, path = ''): string | nul
       if (res.status !== 200 || !Array.isArray(rows)) return `expected 200 with rows, got ${res.status}`;
       const foreign = rows.filter((r) => idsOfA.has(r.sessionId) || r.userId === 'alice');
       return foreign.length === 0 ? null : `sees ${JSON.stringify(foreign)}`;
+    }
+    case 'modelStats': {
+      // Per user: B's own users only (A's alice never), none for a user token.
+      if (who === 'otherUser') return errorMismatch(res, 403, 'forbidden');
+      const rows = (res.body as { data?: Array<{ key: string | null }> } | undefined)?.data;
+      if (res.status !== 200 || !Array.isArray(rows)) return `expected 200 {data}, got ${res.status}`;
+      return rows.some((r) => r.key === 'alice') ? `sees ${JSON.stringify(rows)}` : null;
     }
     case 'sharedFork':
       // Continuing a link is for its own tenant: another tenant gets not_found; another user of A its own session.
@@ -720,7 +728,7 @@ describe('the route table', () => {
       const credential =
         kind === 'admin'
           ? TEST_ADMIN_KEY
-          : ['activity', 'stats', 'tenantOwned', 'operator'].includes(kind)
+          : ['activity', 'stats', 'tenantOwned', 'operator', 'modelStats'].includes(kind)
             ? a.key
             : aliceToken;
       const res = await callAs(op, credential);

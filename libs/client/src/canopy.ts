@@ -11,6 +11,7 @@ import type {
   SharedConversationView,
   ShareView,
   ModelInfo,
+  ModelStatsView,
   ServerToolInfo,
   TenantInfo,
 } from '@canopy/core';
@@ -372,6 +373,16 @@ export class Canopy {
    */
   stats(minutes?: number): Promise<RunStats> {
     return this.http.request('GET', '/v1/stats', { query: { minutes } });
+  }
+
+  /**
+   * Per model (or per user) over a window of UTC days (default the last 30): runs, errors, latency p50/p95, tokens,
+   * cost and the share of thumbs up, from the daily rollup. A tenant key: its own; the admin key: every tenant's.
+   */
+  modelStats(
+    query: { from?: string; to?: string; groupBy?: 'model' | 'user'; tenantId?: string } = {},
+  ): Promise<ModelStatsView> {
+    return this.http.request('GET', '/v1/stats/models', { query });
   }
 
   /** A handle on a session by id (no request is made). */

@@ -72,6 +72,7 @@ describe('the migrated database', () => {
     ['usage_daily', Prisma.UsageDailyScalarFieldEnum],
     ['shares', Prisma.ShareScalarFieldEnum],
     ['feedback', Prisma.FeedbackScalarFieldEnum],
+    ['run_stats_daily', Prisma.RunStatsDailyScalarFieldEnum],
   ])('has exactly the columns of the Prisma model for %s', async (table, fields) => {
     const { rows } = await raw.query<{ column_name: string }>(
       `SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1`,
@@ -102,10 +103,11 @@ describe('the migrated database', () => {
     }>(
       `SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class
         WHERE relname IN ('tenants', 'api_keys', 'sessions', 'nodes', 'runs', 'node_search', 'audit_events',
-          'webhooks', 'webhook_deliveries', 'quotas', 'provider_keys', 'usage_daily', 'shares', 'feedback')
+          'webhooks', 'webhook_deliveries', 'quotas', 'provider_keys', 'usage_daily', 'shares', 'feedback',
+          'run_stats_daily')
         ORDER BY relname`,
     );
-    expect(rows).toHaveLength(14);
+    expect(rows).toHaveLength(15);
     for (const r of rows) expect(r).toMatchObject({ relrowsecurity: true, relforcerowsecurity: true });
   });
 

@@ -142,23 +142,28 @@ export interface FeedbackView {
 
 export const modelStatsQuerySchema = z
   .object({
+    /** The first UTC day of the window (default: 29 days before `to`). */
     from: isoDate.optional(),
+    /** The last UTC day of the window (default: today). */
     to: isoDate.optional(),
     groupBy: z.enum(['model', 'user']).default('model'),
+    /** Admin only: one tenant (default every tenant). */
+    tenantId: z.uuid().optional(),
   })
   .strict();
 export type ModelStatsQuery = z.infer<typeof modelStatsQuerySchema>;
 
 /** One model's (or user's) figures over a window, from the daily rollups. */
 export interface ModelStatsRow {
+  /** The model, or the user (null: sessions of no user). */
   key: string | null;
   runs: number;
+  /** Runs that failed; errorRate: of those that finished. */
   errors: number;
   errorRate: number;
+  /** Created to finished, of the runs that finished; within 25% (the rollup's histogram buckets). */
   latencyP50Ms: number | null;
   latencyP95Ms: number | null;
-  timeToFirstTokenP50Ms: number | null;
-  timeToFirstTokenP95Ms: number | null;
   inputTokens: number;
   outputTokens: number;
   totalTokens: number;

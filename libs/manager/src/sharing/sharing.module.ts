@@ -1,5 +1,5 @@
-// Share links and feedback for the api: their repositories over the database and their services over the session
-// engine (reading trees) and the catalog (forking a shared path).
+// Share links, feedback and the per-model figures for the api: their repositories over the database and their
+// services over the session engine (reading trees) and the catalog (forking a shared path).
 
 import { Module } from '@nestjs/common';
 import { Database, StoreModule } from '@canopy/store';
@@ -8,6 +8,8 @@ import { SessionCatalogService } from '../catalog';
 import { ManagerModule } from '../manager.module';
 import { FeedbackRepository } from './feedback.repository';
 import { FeedbackService } from './feedback.service';
+import { ModelStatsRepository } from './model-stats.repository';
+import { ModelStatsService } from './model-stats.service';
 import { SharesRepository } from './shares.repository';
 import { SharesService } from './shares.service';
 
@@ -32,7 +34,12 @@ import { SharesService } from './shares.service';
       useFactory: (sessions: SessionService, feedback: FeedbackRepository) =>
         new FeedbackService(sessions, feedback),
     },
+    {
+      provide: ModelStatsService,
+      inject: [Database],
+      useFactory: (db: Database) => new ModelStatsService(new ModelStatsRepository(db)),
+    },
   ],
-  exports: [SharesService, FeedbackService],
+  exports: [SharesService, FeedbackService, ModelStatsService],
 })
 export class SharingModule {}
