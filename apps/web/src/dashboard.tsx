@@ -1,4 +1,5 @@
-// The dashboard: charts of the last half hour's runs, tokens, latency and live sessions, the live sessions of the
+// The dashboard: charts of the last half hour's runs, tokens, latency and live sessions, per-model and per-user
+// figures over a chosen window (ModelStatsPanel), the live sessions of the
 // deployment (busy and paused first, filtered; a row opens the session as an observer), the activity feed in
 // words (starting from the latest stored runs), and usage per tenant. With an API key it shows its tenant; with the
 // admin key every tenant, each by name.
@@ -9,6 +10,7 @@ import { ActivityFeed, itemOfEvent, itemsOfRuns, type FeedItem } from './activit
 import { Charts } from './charts';
 import { errorText, time } from './format';
 import { LiveTable } from './live-table';
+import { ModelStatsPanel } from './model-stats-panel';
 
 const FEED_LENGTH = 200;
 const STATS_MINUTES = 60;
@@ -182,6 +184,8 @@ export function Dashboard({ canopy, allTenants = false }: { canopy: Canopy; allT
           </p>
         )}
       </section>
+
+      <ModelStatsPanel canopy={canopy} refreshKey={stats?.until ?? ''} />
 
       <section className="panel" aria-labelledby="live-title">
         <h2 id="live-title">

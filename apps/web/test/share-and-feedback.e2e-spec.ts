@@ -218,6 +218,27 @@ describe('web UI journey: sharing and rating', () => {
     await expectText(page.getByTestId('session-status'), 'idle');
   });
 
+  it('the dashboard shows each model’s and each user’s figures over a chosen window', async () => {
+    const page = await pageAs(apiKey);
+    await page.goto(`${t.url}/#/dashboard`);
+    const row = (key: string) => page.locator(`[data-testid="model-stats-row"][data-key="${key}"]`);
+    // Alice's three prompts and the slow one's: four runs of mock:echo; one rating, up.
+    await expectText(row('mock:echo').getByTestId('model-stats-runs'), '4');
+    await expectText(row('mock:echo').getByTestId('model-stats-thumbs'), '100% of 1');
+    await expectText(row('mock:echo').getByTestId('model-stats-errors'), '0 (0%)');
+    await expectText(
+      row('mock:echo').getByTestId('model-stats-latency'),
+      /^\d+(\.\d)? m?s \/ \d+(\.\d)? m?s$/,
+    );
+    await page.getByTestId('model-stats-by-user').click();
+    await expectText(row('alice').getByTestId('model-stats-runs'), '3');
+    await expectText(row('alice').getByTestId('model-stats-thumbs'), '100% of 1');
+    await expectText(row('').getByTestId('model-stats-key'), '(no user)');
+    await page.getByTestId('model-stats-window').selectOption('365');
+    await expectText(row('alice').getByTestId('model-stats-runs'), '3');
+    await screenshots(page, 'model-stats-01-per-user');
+  });
+
   it('raised no page errors', () => {
     expect(errors.flat()).toEqual([]);
   });
