@@ -8,6 +8,9 @@
 /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return -- JSON bodies read loosely */
 
 import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 import { Client } from 'pg';
 import { eventually, FakeLlmServer } from '@canopy/testing';
@@ -392,6 +395,106 @@ describe('through the conversation’s life', () => {
       await eventually(async () => expect(await left()).toEqual({ files: 0, chunks: 0 }));
     } finally {
       await db.end();
+    }
+  });
+});
+
+describe('export and import', () => {
+  it('a canopy export carries the files; an import stores them again as the importing tenant’s', async () => {
+    const file = (await upload(a.api, PNG, 'image/png', 'carried.png')).body;
+    const session = (await a.api.post('/v1/sessions', { model: 'mock:echo' })).body.id;
+    await a.api.post(`/v1/sessions/${session}/prompt`, {
+      content: [
+        { type: 'text', text: 'keep this' },
+        { type: 'attachment', fileId: file.id },
+      ],
+      wait: true,
+    });
+    const exported = await a.api.get(`/v1/sessions/${session}/export?format=canopy`);
+    expect(exported.status).toBe(200);
+    expect(exported.body.files).toEqual([
+      { id: file.id, name: 'carried.png', mediaType: 'image/png', data: PNG.toString('base64') },
+    ]);
+
+    // Into another tenant: a file of its own, with the same bytes, under a new id the attachment now names.
+    const imported = await b.api.post('/v1/sessions/import', { format: 'canopy', data: exported.body });
+    expect(imported.status).toBe(201);
+    const messages = (await b.api.get(`/v1/sessions/${imported.body.id}/messages`)).body;
+    const prompt = (messages.data ?? messages).find((m: { role: string }) => m.role === 'user');
+    const block = prompt.content[1];
+    expect(block).toMatchObject({ type: 'attachment', mediaType: 'image/png', name: 'carried.png' });
+    expect(block.fileId).not.toBe(file.id);
+    const copy = await bytesOf(`${t.url}/v1/files/${block.fileId}/content`, b.key);
+    expect(copy.status).toBe(200);
+    expect(copy.bytes.equals(PNG)).toBe(true);
+    // A's own file is still A's alone.
+    expectError(await b.api.get(`/v1/files/${file.id}`), 404, 'not_found');
+  });
+
+  it('the OpenAI and Anthropic exports carry the bytes in their image and document parts', async () => {
+    const png = (await upload(a.api, PNG, 'image/png', 'p.png')).body;
+    const pdf = (await upload(a.api, PDF, 'application/pdf', 'd.pdf')).body;
+    const session = (await a.api.post('/v1/sessions', { model: 'mock:echo' })).body.id;
+    await a.api.post(`/v1/sessions/${session}/prompt`, {
+      content: [
+        { type: 'text', text: 'two files' },
+        { type: 'attachment', fileId: png.id },
+        { type: 'attachment', fileId: pdf.id },
+      ],
+      wait: true,
+    });
+    const openai = (await a.api.get(`/v1/sessions/${session}/export?format=openai`)).body;
+    const user = openai.messages.find((m: { role: string }) => m.role === 'user');
+    expect(user.content).toEqual([
+      { type: 'text', text: 'two files' },
+      { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG.toString('base64')}` } },
+      {
+        type: 'file',
+        file: { filename: 'd.pdf', file_data: `data:application/pdf;base64,${PDF.toString('base64')}` },
+      },
+    ]);
+    const anthropic = (await a.api.get(`/v1/sessions/${session}/export?format=anthropic`)).body;
+    const first = anthropic.messages.find((m: { role: string }) => m.role === 'user');
+    expect(first.content).toEqual([
+      { type: 'text', text: 'two files' },
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG.toString('base64') } },
+      expect.objectContaining({
+        type: 'document',
+        source: { type: 'base64', media_type: 'application/pdf', data: PDF.toString('base64') },
+      }),
+    ]);
+  });
+});
+
+describe('on the embedded database', () => {
+  it('stores, serves and sends a file with PGlite as the database', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'canopy-files-embedded-'));
+    const embedded = await startTestApp({ embeddedDataDir: dir });
+    try {
+      const tenant = await newTenant(embedded, 'embedded files');
+      const big = randomBytes(700 * 1024);
+      const file = await upload(tenant.api, big, 'application/octet-stream', 'big.bin');
+      expect(file.body).toMatchObject({
+        bytes: big.length,
+        sha256: sha(big),
+        mediaType: 'application/octet-stream',
+      });
+      const back = await bytesOf(`${embedded.url}/v1/files/${file.body.id}/content`, tenant.key);
+      expect(back.bytes.equals(big)).toBe(true);
+      const image = (await upload(tenant.api, PNG, 'image/png', 'e.png')).body;
+      const session = (await tenant.api.post('/v1/sessions', { model: 'mock:echo' })).body.id;
+      const run = await tenant.api.post(`/v1/sessions/${session}/prompt`, {
+        content: [
+          { type: 'text', text: 'embedded' },
+          { type: 'attachment', fileId: image.id },
+        ],
+        wait: true,
+      });
+      expect(run.status).toBe(200);
+      expect(run.body.finalResponse).toBe('Echo: embedded');
+    } finally {
+      await embedded.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

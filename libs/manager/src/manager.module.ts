@@ -29,6 +29,8 @@ import {
 import { QueueModule } from '@canopy/queue';
 import {
   EMBEDDED_DATABASE_SUPERVISOR,
+  FilesModule,
+  FilesService,
   HeavyOperationsRepository,
   SESSION_STORE,
   SessionCatalogStore,
@@ -115,6 +117,7 @@ export class ManagerModule {
       imports: [
         SessionModule.forRoot(role),
         StoreModule.forRoot(),
+        FilesModule.forRoot(),
         TenancyModule.forRoot(),
         RealtimeModule.forRoot(),
         QueueModule.forRoot(),
@@ -198,6 +201,7 @@ export class ManagerModule {
             ImportConverter,
             HeavyOperations,
             CANOPY_CONFIG,
+            FilesService,
           ],
           useFactory: (
             store: SessionStore,
@@ -207,7 +211,9 @@ export class ManagerModule {
             converter: ImportConverter,
             heavy: HeavyOperations,
             c: CanopyConfig,
-          ) => new SessionTransferService(store, catalog, registry, tools, converter, heavy, c.imports),
+            files: FilesService,
+          ) =>
+            new SessionTransferService(store, catalog, registry, tools, converter, heavy, c.imports, files),
         },
         // The import thread: stopped with the service.
         { provide: ImportConverter, useFactory: () => new ImportConverter() },

@@ -127,6 +127,8 @@ export const attachmentBlockSchema = z
     data: z.string().max(10_000_000).optional(),
     url: z.url().max(4_000).optional(),
     name: z.string().max(500).optional(),
+    /** A stored file's size (Canopy sets it from the file; a canopy document carries it). */
+    bytes: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
   })
   .strict()
   .refine((b) => [b.fileId, b.data, b.url].filter((v) => v !== undefined).length === 1, {

@@ -17,7 +17,13 @@ import {
   UNSTORABLE_TEXT_MESSAGE,
 } from '../api/schemas';
 import { messageSchema, usageSchema } from './message-schema';
-import { FormatError, fieldPath, type Conversation, type ConversationSummary } from './conversation';
+import {
+  FormatError,
+  fieldPath,
+  type Conversation,
+  type ConversationFile,
+  type ConversationSummary,
+} from './conversation';
 
 export const CANOPY_FORMAT_VERSION = 1;
 
@@ -50,6 +56,11 @@ export interface CanopyDocument {
    * when there are none (documents written before summaries existed have none).
    */
   summaries?: ConversationSummary[];
+  /**
+   * The stored files the tree's attachments refer to (`fileId`), with their bytes as base64; absent when there are
+   * none. An import stores them again as files of its own (new ids, the attachments changed to match).
+   */
+  files?: ConversationFile[];
 }
 
 /** The most nodes one document may hold. */
@@ -68,6 +79,7 @@ export function toCanopyDocument(
     nextId: NodeId;
   },
   summaries: readonly ConversationSummary[] = [],
+  files: readonly ConversationFile[] = [],
 ): CanopyDocument {
   const nodes = [...tree.nodes]
     .sort((a, b) => a.id - b.id)
@@ -105,6 +117,9 @@ export function toCanopyDocument(
               usage: c.usage,
             })),
         }
+      : {}),
+    ...(files.length
+      ? { files: files.map((f) => ({ id: f.id, name: f.name, mediaType: f.mediaType, data: f.data })) }
       : {}),
   };
 }
@@ -175,6 +190,19 @@ const canopyDocumentSchema = z
       )
       .max(MAX_IMPORT_NODES)
       .optional(),
+    files: z
+      .array(
+        z
+          .object({
+            id: z.uuid(),
+            name: z.string().min(1).max(255),
+            mediaType: z.string().min(1).max(200),
+            data: z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, 'base64'),
+          })
+          .strict(),
+      )
+      .max(1_000)
+      .optional(),
   })
   .strict();
 
@@ -239,6 +267,11 @@ export function fromCanopyDocument(data: unknown, base = 'data'): Conversation {
       );
     covered.add(c.throughNodeId);
   });
+  const fileIds = new Set<string>();
+  (doc.files ?? []).forEach((f, i) => {
+    if (fileIds.has(f.id)) throw new FormatError(at('files', i, 'id'), `a second file ${f.id}`);
+    fileIds.add(f.id);
+  });
   const nextId = doc.tree.nextId ?? maxId + 1;
   if (nextId <= maxId)
     throw new FormatError(at('tree', 'nextId'), `must be above the highest node id (${maxId})`);
@@ -270,5 +303,6 @@ export function fromCanopyDocument(data: unknown, base = 'data'): Conversation {
             .sort((a, b) => a.throughNodeId - b.throughNodeId),
         }
       : {}),
+    ...(doc.files?.length ? { files: doc.files } : {}),
   };
 }

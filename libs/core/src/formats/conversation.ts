@@ -47,6 +47,17 @@ export interface Conversation {
   tree: ConversationTree;
   /** Summaries of nodes of the tree, in node order (only the canopy format carries them). */
   summaries?: ConversationSummary[];
+  /** The stored files its attachments refer to, with their bytes (only the canopy format carries them). */
+  files?: ConversationFile[];
+}
+
+/** A stored file a conversation's attachments refer to by id, its bytes as base64. */
+export interface ConversationFile {
+  id: string;
+  name: string;
+  mediaType: string;
+  /** Base64. */
+  data: string;
 }
 
 /** Input a format cannot read. `field` is where, e.g. `messages[3].content[0].type`. */

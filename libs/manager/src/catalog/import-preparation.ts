@@ -16,6 +16,7 @@ import {
   sumUsage,
   type Conversation,
   type ConversationSession,
+  type ConversationFile,
   type ConversationSummary,
   type NodeId,
   type Usage,
@@ -50,6 +51,8 @@ export interface PreparedImport {
   nextId: NodeId;
   /** The context summaries of its nodes (canopy documents carry them). */
   summaries: ConversationSummary[];
+  /** The stored files its attachments refer to, with their bytes (canopy documents carry them). */
+  files: ConversationFile[];
 }
 
 /** Why not: the body is not JSON, the request failed its schema (issues as the validation pipe names them), or the conversation its format. */
@@ -126,6 +129,7 @@ export function prepareImport(input: PreparationInput): PreparationResult {
       cursors,
       nextId,
       summaries: conversation.summaries ?? [],
+      files: conversation.files ?? [],
     },
   };
 }

@@ -16,12 +16,20 @@ import {
   toMarkdown,
   toOpenAi,
   type CanopyDocument,
+  type Message,
   type Scope,
   type SessionInfo,
 } from '@canopy/core';
 import type { ToolRegistry } from '@canopy/agent';
 import type { LiveRegistry } from '@canopy/realtime';
-import type { ImportSessionHead, SessionCatalogStore, SessionFilter, SessionStore } from '@canopy/store';
+import type {
+  FilesService,
+  ImportSessionHead,
+  SessionCatalogStore,
+  SessionFilter,
+  SessionStore,
+} from '@canopy/store';
+import { discard, fileIdsOf, restoreFiles, withFileData } from './transfer-files';
 import { checkOpts, checkTools, toSessionInfo } from '@canopy/session';
 import { resolveFilter, type CatalogFilter } from './catalog-filter';
 import type { HeavyOperations } from './heavy-operations';
@@ -62,6 +70,8 @@ export class SessionTransferService {
     private readonly converter: ImportConverter,
     private readonly heavy: HeavyOperations,
     private readonly imports: { batchNodes: number },
+    /** Stored files: a canopy export carries them, an import stores them again (null: exports without them). */
+    private readonly files: FilesService | null = null,
   ) {}
 
   /** One session in a format: JSON for canopy / openai / anthropic, text for markdown. */
@@ -76,10 +86,20 @@ export class SessionTransferService {
     const { session, nodes } = loaded;
     const info = toSessionInfo(session);
     const byId = new Map(nodes.map((n) => [n.id, n]));
-    const messages = session.path.flatMap((nodeId) => {
-      const node = byId.get(nodeId);
-      return node ? [node.message] : [];
-    });
+    const stored = this.files
+      ? await this.files.forSession(scope.tenantId, fileIdsOf(nodes.map((n) => n.message)))
+      : [];
+    // The provider formats take the bytes in the messages themselves (their image and document parts).
+    const read = (m: Message) =>
+      format === 'openai' || format === 'anthropic'
+        ? withFileData(m, stored, this.files!)
+        : Promise.resolve(m);
+    const messages = await Promise.all(
+      session.path.flatMap((nodeId) => {
+        const node = byId.get(nodeId);
+        return node ? [read(node.message)] : [];
+      }),
+    );
     switch (format) {
       case 'canopy':
         return {
@@ -93,6 +113,16 @@ export class SessionTransferService {
               nextId: session.nextNodeId,
             },
             summaries,
+            this.files && stored.length
+              ? await Promise.all(
+                  stored.map(async (f) => ({
+                    id: f.id,
+                    name: f.name,
+                    mediaType: f.mediaType,
+                    data: (await this.files!.bytesOf(f)).toString('base64'),
+                  })),
+                )
+              : [],
           ),
         };
       case 'openai':
@@ -128,6 +158,22 @@ export class SessionTransferService {
   ): Promise<{ session: SessionInfo; nodes: number }> {
     if (!result.ok) throw preparationError(result.error);
     const { prepared } = result;
+    // The document's files stored again as the tenant's (new ids): its attachments are changed to refer to them.
+    const restored =
+      this.files && prepared.files.length ? await restoreFiles(this.files, scope, prepared) : [];
+    try {
+      return await this.storeImport(scope, prepared, restored);
+    } catch (err) {
+      if (this.files) await discard(this.files, scope, restored);
+      throw err;
+    }
+  }
+
+  private async storeImport(
+    scope: Scope,
+    prepared: PreparedImport,
+    restored: string[],
+  ): Promise<{ session: SessionInfo; nodes: number }> {
     const { options, session: s } = prepared;
     const model = options.model ?? s.model ?? DEFAULT_IMPORT_MODEL;
     if (!modelSchema.safeParse(model).success || !/^[a-z][a-z0-9-]*:./.test(model)) {
@@ -164,6 +210,7 @@ export class SessionTransferService {
             prepared.nodes,
           )
         : await this.importStaged(scope, head, prepared);
+    if (this.files && restored.length) await this.files.attach(scope, record.id, restored);
     return { session: toSessionInfo(record), nodes: prepared.nodes };
   }
 
