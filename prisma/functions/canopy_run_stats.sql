@@ -1,13 +1,14 @@
 -- canopy_run_stats()
 --
--- Defined last by prisma/migrations/20261209210000_run_stats_daily/migration.sql.
+-- Defined last by prisma/migrations/20261209220000_run_stats_grains/migration.sql (first by 20261209210000_run_stats_daily).
 -- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
 -- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
--- Runs rolled up per tenant, UTC day (of the run's creation), model and user (the session's when the trigger fires):
--- a run counts when it is created; its tokens and cost are settled whenever its recorded usage changes, by what
--- changed (as canopy_runs_usage does for usage_daily); when it ends, it counts as finished (or failed) and its
--- latency (created -> finished) goes into the day's histogram. In the transaction that wrote the run.
+-- Runs rolled up per tenant and UTC day (of the run's creation) at two grains, its model's row and its user's (the
+-- session's when the trigger fires): a run counts when it is created; its tokens and cost are settled whenever its
+-- recorded usage changes, by what changed (as canopy_runs_usage does for usage_daily); when it ends, it counts as
+-- finished (or failed) and its latency (created -> finished) goes into the day's histogram. In the transaction that
+-- wrote the run.
 CREATE OR REPLACE FUNCTION public.canopy_run_stats()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -43,9 +44,9 @@ BEGIN
     IF v_bucket IS NOT NULL THEN
         v_hist[v_bucket] := 1;
     END IF;
-    INSERT INTO run_stats_daily AS d (tenant_id, day, model, user_key, runs, finished, errors, latency_ms_sum,
+    INSERT INTO run_stats_daily AS d (tenant_id, day, grain, key, runs, finished, errors, latency_ms_sum,
                                       latency_hist, input_tokens, output_tokens, total_tokens, total_cost)
-    SELECT NEW.tenant_id, (NEW.created_at AT TIME ZONE 'UTC')::date, coalesce(s.model, ''), coalesce(s.user_id, ''),
+    SELECT NEW.tenant_id, (NEW.created_at AT TIME ZONE 'UTC')::date, k.grain, k.key,
            v_runs, v_finished, v_errors, v_latency, v_hist,
            coalesce((v_usage->>'inputTokens')::float8, 0) - coalesce((v_before->>'inputTokens')::float8, 0),
            coalesce((v_usage->>'outputTokens')::float8, 0) - coalesce((v_before->>'outputTokens')::float8, 0),
@@ -53,7 +54,8 @@ BEGIN
            coalesce((v_usage->>'totalCost')::float8, 0) - coalesce((v_before->>'totalCost')::float8, 0)
       FROM (SELECT 1) one
       LEFT JOIN sessions s ON s.tenant_id = NEW.tenant_id AND s.id = NEW.session_id
-    ON CONFLICT (tenant_id, day, model, user_key) DO UPDATE
+     CROSS JOIN LATERAL (VALUES ('model', coalesce(s.model, '')), ('user', coalesce(s.user_id, ''))) AS k(grain, key)
+    ON CONFLICT (tenant_id, day, grain, key) DO UPDATE
        SET runs = d.runs + EXCLUDED.runs,
            finished = d.finished + EXCLUDED.finished,
            errors = d.errors + EXCLUDED.errors,
