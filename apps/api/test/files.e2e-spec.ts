@@ -15,7 +15,7 @@ import { request as httpRequest } from 'node:http';
 import { Client } from 'pg';
 import { eventually, FakeLlmServer } from '@canopy/testing';
 import { Api, newTenant, type ApiResponse } from './support/api-client';
-import { startTestApp, type TestApp } from './support/test-app';
+import { startTestApp, TEST_ADMIN_KEY, type TestApp } from './support/test-app';
 
 /** A 1x1 PNG. */
 const PNG = Buffer.from(
@@ -187,6 +187,45 @@ describe('uploads', () => {
     } finally {
       await db.end();
     }
+  });
+});
+
+describe('the storage quota', () => {
+  it('refuses an upload past the tenant’s storage quota, shows the bytes in the quotas and the usage report, and never stops a run', async () => {
+    const c = await newTenant(t, 'files quota');
+    const admin = new Api(t.url, TEST_ADMIN_KEY);
+    const set = await admin.request('PUT', `/v1/admin/tenants/${c.tenantId}/quotas`, {
+      quotas: [{ metric: 'storage', period: 'month', limit: 1_000 }],
+    });
+    expect(set.status).toBe(200);
+    expect((await upload(c.api, randomBytes(600), 'application/octet-stream', 'first')).status).toBe(201);
+    // Declared too long: at once; undeclared (multipart): as it streams past what is left.
+    expectError(
+      await upload(c.api, randomBytes(600), 'application/octet-stream', 'second'),
+      429,
+      'quota_exceeded',
+    );
+    const form = new FormData();
+    form.append('file', new Blob([randomBytes(600)]), 'third');
+    const streamed = await fetch(`${t.url}/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${c.key}` },
+      body: form,
+    });
+    expect(streamed.status).toBe(429);
+    expect((await upload(c.api, randomBytes(300), 'application/octet-stream', 'fits')).status).toBe(201);
+
+    const quotas = await c.api.get('/v1/quotas');
+    expect(quotas.body.tenant).toEqual([
+      expect.objectContaining({ metric: 'storage', limit: 1_000, usage: 900 }),
+    ]);
+    const usage = await c.api.get('/v1/usage');
+    expect(usage.body.storage).toEqual({ bytes: 900, files: 2 });
+    // Runs are not limited by it.
+    const session = (await c.api.post('/v1/sessions', { model: 'mock:echo' })).body.id;
+    expect(
+      (await c.api.post(`/v1/sessions/${session}/prompt`, { content: 'still runs', wait: true })).status,
+    ).toBe(200);
   });
 });
 

@@ -2,7 +2,8 @@
 // quota itself and the session store port answers its refusal with the quota's status; the quotas feature
 // (@canopy/tenancy) sets and measures quotas with the same types.
 
-export type QuotaMetric = 'tokens' | 'cost' | 'runs';
+/** `storage`: the bytes of the stored files now (its period only says when the line is reported as resetting). */
+export type QuotaMetric = 'tokens' | 'cost' | 'runs' | 'storage';
 export type QuotaPeriod = 'day' | 'month';
 
 export interface Quota {

@@ -79,7 +79,8 @@ export const usageQuerySchema = z
 
 export const quotaSchema = z
   .object({
-    metric: z.enum(['tokens', 'cost', 'runs']),
+    /** `storage`: bytes of stored files at any moment (uploads past it are refused); the others per period. */
+    metric: z.enum(['tokens', 'cost', 'runs', 'storage']),
     period: z.enum(['day', 'month']),
     limit: z.number().min(0).max(1e15),
   })

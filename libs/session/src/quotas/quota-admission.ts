@@ -12,7 +12,12 @@ import type { QuotaMetric, QuotaStatus } from '@canopy/store';
 import type { QuotasRepository } from '@canopy/tenancy';
 import type { AdmissionKind, RunAdmission } from '../session-deps';
 
-const UNITS: Record<QuotaStatus['metric'], string> = { tokens: 'tokens', cost: 'in cost', runs: 'runs' };
+const UNITS: Record<QuotaStatus['metric'], string> = {
+  tokens: 'tokens',
+  cost: 'in cost',
+  runs: 'runs',
+  storage: 'bytes stored',
+};
 
 /** A steered prompt starts no run: only what it will use counts. */
 const TURN_METRICS: readonly QuotaMetric[] = ['tokens', 'cost'];

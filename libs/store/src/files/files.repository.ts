@@ -215,6 +215,35 @@ export class FilesRepository {
     return rows.map(toRecord);
   }
 
+  /**
+   * What the storage quotas leave for an upload by the scope: the tenant's quota less its files' bytes, and its
+   * user's quota (a user token's) less theirs, whichever is less; null when neither is set.
+   */
+  async quotaLeft(scope: Pick<Scope, 'tenantId' | 'userId'>): Promise<number | null> {
+    const [row] = await this.db.withTenantSql(scope, (tx) =>
+      tx.query<{
+        tenant_limit: number | null;
+        user_limit: number | null;
+        tenant_bytes: string;
+        user_bytes: string;
+      }>(
+        `SELECT (SELECT min("limit") FROM quotas
+                  WHERE tenant_id = $1::uuid AND metric = 'storage' AND user_id IS NULL) AS tenant_limit,
+                (SELECT min("limit") FROM quotas
+                  WHERE tenant_id = $1::uuid AND metric = 'storage' AND user_id = $2) AS user_limit,
+                (SELECT coalesce(sum(bytes), 0) FROM files WHERE tenant_id = $1::uuid) AS tenant_bytes,
+                (SELECT coalesce(sum(bytes), 0) FROM files WHERE tenant_id = $1::uuid AND user_id = $2) AS user_bytes`,
+        [scope.tenantId, scope.userId ?? null],
+      ),
+    );
+    if (!row) return null;
+    const left = [
+      row.tenant_limit === null ? null : Number(row.tenant_limit) - Number(row.tenant_bytes),
+      row.user_limit === null ? null : Number(row.user_limit) - Number(row.user_bytes),
+    ].filter((v): v is number => v !== null);
+    return left.length ? Math.max(0, Math.min(...left)) : null;
+  }
+
   /** Bytes the tenant's ready and uploading files take (its storage quota counts them). */
   async storedBytes(tenantId: string): Promise<number> {
     const [row] = await this.db.withTenantSql({ tenantId }, (tx) =>

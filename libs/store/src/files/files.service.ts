@@ -16,11 +16,6 @@ export interface FilesOptions {
   maxBytes: number;
 }
 
-/** Where a tenant's storage quota comes from (the quotas feature): its limit in bytes, null for none. */
-export interface StorageQuotaSource {
-  storageLimit(tenantId: string): Promise<number | null>;
-}
-
 export interface UploadInput {
   /** The file's name as the client gave it (a path is cut to its last part). */
   name: string;
@@ -32,18 +27,11 @@ export interface UploadInput {
 }
 
 export class FilesService {
-  private quota: StorageQuotaSource | null = null;
-
   constructor(
     private readonly files: FilesRepository,
     private readonly storage: FileStorage,
     private readonly options: FilesOptions,
   ) {}
-
-  /** The tenants' storage quotas (set once at start-up by the quotas feature). */
-  useQuota(source: StorageQuotaSource): void {
-    this.quota = source;
-  }
 
   get maxBytes(): number {
     return this.options.maxBytes;
@@ -60,11 +48,8 @@ export class FilesService {
         },
       );
     }
-    const limit = await this.quota?.storageLimit(scope.tenantId);
-    const quotaBytesLeft =
-      limit === null || limit === undefined
-        ? null
-        : Math.max(0, limit - (await this.files.storedBytes(scope.tenantId)));
+    // The storage quotas (metric `storage`: the tenant's, a user token's user's), checked as the bytes stream.
+    const quotaBytesLeft = await this.files.quotaLeft(scope);
     if (quotaBytesLeft !== null && input.length !== null && input.length > quotaBytesLeft) {
       throw new CanopyException(
         'quota_exceeded',

@@ -42,7 +42,7 @@ interface QuotaRow {
 }
 
 /** Each metric's value over rows `u` of usage_daily. */
-const METRIC_SQL: Record<QuotaMetric, string> = {
+const METRIC_SQL: Record<Exclude<QuotaMetric, 'storage'>, string> = {
   tokens: `coalesce(sum(u.total_tokens), 0)`,
   cost: `coalesce(sum(u.total_cost), 0)`,
   runs: `coalesce(sum(u.runs), 0)::float8`,
@@ -180,7 +180,10 @@ export class QuotasRepository {
         rows.length === 0 ? [this.quotaless, this.quotaed] : [this.quotaed, this.quotaless];
       remember(found, scope.tenantId);
       stale.delete(scope.tenantId);
-      const quotas = rows.filter((r) => r.applies && (!metrics || metrics.includes(r.metric)));
+      // A storage quota limits uploads (FilesService), never runs.
+      const quotas = rows.filter(
+        (r) => r.applies && r.metric !== 'storage' && (!metrics || metrics.includes(r.metric)),
+      );
       for (const q of quotas) {
         const status = await this.measure(tx, scope.tenantId, q, now);
         if (status.usage >= status.limit) return status;
@@ -229,7 +232,34 @@ export class QuotasRepository {
     }));
   }
 
+  /** The bytes and number of the stored files of one tenant, or (the admin, null) of every tenant. */
+  async storage(tenantId: string | null): Promise<{ bytes: number; files: number }> {
+    const statement = `SELECT coalesce(sum(bytes), 0)::float8 AS bytes, count(*)::int AS files FROM files
+                        WHERE status = 'ready' ${tenantId ? 'AND tenant_id = $1::uuid' : ''}`;
+    const [row] = await (tenantId
+      ? this.db.withTenantSql({ tenantId }, (tx) =>
+          tx.query<{ bytes: number; files: number }>(statement, [tenantId]),
+        )
+      : this.db.withAdminSql('stored files of every tenant (admin route)', (tx) =>
+          tx.query<{ bytes: number; files: number }>(statement),
+        ));
+    return { bytes: Number(row?.bytes ?? 0), files: Number(row?.files ?? 0) };
+  }
+
   private async measure(tx: SqlTx, tenantId: string, q: QuotaRow, now: Date): Promise<QuotaStatus> {
+    if (q.metric === 'storage') {
+      const [stored] = await tx.query<{ usage: number }>(
+        `SELECT coalesce(sum(bytes), 0)::float8 AS usage FROM files
+          WHERE tenant_id = $1::uuid ${q.user_id !== null ? 'AND user_id = $2' : ''}`,
+        [tenantId, ...(q.user_id !== null ? [q.user_id] : [])],
+      );
+      return {
+        ...toQuota(q),
+        userId: q.user_id,
+        usage: Number(stored?.usage ?? 0),
+        resetsAt: periodEnd(q.period, now).toISOString(),
+      };
+    }
     const start = periodStart(q.period, now);
     const [row] = await tx.query<{ usage: number }>(
       `SELECT ${METRIC_SQL[q.metric]} AS usage FROM usage_daily u

@@ -14,6 +14,8 @@ export interface UsageReport {
   to: string;
   groupBy: UsageGroup;
   data: UsageRow[];
+  /** The stored files now (not over the window: what is kept, whenever it was uploaded). */
+  storage: { bytes: number; files: number };
 }
 
 @Injectable()
@@ -39,6 +41,7 @@ export class QuotasService {
     const { from, to } = usageWindow(asked);
     const tenantId = tenantReadBy(caller, asked.tenantId);
     const data = await this.quotas.usage(tenantId, { from, to, groupBy: asked.groupBy });
-    return { from: from.toISOString(), to: to.toISOString(), groupBy: asked.groupBy, data };
+    const storage = await this.quotas.storage(tenantId);
+    return { from: from.toISOString(), to: to.toISOString(), groupBy: asked.groupBy, data, storage };
   }
 }
