@@ -112,7 +112,7 @@ describe('AG-UI over HttpAgent', () => {
     ]) {
       expect(types).toContain(type);
     }
-    expect(types.filter((type) => type === EventType.STEP_STARTED)).toHaveLength(2);
+    expect(types.filter((type) => type === String(EventType.STEP_STARTED))).toHaveLength(2);
     const args = events.find((e) => e.type === EventType.TOOL_CALL_ARGS) as BaseEvent & { delta: string };
     expect(JSON.parse(args.delta)).toEqual({ expression: '6*7' });
     const result = events.find((e) => e.type === EventType.TOOL_CALL_RESULT) as BaseEvent & {

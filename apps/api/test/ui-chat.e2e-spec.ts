@@ -32,7 +32,7 @@ afterAll(async () => {
 
 const recordingFetch: typeof fetch = async (input, init) => {
   const res = await fetch(input, init);
-  responses.push({ url: String(input), status: res.status, headers: res.headers });
+  responses.push({ url: res.url, status: res.status, headers: res.headers });
   return res;
 };
 
@@ -104,8 +104,8 @@ describe('useChat over DefaultChatTransport', () => {
     expect(reloaded.error).toBeUndefined();
     expect(textOf(reloaded.messages[1])).toBe('Echo #2: one');
     expect(reloaded.messages[1]!.metadata).toEqual({ nodeId: 6, versions: [2, 6], versionIndex: 1 });
-    const turns = await api.get(`/v1/sessions/${id}/turns`);
-    expect(turns.body.data.map((turn: { regens: number[] }) => turn.regens)).toEqual([[2, 6]]);
+    const turns = await api.get<{ data: Array<{ regens: number[] }> }>(`/v1/sessions/${id}/turns`);
+    expect(turns.body.data.map((turn) => turn.regens)).toEqual([[2, 6]]);
   });
 
   it('stops: the transport closes the stream and a cancel ends the run, nothing of it committed', async () => {
@@ -257,7 +257,7 @@ describe('useChat over DefaultChatTransport', () => {
             tool: 'getLocation',
             toolCallId: toolCall.toolCallId,
             output: 'Paris',
-          } as never);
+          });
         }
       },
     });
