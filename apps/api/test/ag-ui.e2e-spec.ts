@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { HttpAgent } from '@ag-ui/client';
 import { EventType, type BaseEvent, type Message } from '@ag-ui/core';
+import { eventually } from '@canopy/testing';
 import { Api, newTenant } from './support/api-client';
 import { startTestApp, type TestApp } from './support/test-app';
 
@@ -208,6 +209,21 @@ describe('AG-UI over HttpAgent', () => {
       content: 'Deployed from Paris.',
     });
     expect((await api.get(`/v1/sessions/${a.threadId}`)).body.status).toBe('idle');
+  });
+
+  it('ends the run’s events with RUN_ERROR when the credential is revoked mid-stream', async () => {
+    const second = await api.post('/v1/keys', { name: 'revoked mid-stream' });
+    const a = agent(randomUUID(), second.body.apiKey as string);
+    a.addMessage(userMessage(Array.from({ length: 200 }, (_, i) => `w${i}`).join(' ')));
+    const events: BaseEvent[] = [];
+    const running = a.runAgent(
+      { forwardedProps: { model: 'mock:echo', opts: { delayMs: 20 } } },
+      { onEvent: ({ event }) => void events.push(event) },
+    );
+    await eventually(() => expect(events.some((e) => e.type === EventType.TEXT_MESSAGE_CONTENT)).toBe(true));
+    expect((await api.delete(`/v1/keys/${second.body.id as string}`)).status).toBe(204);
+    await running; // the client ends the run on RUN_ERROR
+    expect(events[events.length - 1]).toMatchObject({ type: EventType.RUN_ERROR, code: 'unauthorized' });
   });
 
   it('answers bad input with a 400 the client throws, and another user’s thread with a 404', async () => {

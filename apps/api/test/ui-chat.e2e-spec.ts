@@ -290,6 +290,26 @@ describe('useChat over DefaultChatTransport', () => {
     expect(tools[0]!.output).toBe('Paris');
   });
 
+  it('ends a stream whose credential is revoked, with an error the chat shows; the run goes on', async () => {
+    const second = await api.post('/v1/keys', { name: 'revoked mid-stream' });
+    expect(second.status).toBe(201);
+    const id = `chat-${randomUUID()}`;
+    const chat = new NodeChat({
+      id,
+      transport: transport(second.body.apiKey as string, { model: 'mock:echo', opts: { delayMs: 20 } }),
+    });
+    const sent = chat.sendMessage({ text: words(200) });
+    await eventually(() => expect(textOf(chat.messages[1]).length).toBeGreaterThan(10));
+    expect((await api.delete(`/v1/keys/${second.body.id as string}`)).status).toBe(204);
+    await sent;
+    expect(chat.status).toBe('error');
+    expect(chat.error?.message).toContain('unauthorized');
+    // Only the stream ended: the run, the tenant's, completes.
+    await eventually(async () => expect((await api.get(`/v1/sessions/${id}`)).body.status).toBe('idle'), {
+      timeoutMs: 10_000,
+    });
+  });
+
   it('surfaces bad requests as errors of the chat, and keeps other users out', async () => {
     const id = `chat-${randomUUID()}`;
     // No model named and no DEFAULT_MODEL: 400, which the transport throws and the chat shows.

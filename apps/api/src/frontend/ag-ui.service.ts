@@ -18,8 +18,10 @@ import { isTurnBoundary, toolUses, type ClientTool, type NodeId, type Scope, typ
 import { SessionManager } from '@canopy/manager';
 import type { SessionRecord } from '@canopy/store';
 import { SessionCommands, type ResumeCommand } from '../http/session-commands';
+import { SseRegistry } from '../http/sse';
 import { AgUiEvents, agUiMessagesOf } from './ag-ui-events';
 import { FrontendChats, type FollowedRun } from './frontend-chats.service';
+import { ProtocolStream } from './protocol-stream';
 
 const KEEP_ALIVE_MS = 15_000;
 
@@ -31,6 +33,7 @@ export class AgUiService {
     private readonly chats: FrontendChats,
     private readonly commands: SessionCommands,
     private readonly manager: SessionManager,
+    private readonly streams: SseRegistry,
   ) {}
 
   /** Checks the input with the protocol's own schema, starts what it asks for, and streams the run. */
@@ -182,6 +185,7 @@ export class AgUiService {
     const keepAlive = binary ? null : setInterval(() => res.write(': ping\n\n'), KEEP_ALIVE_MS);
     keepAlive?.unref();
     res.once('close', () => run.close());
+    new ProtocolStream(req, res, this.streams, (reason) => run.feed.end(reason));
     const events = new AgUiEvents(run.runId, tools);
     const id = input.threadId;
     const snapshot = async (extra: AgUiMessage[], withPending: boolean): Promise<BaseEvent> => {
@@ -215,10 +219,9 @@ export class AgUiService {
       const end = events.ended;
       if (end?.type === 'error') return;
       if (!end && !events.finishing) {
-        // The session ended under the stream, or the client left.
-        send([
-          { type: EventType.RUN_ERROR, message: run.feed.endedBy ?? 'the stream was closed', code: 'closed' },
-        ]);
+        // The session or the credential ended under the stream, or the client left.
+        const reason = run.feed.endedBy ?? 'closed';
+        send([{ type: EventType.RUN_ERROR, message: `${reason}: the stream was ended`, code: reason }]);
         return;
       }
       send(events.finish());

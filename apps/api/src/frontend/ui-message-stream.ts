@@ -8,7 +8,9 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { createUIMessageStream, pipeUIMessageStreamToResponse } from 'ai';
 import { isTurnBoundary, type ClientTool, type InFlight, type Scope } from '@canopy/core';
+import { SseRegistry } from '../http/sse';
 import { FrontendChats, type FollowedRun } from './frontend-chats.service';
+import { ProtocolStream } from './protocol-stream';
 import { UiMessageChunks, type UiChunk, type UiMessageMetadata } from './ui-message-chunks';
 import { versionsOf, type CanopyUiMessage } from './ui-messages';
 
@@ -18,13 +20,16 @@ const KEEP_ALIVE_MS = 15_000;
 export class UiMessageStream {
   private readonly logger = new Logger('UiMessageStream');
 
-  constructor(private readonly chats: FrontendChats) {}
+  constructor(
+    private readonly chats: FrontendChats,
+    private readonly streams: SseRegistry,
+  ) {}
 
   pipe(
     scope: Scope,
     id: string,
     run: FollowedRun,
-    _req: Request,
+    req: Request,
     res: Response,
     options: { tools: readonly ClientTool[]; replay?: { inFlight: InFlight; paused: boolean } },
   ): void {
@@ -47,9 +52,11 @@ export class UiMessageStream {
           write(chunks.map(event));
           if (chunks.ended) return;
         }
-        // The feed ended first: the session ended under the stream, or the client left.
+        // The feed ended first: the session or the credential ended under the stream, or the client left.
         if (chunks.finishing) write(chunks.finish(null));
-        else if (!chunks.ended) writer.write({ type: 'abort', reason: run.feed.endedBy ?? 'closed' });
+        else if (!chunks.ended && run.feed.endedBy) {
+          writer.write({ type: 'error', errorText: `${run.feed.endedBy}: the stream was ended` });
+        } else if (!chunks.ended) writer.write({ type: 'abort', reason: 'closed' });
       },
       onError: (err) => {
         this.logger.warn(`the UI message stream of session ${id} failed: ${String(err)}`);
@@ -57,6 +64,7 @@ export class UiMessageStream {
       },
     });
     res.once('close', () => run.close());
+    new ProtocolStream(req, res, this.streams, (reason) => run.feed.end(reason));
     void pipeUIMessageStreamToResponse({
       response: res,
       stream,

@@ -16,7 +16,19 @@ const HEARTBEAT_MS = 15_000;
 /** How long a cut-off client has to take its last frames before its connection is destroyed. */
 export const SLOW_CONSUMER_GRACE_MS = 1_000;
 
-export class SseStream {
+/**
+ * What the registry tracks: an SSE stream of the API's own, or a frontend protocol's stream (the AI SDK's UI message
+ * stream, AG-UI's events), each ending in its protocol's way.
+ */
+export interface TrackedStream {
+  /** Ends the stream because its credential stopped being valid (or it fell behind). */
+  cut(reason: { reason: string; reconnect: boolean }, force?: boolean): void;
+  /** Ends the stream (a shutdown: with `reconnect`, the client should come back). */
+  close(reason?: { reason: string; reconnect: boolean }): void;
+  whenClosed(fn: () => void): void;
+}
+
+export class SseStream implements TrackedStream {
   private closed = false;
   private readonly heartbeat: NodeJS.Timeout;
   private readonly onClose: Array<() => void> = [];
@@ -105,7 +117,7 @@ export class SseStream {
 
 @Injectable()
 export class SseRegistry {
-  private readonly streams = new Set<SseStream>();
+  private readonly streams = new Set<TrackedStream>();
   /** Streams cut off for not reading (counted in /metrics). */
   slowConsumersCut = 0;
 
@@ -120,14 +132,14 @@ export class SseRegistry {
   }
 
   /** Tracks a stream; with the grant of its credential, it ends when that credential stops being valid. */
-  add(stream: SseStream, grant?: Grant): void {
+  add(stream: TrackedStream, grant?: Grant): void {
     this.streams.add(stream);
     if (!grant) return;
     const watched = this.credentials.watch(grant, (reason) => stream.cut({ reason, reconnect: false }));
     stream.whenClosed(() => watched.stop());
   }
 
-  delete(stream: SseStream): void {
+  delete(stream: TrackedStream): void {
     this.streams.delete(stream);
   }
 
