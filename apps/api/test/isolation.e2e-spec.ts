@@ -78,6 +78,7 @@ type Kind =
   | 'shareList'
   | 'sharedLink'
   | 'sharedFork'
+  | 'modelStats'
   | 'feedbackList'
   | 'feedbackExport'
   | 'frontendRun';
