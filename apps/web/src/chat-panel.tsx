@@ -4,11 +4,13 @@
 // observer's stream, no composer, no actions. An unknown session says so and stops there. A session opened at
 // one of its messages (a search hit) scrolls to it and marks it, or offers to switch to its branch. Any reply can be
 // forked into a new session (the path up to it), and the session exported to a file. A chat opens at its latest
-// turn; a long one's earlier turns load a page at a time as the reader scrolls to the top, the place kept.
+// turn; a long one's earlier turns load a page at a time as the reader scrolls to the top, the place kept. Files are
+// attached by the composer's button, a paste or a drop (uploaded at once, sent with the prompt by id).
 
 import { useEffect, useLayoutEffect, useMemo, useRef, useState, type FormEvent } from 'react';
 import {
   turnText,
+  type Canopy,
   type Decision,
   type FeedbackView,
   type NodeId,
@@ -16,6 +18,7 @@ import {
   type SessionInfo,
   type Turn,
 } from '@canopy/client';
+import { AttachmentTray, FilesContext, useAttachments } from './attachments';
 import { ExportMenu } from './export-menu';
 import { FeedbackBar } from './feedback-bar';
 import { errorText } from './format';
@@ -58,8 +61,11 @@ export function ChatPanel({
   userToken = false,
   onRevokeShare,
   onStatus,
+  files = null,
 }: {
   session: Session;
+  /** The files API: attachments are uploaded through it and shown from it (null: none can be attached). */
+  files?: Canopy['files'] | null;
   observe: boolean;
   /** A message to scroll to and mark (a search hit's), or null. */
   focusNode: number | null;
@@ -80,6 +86,9 @@ export function ChatPanel({
     observe ? 'observer' : 'controller',
   );
   const [draft, setDraft] = useState('');
+  const attachments = useAttachments(files);
+  const [dragging, setDragging] = useState(false);
+  const picker = useRef<HTMLInputElement>(null);
   const [sending, setSending] = useState(false);
   const [forking, setForking] = useState<NodeId | null>(null);
   const [commandError, setCommandError] = useState<string | null>(null);
@@ -221,9 +230,16 @@ export function ChatPanel({
   const send = async (e?: FormEvent) => {
     e?.preventDefault();
     const text = draft.trim();
-    if (!text || !idle) return;
+    if ((!text && attachments.blocks.length === 0) || !idle || attachments.uploading) return;
+    const content =
+      attachments.blocks.length === 0
+        ? text
+        : [...(text ? [{ type: 'text' as const, text }] : []), ...attachments.blocks];
     // The draft stays in the box until the prompt is accepted: a refusal loses nothing.
-    if (await command(() => session.prompt(text))) setDraft('');
+    if (await command(() => session.prompt(content))) {
+      setDraft('');
+      attachments.clear();
+    }
   };
 
   const interrupted = view?.interrupted && view.interrupted.runId !== dismissed ? view.interrupted : null;
@@ -281,7 +297,7 @@ export function ChatPanel({
   }, [focusState, focusTurn, focusNode, turns]);
 
   return (
-    <>
+    <FilesContext.Provider value={files}>
       <section className="chat" data-testid="chat" data-session-id={session.id} aria-label="Chat">
         <header className="chat-head">
           <button
@@ -504,7 +520,50 @@ export function ChatPanel({
         )}
         {!observe && (
           <div className="composer-wrap">
-            <form className="composer" onSubmit={(e) => void send(e)}>
+            <AttachmentTray items={attachments.items} onRemove={attachments.remove} />
+            <form
+              className={`composer${dragging ? ' dragging' : ''}`}
+              onSubmit={(e) => void send(e)}
+              onDragOver={(e) => {
+                if (!files || !e.dataTransfer.types.includes('Files')) return;
+                e.preventDefault();
+                setDragging(true);
+              }}
+              onDragLeave={() => setDragging(false)}
+              onDrop={(e) => {
+                setDragging(false);
+                if (!files || e.dataTransfer.files.length === 0) return;
+                e.preventDefault();
+                attachments.add(e.dataTransfer.files);
+              }}
+              data-testid="composer"
+            >
+              {files && (
+                <>
+                  <button
+                    type="button"
+                    className="attach"
+                    aria-label="Attach files"
+                    title="Attach files (or paste, or drop them here)"
+                    disabled={notFound}
+                    onClick={() => picker.current?.click()}
+                    data-testid="attach"
+                  >
+                    Attach
+                  </button>
+                  <input
+                    ref={picker}
+                    type="file"
+                    multiple
+                    hidden
+                    onChange={(e) => {
+                      if (e.target.files) attachments.add(e.target.files);
+                      e.target.value = '';
+                    }}
+                    data-testid="attach-input"
+                  />
+                </>
+              )}
               <textarea
                 ref={composer}
                 rows={2}
@@ -519,6 +578,11 @@ export function ChatPanel({
                       : 'Message (Enter to send, Shift+Enter for a new line)'
                 }
                 onChange={(e) => setDraft(e.target.value)}
+                onPaste={(e) => {
+                  if (!files || e.clipboardData.files.length === 0) return;
+                  e.preventDefault();
+                  attachments.add(e.clipboardData.files);
+                }}
                 onKeyDown={(e) => {
                   if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
                     e.preventDefault();
@@ -527,7 +591,13 @@ export function ChatPanel({
                 }}
                 data-testid="prompt-input"
               />
-              <button type="submit" disabled={!idle || !draft.trim()} data-testid="send">
+              <button
+                type="submit"
+                disabled={
+                  !idle || attachments.uploading || (!draft.trim() && attachments.blocks.length === 0)
+                }
+                data-testid="send"
+              >
                 Send
               </button>
             </form>
@@ -551,6 +621,6 @@ export function ChatPanel({
         loadSummary={async () => (await session.context()).summary}
         onClose={() => onPanel(null)}
       />
-    </>
+    </FilesContext.Provider>
   );
 }

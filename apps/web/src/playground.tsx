@@ -306,6 +306,7 @@ export function Playground({
           onForked={opened}
           userToken={userToken}
           onRevokeShare={(id) => canopy.shares.revoke(id)}
+          files={canopy.files}
           onStatus={(status) => announce(session.id, { status })}
           onTitle={(title) =>
             setSessions((list) => list && list.map((s) => (s.id === session.id ? { ...s, title } : s)))

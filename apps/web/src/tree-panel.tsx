@@ -17,7 +17,8 @@ function label(node: NodeView): string {
   if (isToolResultMessage(m)) return '↩ tool result';
   const text = messageText(m);
   const tools = toolUses(m).map((t) => `${t.name}(…)`);
-  const all = [text, ...tools].filter(Boolean).join(' ');
+  const files = m.content.flatMap((b) => (b.type === 'attachment' ? [`[${b.name ?? b.mediaType}]`] : []));
+  const all = [...files, text, ...tools].filter(Boolean).join(' ');
   return all.length > 60 ? `${all.slice(0, 59)}…` : all;
 }
 

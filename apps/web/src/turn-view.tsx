@@ -5,6 +5,7 @@
 import { useEffect, useRef, useState, type ReactNode } from 'react';
 import type { Decision, NodeId, Turn } from '@canopy/client';
 import { turnText } from '@canopy/client';
+import { AttachmentView } from './attachments';
 import { CopyButton } from './copy-button';
 import { dateTime, plural, tokens } from './format';
 import { Markdown } from './markdown';
@@ -76,9 +77,18 @@ export function TurnView(props: TurnViewProps) {
       <div className="prompt">
         {editing === null ? (
           <div className="message">
-            <div className="bubble user" data-testid="turn-prompt">
-              {prompt}
-            </div>
+            {prompt && (
+              <div className="bubble user" data-testid="turn-prompt">
+                {prompt}
+              </div>
+            )}
+            {turn.userAttachments.length > 0 && (
+              <div className="attachments" data-testid="turn-attachments">
+                {turn.userAttachments.map((block, i) => (
+                  <AttachmentView key={block.fileId ?? i} block={block} />
+                ))}
+              </div>
+            )}
             <div className="message-meta">
               {turn.userTimestamp !== null && (
                 <span className="details" data-testid="prompt-meta">

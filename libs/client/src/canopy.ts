@@ -49,7 +49,7 @@ import type {
   Tenant,
   UserToken,
 } from './types';
-import type { SessionInfo } from '@canopy/core';
+import type { FileUrlView, FileView, SessionInfo } from '@canopy/core';
 
 export type CanopyOptions = HttpOptions;
 
@@ -115,6 +115,54 @@ export class Canopy {
         body: { quotas },
         idempotent: true,
       }),
+  };
+
+  /**
+   * Files: attachments stored apart from the messages that refer to them (`{type: 'attachment', fileId}` in a
+   * prompt). A user token reaches its own, a tenant key every file of its tenant.
+   */
+  readonly files = {
+    /**
+     * Uploads bytes (a browser's File or Blob, a Uint8Array, text): the service sniffs their type. `name` defaults to
+     * a File's own; `type` to a Blob's.
+     */
+    upload: (
+      data: Blob | Uint8Array | ArrayBuffer | string,
+      options: { name?: string; type?: string } = {},
+    ): Promise<FileView> => {
+      const own = data as { name?: unknown; type?: unknown };
+      const name = options.name ?? (typeof own.name === 'string' ? own.name : undefined);
+      const type = options.type ?? (typeof own.type === 'string' && own.type !== '' ? own.type : undefined);
+      return this.http.request('POST', '/v1/files', {
+        query: { name },
+        rawBody: data,
+        headers: { 'content-type': type ?? 'application/octet-stream' },
+      });
+    },
+    get: (fileId: string): Promise<FileView> =>
+      this.http.request('GET', `/v1/files/${encodeURIComponent(fileId)}`),
+    /** A page of files, newest first (`cursor`: the previous nextCursor). */
+    list: (
+      query: { limit?: number; cursor?: string } = {},
+    ): Promise<{ data: FileView[]; nextCursor: string | null }> =>
+      this.http.request('GET', '/v1/files', { query }),
+    /** The file's bytes. */
+    content: async (fileId: string): Promise<Blob> =>
+      (await this.http.send('GET', `/v1/files/${encodeURIComponent(fileId)}/content`)).blob(),
+    /** A short-lived URL of the file's bytes that needs no credential (an <img src>), absolute. */
+    url: async (fileId: string, ttlSeconds?: number): Promise<FileUrlView> => {
+      const signed = await this.http.request<FileUrlView>(
+        'POST',
+        `/v1/files/${encodeURIComponent(fileId)}/url`,
+        {
+          body: ttlSeconds !== undefined ? { ttlSeconds } : {},
+          idempotent: true,
+        },
+      );
+      return { ...signed, url: `${this.http.baseUrl}${signed.url}` };
+    },
+    delete: (fileId: string): Promise<void> =>
+      this.http.request('DELETE', `/v1/files/${encodeURIComponent(fileId)}`),
   };
 
   /** Tenant key only: the tenant's own API keys. */

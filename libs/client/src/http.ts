@@ -22,8 +22,8 @@ export interface HttpOptions {
 export interface RequestOptions {
   query?: Record<string, string | number | boolean | undefined | null>;
   body?: unknown;
-  /** A body sent as is (its content-type in `headers`), instead of `body` as JSON. */
-  rawBody?: string;
+  /** A body sent as is (its content-type in `headers`), instead of `body` as JSON: text, or bytes (a file). */
+  rawBody?: string | Blob | ArrayBuffer | Uint8Array;
   /** Safe to send twice (retried after a network error or a 502/503/504). GET and DELETE always are. */
   idempotent?: boolean;
   signal?: AbortSignal;
@@ -84,7 +84,7 @@ export class Http {
             ...options.headers,
           },
           ...(options.rawBody !== undefined
-            ? { body: options.rawBody }
+            ? { body: options.rawBody as BodyInit }
             : options.body !== undefined
               ? { body: JSON.stringify(options.body) }
               : {}),

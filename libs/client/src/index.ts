@@ -11,6 +11,7 @@ export * from './live-turns';
 export * from './live-turns-handle';
 export * from './live-socket';
 export type { FetchLike, HttpOptions } from './http';
+export type { FileView, FileUrlView, AttachmentBlock } from '@canopy/core';
 export {
   TurnResult,
   TurnResultParseError,

@@ -16,13 +16,14 @@ const RESERVED = ['/v1', '/docs', '/healthz', '/readyz', '/metrics'];
 
 /**
  * Same-origin only: the bundle's scripts and styles, fetch/SSE and WebSocket to this origin (`'self'` covers
- * ws: and wss: of the same host), nothing inline, no framing.
+ * ws: and wss: of the same host), images also from blob: URLs (the composer's previews of attached files), nothing
+ * inline, no framing.
  */
 const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
   "script-src 'self'",
   "style-src 'self'",
-  "img-src 'self' data:",
+  "img-src 'self' data: blob:",
   "connect-src 'self'",
   "object-src 'none'",
   "base-uri 'none'",
