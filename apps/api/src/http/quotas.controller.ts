@@ -31,7 +31,7 @@ export class QuotasController {
   @Access('tenant')
   @ApiOperation({
     summary:
-      'Set one user’s quotas: {quotas: [{metric: "tokens" | "cost" | "runs", period: "day" | "month", limit}]} (replaces them; [] removes them)',
+      'Set one user’s quotas: {quotas: [{metric: "tokens" | "cost" | "runs" | "storage", period: "day" | "month", limit}]} (replaces them; [] removes them)',
   })
   setUser(@CurrentScope() scope: Scope, @Param('userId') userId: string, @Body() body: PutQuotasDto) {
     if (userId.length > 200) throw CanopyException.badRequest('userId is too long', { field: 'userId' });
@@ -49,7 +49,7 @@ export class QuotasController {
   @Access('admin')
   @ApiOperation({
     summary:
-      'Set a tenant’s quotas: {quotas: [{metric: "tokens" | "cost" | "runs", period: "day" | "month", limit}]} (replaces them; [] removes them). A prompt over one answers 429 quota_exceeded',
+      'Set a tenant’s quotas: {quotas: [{metric: "tokens" | "cost" | "runs" | "storage", period: "day" | "month", limit}]} (replaces them; [] removes them). A prompt over one answers 429 quota_exceeded',
   })
   adminSet(@Param('tenantId') tenantId: string, @Body() body: PutQuotasDto) {
     return this.quotas.set(tenantId, null, body.quotas);
