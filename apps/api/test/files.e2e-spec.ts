@@ -61,6 +61,7 @@ beforeAll(async () => {
     env: {
       FILES_MAX_BYTES: String(MAX_BYTES),
       FILES_SWEEP_INTERVAL_MS: '200',
+      RETENTION_SWEEP_INTERVAL_MS: '300',
       ANTHROPIC_API_KEY: 'sk-deployment',
       ANTHROPIC_BASE_URL: fake.baseUrl,
       OPENAI_COMPATIBLE_API_KEY: 'sk-deployment',
@@ -132,6 +133,19 @@ describe('uploads', () => {
       body: { error: { code: 'bad_request', details: { field: 'file' } } },
     });
     expectError(await upload(a.api, Buffer.alloc(0), 'text/plain', 'empty.txt'), 400, 'bad_request');
+    // A multipart body that is not one, and one with no boundary.
+    for (const type of ['multipart/form-data; boundary=xyz', 'multipart/form-data']) {
+      const broken = await fetch(`${t.url}/v1/files`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${a.key}`, 'content-type': type },
+        body: 'not a multipart body at all',
+      });
+      expect({ type, status: broken.status, code: ((await broken.json()) as any).error?.code }).toEqual({
+        type,
+        status: 400,
+        code: 'bad_request',
+      });
+    }
   });
 
   it('refuses a declared length over FILES_MAX_BYTES at once, and an undeclared one as it streams past it', async () => {
@@ -435,6 +449,39 @@ describe('through the conversation’s life', () => {
     } finally {
       await db.end();
     }
+  });
+});
+
+describe('retention', () => {
+  it('a session expired by its tenant’s retention releases its files, which are then removed', async () => {
+    const file = (await upload(a.api, PNG, 'image/png', 'old.png')).body;
+    const source = (await a.api.post('/v1/sessions', { model: 'mock:echo' })).body.id;
+    await a.api.post(`/v1/sessions/${source}/prompt`, {
+      content: [{ type: 'attachment', fileId: file.id }],
+      wait: true,
+    });
+    const doc = (await a.api.get(`/v1/sessions/${source}/export?format=canopy`)).body;
+    // The same conversation in a tenant that keeps sessions a day, last touched ten days ago.
+    const d = await newTenant(t, 'files retention');
+    const aged = new Date(Date.now() - 10 * 86_400_000).toISOString();
+    const imported = await d.api.post('/v1/sessions/import', {
+      format: 'canopy',
+      data: { ...doc, session: { ...doc.session, id: undefined, createdAt: aged, updatedAt: aged } },
+    });
+    expect(imported.status).toBe(201);
+    const messages = (await d.api.get(`/v1/sessions/${imported.body.id}/messages`)).body;
+    const copy = (messages.data ?? messages)[0].content[0].fileId as string;
+    expect((await d.api.get(`/v1/files/${copy}`)).status).toBe(200);
+
+    const admin = new Api(t.url, TEST_ADMIN_KEY);
+    const set = await admin.patch(`/v1/admin/tenants/${d.tenantId}`, { retention: { deleteAfterDays: 1 } });
+    expect(set.status).toBe(200);
+    await eventually(async () =>
+      expectError(await d.api.get(`/v1/sessions/${imported.body.id}`), 404, 'not_found'),
+    );
+    await eventually(async () => expectError(await d.api.get(`/v1/files/${copy}`), 404, 'not_found'));
+    // Tenant A's own file, whose session lives on, stays.
+    expect((await a.api.get(`/v1/files/${file.id}`)).status).toBe(200);
   });
 });
 
