@@ -84,7 +84,7 @@ export class Http {
             ...options.headers,
           },
           ...(options.rawBody !== undefined
-            ? { body: options.rawBody as BodyInit }
+            ? { body: options.rawBody as NonNullable<RequestInit['body']> }
             : options.body !== undefined
               ? { body: JSON.stringify(options.body) }
               : {}),
