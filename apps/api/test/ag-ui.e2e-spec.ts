@@ -186,6 +186,9 @@ describe('AG-UI over HttpAgent', () => {
       toolCallName: string;
     };
     expect(call).toMatchObject({ toolCallId: callId, toolCallName: 'getLocation' });
+    // The snapshot the run ended with holds what it has not committed: the prompt (the client's id) and the call.
+    expect(a.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+    expect(a.messages[1]).toMatchObject({ toolCalls: [{ id: callId, function: { name: 'getLocation' } }] });
     a.addMessage({ id: randomUUID(), role: 'tool', toolCallId: callId, content: 'Paris' });
     const second = await run(a, { tools: [{ name: 'getLocation', description: 'Where the user is' }] });
     const interrupted = second.events[second.events.length - 1] as BaseEvent & {
@@ -194,6 +197,8 @@ describe('AG-UI over HttpAgent', () => {
     expect(interrupted.outcome?.type).toBe('interrupt');
     const [interrupt] = interrupted.outcome!.interrupts!;
     expect(interrupt).toMatchObject({ reason: 'tool_approval' });
+    expect(a.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(a.messages[2]).toMatchObject({ toolCallId: callId, content: 'Paris' });
     expect((await api.get(`/v1/sessions/${a.threadId}`)).body.status).toBe('paused');
     // Resumed with the approval: the deploy runs and the reply follows.
     const third = await run(a, {

@@ -53,18 +53,18 @@ export class AgUiService {
       await this.manager.update(scope, input.threadId, { tools });
       session = { ...session, tools };
     }
-    const { run, newMessage } = await this.start(scope, session, input);
-    this.stream(scope, input, session.tools, run, newMessage, req, res);
+    const { run, newMessage, path } = await this.start(scope, session, input);
+    this.stream(scope, input, session.tools, run, { newMessage, path }, req, res);
   }
 
   private async start(
     scope: Scope,
     session: SessionRecord,
     input: RunAgentInput,
-  ): Promise<{ run: FollowedRun; newMessage: AgUiMessage | null }> {
+  ): Promise<{ run: FollowedRun; newMessage: AgUiMessage | null; path: Tree | null }> {
     const id = session.id;
     if (session.status === 'paused' || (input.resume?.length ?? 0) > 0) {
-      return { run: await this.answerPaused(scope, session, input), newMessage: null };
+      return { run: await this.answerPaused(scope, session, input), newMessage: null, path: null };
     }
     const last = input.messages[input.messages.length - 1];
     if (!last || last.role !== 'user') {
@@ -72,7 +72,8 @@ export class AgUiService {
         field: 'messages',
       });
     }
-    const { tree } = await this.chats.conversation(scope, id);
+    // The whole tree, moved where the run starts: what the opening snapshot shows.
+    const tree = await this.chats.tree(scope, id);
     const known = nodeOf(tree, last.id);
     if (known !== undefined) {
       // A prompt the tree holds: its turn again (a regeneration).
@@ -80,6 +81,7 @@ export class AgUiService {
       return {
         run: await this.chats.startRun(scope, id, () => this.commands.branch(scope, id, { nodeId })),
         newMessage: null,
+        path: tree.navigate(nodeId),
       };
     }
     const content = textOf(last.content);
@@ -101,11 +103,13 @@ export class AgUiService {
           this.commands.branch(scope, id, { nodeId: anchor, content }),
         ),
         newMessage: last,
+        path: tree.navigate(anchor),
       };
     }
     return {
       run: await this.chats.startRun(scope, id, () => this.commands.prompt(scope, id, { content })),
       newMessage: last,
+      path: tree,
     };
   }
 
@@ -119,7 +123,7 @@ export class AgUiService {
     input: RunAgentInput,
   ): Promise<FollowedRun> {
     const id = session.id;
-    const { inFlight } = await this.chats.conversation(scope, id);
+    const inFlight = await this.chats.inFlight(scope, id);
     if (session.status !== 'paused' || !inFlight) {
       throw CanopyException.badRequest('nothing waits for an answer in this thread', { field: 'resume' });
     }
@@ -163,10 +167,11 @@ export class AgUiService {
     input: RunAgentInput,
     tools: readonly ClientTool[],
     run: FollowedRun,
-    newMessage: AgUiMessage | null,
+    start: { newMessage: AgUiMessage | null; path: Tree | null },
     req: Request,
     res: Response,
   ): void {
+    const { newMessage, path } = start;
     // The binary encoding only for a client that names it: any other Accept (`*/*` included) gets SSE.
     const accept = req.headers.accept;
     const encoder = new EventEncoder(accept?.includes(AGUI_MEDIA_TYPE) ? { accept } : {});
@@ -188,14 +193,25 @@ export class AgUiService {
     new ProtocolStream(req, res, this.streams, (reason) => run.feed.end(reason));
     const events = new AgUiEvents(run.runId, tools);
     const id = input.threadId;
-    const snapshot = async (extra: AgUiMessage[], withPending: boolean): Promise<BaseEvent> => {
-      const { tree, inFlight } = await this.chats.conversation(scope, id);
-      const pending = withPending
-        ? (inFlight?.pending ?? [])
-            .filter((m) => !isTurnBoundary(m))
-            .map((message, i) => ({ id: `${run.runId}.${i}`, message }))
-        : [];
-      return { type: EventType.MESSAGES_SNAPSHOT, messages: agUiMessagesOf(tree, pending, extra) };
+    /**
+     * The committed path, then what the run has not committed: its prompt under the client's id (the new message,
+     * or for a resumed run the last user message the client sent that names no node), the rest under the run's.
+     */
+    const snapshot = async (): Promise<BaseEvent> => {
+      const [tree, inFlight] = await Promise.all([
+        this.chats.tree(scope, id),
+        this.chats.inFlight(scope, id),
+      ]);
+      const promptId =
+        newMessage?.id ??
+        [...input.messages].reverse().find((m) => m.role === 'user' && nodeOf(tree, m.id) === undefined)
+          ?.id ??
+        `${run.runId}.prompt`;
+      const pending = (inFlight?.runId === run.runId ? inFlight.pending : []).map((message, i) => ({
+        id: isTurnBoundary(message) ? promptId : `${run.runId}.${i}`,
+        message,
+      }));
+      return { type: EventType.MESSAGES_SNAPSHOT, messages: agUiMessagesOf(tree, pending) };
     };
     void (async () => {
       send([
@@ -207,7 +223,14 @@ export class AgUiService {
           metadata: { canopyRunId: run.runId },
         },
       ]);
-      send([await snapshot(newMessage ? [newMessage] : [], false)]);
+      send([
+        path
+          ? {
+              type: EventType.MESSAGES_SNAPSHOT,
+              messages: agUiMessagesOf(path, [], newMessage ? [newMessage] : []),
+            }
+          : await snapshot(),
+      ]);
       for await (const event of run.feed) {
         if (events.finishing) {
           if (event.type === 'tree' || event.type === 'store') break;
@@ -225,8 +248,7 @@ export class AgUiService {
         return;
       }
       send(events.finish());
-      const paused = end?.type === 'interrupt';
-      send([await snapshot(paused && newMessage ? [newMessage] : [], paused)]);
+      send([await snapshot()]);
       const finished = events.runFinished(id, input.runId);
       if (finished) send([finished]);
     })()

@@ -136,6 +136,21 @@ export class FrontendChats {
     return (await this.sessions.liveSession(scope, id)).tree;
   }
 
+  /**
+   * The session's whole committed tree: a copy of the live session's when it holds it all (a session within
+   * LIVE_PATH_NODES), else read from the store.
+   */
+  async tree(scope: Scope, id: string): Promise<Tree> {
+    const live = await this.sessions.liveSession(scope, id);
+    if (live.holdsWholeTree) return live.tree.clone();
+    return (await this.sessions.loadTree(scope, id)).tree;
+  }
+
+  /** The run in flight (a read: nothing is made live); null when idle. */
+  async inFlight(scope: Scope, id: string): Promise<InFlight | null> {
+    return (await this.manager.describe(scope, id)).inFlight;
+  }
+
   private async find(scope: Scope, id: string): Promise<SessionRecord | null> {
     try {
       return await this.sessions.get(scope, id);

@@ -43,12 +43,12 @@ export class UiChatService {
   private async start(scope: Scope, session: SessionRecord, request: UiChatRequest): Promise<FollowedRun> {
     const id = request.id;
     if (request.trigger === 'regenerate-message') {
-      const { tree } = await this.chats.conversation(scope, id);
+      const tree = await this.chats.tree(scope, id);
       const nodeId = regenerateTarget(tree, request);
       return this.chats.startRun(scope, id, () => this.commands.branch(scope, id, { nodeId }));
     }
     if (session.status === 'paused') {
-      const { inFlight } = await this.chats.conversation(scope, id);
+      const inFlight = await this.chats.inFlight(scope, id);
       if (inFlight) return this.answerPaused(scope, id, inFlight, request);
     }
     const last = request.messages[request.messages.length - 1];
@@ -60,7 +60,7 @@ export class UiChatService {
     const content = contentOf(last);
     await this.checkFileUrls(request.messages.length - 1, last);
     if (request.messageId !== undefined) {
-      const { tree } = await this.chats.conversation(scope, id);
+      const tree = await this.chats.tree(scope, id);
       const edited = editTarget(tree, request);
       if (edited !== undefined) {
         return this.chats.startRun(scope, id, () =>
