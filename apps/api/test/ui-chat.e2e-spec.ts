@@ -269,13 +269,31 @@ describe('useChat over DefaultChatTransport', () => {
       expect(chat.status).toBe('ready');
     });
     expect((await api.get(`/v1/sessions/${id}`)).body.status).toBe('paused');
-    const approval = chat.messages[1]!.parts.find(
+    // The tab reloads while the run waits: the initial load and the resumed stream show the call awaiting approval,
+    // and the reloaded chat answers it.
+    const loadedPaused = (await api.get(`/v1/ui/chat/${id}/messages`)).body as Msg[];
+    const stateOf = (m: Msg | undefined, type: string) =>
+      (m?.parts.find((p) => p.type === type) as { state?: string } | undefined)?.state;
+    expect(stateOf(loadedPaused[1], 'tool-deploy')).toBe('approval-requested');
+    expect(stateOf(loadedPaused[1], 'tool-getLocation')).toBe('output-available');
+    const reloaded = new NodeChat({
+      id,
+      messages: loadedPaused,
+      transport: transport(key),
+      sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+    });
+    await reloaded.resumeStream();
+    expect(reloaded.error).toBeUndefined();
+    expect(reloaded.messages).toHaveLength(2);
+    expect(stateOf(reloaded.messages[1], 'tool-deploy')).toBe('approval-requested');
+    const approval = reloaded.messages[1]!.parts.find(
       (p) => (p as { state?: string }).state === 'approval-requested',
     ) as { approval: { id: string } };
-    await chat.addToolApprovalResponse({ id: approval.approval.id, approved: true });
+    await reloaded.addToolApprovalResponse({ id: approval.approval.id, approved: true });
     await eventually(() =>
-      expect(textOf(chat.messages[chat.messages.length - 1])).toBe('Deployed from Paris.'),
+      expect(textOf(reloaded.messages[reloaded.messages.length - 1])).toBe('Deployed from Paris.'),
     );
+    expect(reloaded.messages).toHaveLength(2);
     await eventually(async () => expect((await api.get(`/v1/sessions/${id}`)).body.status).toBe('idle'));
     const loaded = (await api.get(`/v1/ui/chat/${id}/messages`)).body as Msg[];
     const tools = loaded[1]!.parts.filter((p) => p.type.startsWith('tool-')) as Array<{
