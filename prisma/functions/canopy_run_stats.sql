@@ -1,13 +1,14 @@
 -- canopy_run_stats()
 --
--- Defined last by prisma/migrations/20261209220000_run_stats_grains/migration.sql (first by 20261209210000_run_stats_daily).
+-- Defined last by prisma/migrations/20261209230000_first_output/migration.sql (first by 20261209210000_run_stats_daily).
 -- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
 -- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- Runs rolled up per tenant and UTC day (of the run's creation) at two grains, its model's row and its user's (the
 -- session's when the trigger fires): a run counts when it is created; its tokens and cost are settled whenever its
 -- recorded usage changes, by what changed (as canopy_runs_usage does for usage_daily); when it ends, it counts as
--- finished (or failed) and its latency (created -> finished) goes into the day's histogram. In the transaction that
+-- finished (or failed), its latency (created -> finished) goes into the day's histogram, and its time to first
+-- output (runs.first_output_ms, when its finishing commit recorded one) into another. In the transaction that
 -- wrote the run.
 CREATE OR REPLACE FUNCTION public.canopy_run_stats()
  RETURNS trigger
@@ -18,6 +19,8 @@ DECLARE
     v_finished INTEGER := 0;
     v_errors INTEGER := 0;
     v_bucket INTEGER := NULL;
+    v_ttft_bucket INTEGER := NULL;
+    v_ttft INTEGER[];
     v_latency DOUBLE PRECISION := 0;
     v_usage JSONB := coalesce(NEW.usage, '{}'::jsonb);
     v_before JSONB := v_usage;
@@ -35,6 +38,7 @@ BEGIN
             v_errors := (NEW.status = 'error')::integer;
             v_latency := greatest(0, extract(epoch FROM NEW.finished_at - NEW.created_at) * 1000);
             v_bucket := canopy_latency_bucket(v_latency);
+            v_ttft_bucket := canopy_latency_bucket(NEW.first_output_ms);
         END IF;
         IF v_finished = 0 AND v_before = v_usage THEN
             RETURN NULL;
@@ -44,10 +48,14 @@ BEGIN
     IF v_bucket IS NOT NULL THEN
         v_hist[v_bucket] := 1;
     END IF;
+    v_ttft := array_fill(0, ARRAY[64]);
+    IF v_ttft_bucket IS NOT NULL THEN
+        v_ttft[v_ttft_bucket] := 1;
+    END IF;
     INSERT INTO run_stats_daily AS d (tenant_id, day, grain, key, runs, finished, errors, latency_ms_sum,
-                                      latency_hist, input_tokens, output_tokens, total_tokens, total_cost)
+                                      latency_hist, ttft_hist, input_tokens, output_tokens, total_tokens, total_cost)
     SELECT NEW.tenant_id, (NEW.created_at AT TIME ZONE 'UTC')::date, k.grain, k.key,
-           v_runs, v_finished, v_errors, v_latency, v_hist,
+           v_runs, v_finished, v_errors, v_latency, v_hist, v_ttft,
            coalesce((v_usage->>'inputTokens')::float8, 0) - coalesce((v_before->>'inputTokens')::float8, 0),
            coalesce((v_usage->>'outputTokens')::float8, 0) - coalesce((v_before->>'outputTokens')::float8, 0),
            coalesce((v_usage->>'totalTokens')::float8, 0) - coalesce((v_before->>'totalTokens')::float8, 0),
@@ -64,6 +72,9 @@ BEGIN
                                ELSE (SELECT array_agg(coalesce(d.latency_hist[i], 0) + EXCLUDED.latency_hist[i]
                                                       ORDER BY i)
                                        FROM generate_series(1, 64) AS i) END,
+           ttft_hist = CASE WHEN v_ttft_bucket IS NULL THEN d.ttft_hist
+                            ELSE (SELECT array_agg(coalesce(d.ttft_hist[i], 0) + EXCLUDED.ttft_hist[i] ORDER BY i)
+                                    FROM generate_series(1, 64) AS i) END,
            input_tokens = d.input_tokens + EXCLUDED.input_tokens,
            output_tokens = d.output_tokens + EXCLUDED.output_tokens,
            total_tokens = d.total_tokens + EXCLUDED.total_tokens,

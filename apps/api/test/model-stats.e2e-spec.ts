@@ -1,4 +1,5 @@
-// The dashboard's per-model and per-user view over HTTP: runs, errors, latency percentiles, tokens, cost and the
+// The dashboard's per-model and per-user view over HTTP: runs, errors, latency and time-to-first-token percentiles,
+// tokens, cost and the
 // share of thumbs up, kept by the daily rollup as runs go and ratings come, change and go; its tokens agree with the
 // usage report; a window without runs is empty; another tenant and a user token see nothing of it.
 
@@ -18,6 +19,8 @@ interface Row {
   errorRate: number;
   latencyP50Ms: number | null;
   latencyP95Ms: number | null;
+  timeToFirstTokenP50Ms: number | null;
+  timeToFirstTokenP95Ms: number | null;
   inputTokens: number;
   outputTokens: number;
   totalTokens: number;
@@ -32,7 +35,7 @@ const rowOf = (data: Row[], key: string | null) => data.find((r) => r.key === ke
 async function session(userId: string, model: string, opts: Record<string, unknown> = {}): Promise<string> {
   const res = await a.api.post('/v1/sessions', { model, userId, opts });
   expect(res.status).toBe(201);
-  return res.body.id;
+  return res.body.id as string;
 }
 
 async function prompt(id: string, content: string): Promise<void> {
@@ -76,8 +79,14 @@ describe('GET /v1/stats/models', () => {
     expect(echo.thumbsUpShare).toBeCloseTo(2 / 3);
     expect(echo.latencyP50Ms).toBeGreaterThan(0);
     expect(echo.latencyP95Ms).toBeGreaterThanOrEqual(echo.latencyP50Ms!);
+    // The first token comes before the end.
+    expect(echo.timeToFirstTokenP50Ms).toBeGreaterThan(0);
+    expect(echo.timeToFirstTokenP50Ms).toBeLessThanOrEqual(echo.latencyP50Ms!);
+    expect(echo.timeToFirstTokenP95Ms).toBeGreaterThanOrEqual(echo.timeToFirstTokenP50Ms!);
     expect(echo.totalTokens).toBeGreaterThan(0);
     const script = rowOf(res.body.data, 'mock:script')!;
+    // A failed run has no time to first token.
+    expect(script.timeToFirstTokenP50Ms).toBeNull();
     expect(script).toMatchObject({
       runs: 1,
       errors: 1,
@@ -125,6 +134,10 @@ describe('GET /v1/stats/models', () => {
     const dave = async () => rowOf((await a.api.get('/v1/stats/models?groupBy=user')).body.data, 'dave');
     expect(await dave()).toMatchObject({ runs: 1 });
     await eventually(async () => expect((await dave())!.latencyP50Ms).toBeGreaterThanOrEqual(300));
+    // Three words, 300 ms each: the first token after about one of them, well before the end.
+    const finished = (await dave())!;
+    expect(finished.timeToFirstTokenP50Ms).toBeGreaterThanOrEqual(200);
+    expect(finished.timeToFirstTokenP50Ms).toBeLessThan(finished.latencyP50Ms!);
   });
 
   it('answers an empty window, and refuses a window the wrong way round', async () => {

@@ -5,6 +5,8 @@
 // per rater and reply, changeable, listed and exported with the turn they rate, inside their tenant only. Both
 // announce themselves by webhook.
 
+/* eslint-disable @typescript-eslint/no-unsafe-call -- JSON bodies read loosely */
+
 import { eventually } from '@canopy/testing';
 import { Api, newTenant } from './support/api-client';
 import { startTestApp, type TestApp } from './support/test-app';

@@ -1,5 +1,5 @@
 // The dashboard's per-model and per-user view over a chosen window (the last 7, 30, 90 or 365 days): runs, latency
-// p50 / p95, tokens, cost, error rate and the share of thumbs up, from GET /v1/stats/models (the daily rollup, so a
+// and time to first token p50 / p95, tokens, cost, error rate and the share of thumbs up, from GET /v1/stats/models (the daily rollup, so a
 // year costs the same as a week). Fetched again when the window or the grouping changes, or `refreshKey` does.
 
 import { useEffect, useState } from 'react';
@@ -89,6 +89,7 @@ export function ModelStatsPanel({
               <th>{groupBy === 'model' ? 'Model' : 'User'}</th>
               <th>Runs</th>
               <th>Latency p50 / p95</th>
+              <th>First token p50 / p95</th>
               <th className="optional">Tokens</th>
               <th className="optional">Cost (USD)</th>
               <th>Errors</th>
@@ -104,6 +105,9 @@ export function ModelStatsPanel({
                 <td data-testid="model-stats-runs">{row.runs}</td>
                 <td data-testid="model-stats-latency">
                   {ms(row.latencyP50Ms)} / {ms(row.latencyP95Ms)}
+                </td>
+                <td data-testid="model-stats-ttft">
+                  {ms(row.timeToFirstTokenP50Ms)} / {ms(row.timeToFirstTokenP95Ms)}
                 </td>
                 <td className="optional" data-testid="model-stats-tokens">
                   {row.totalTokens}
@@ -126,7 +130,8 @@ export function ModelStatsPanel({
       {view && view.data.length === 0 && <p className="muted">No run in this window.</p>}
       {view && (
         <p className="hint">
-          {view.from} to {view.to} (UTC days); latency from a run&apos;s start to its end, within 25%.
+          {view.from} to {view.to} (UTC days); latency from a run&apos;s start to its end, first token from
+          its start to its first output, both within 25%.
         </p>
       )}
     </section>

@@ -230,6 +230,7 @@ describe('web UI journey: sharing and rating', () => {
       row('mock:echo').getByTestId('model-stats-latency'),
       /^\d+(\.\d)? m?s \/ \d+(\.\d)? m?s$/,
     );
+    await expectText(row('mock:echo').getByTestId('model-stats-ttft'), /^\d+(\.\d)? m?s \/ \d+(\.\d)? m?s$/);
     await page.getByTestId('model-stats-by-user').click();
     await expectText(row('alice').getByTestId('model-stats-runs'), '3');
     await expectText(row('alice').getByTestId('model-stats-thumbs'), '100% of 1');

@@ -147,6 +147,11 @@ interface RunPosition {
   summaries: ContextSummary[];
   /** The calibration of the session's token counts (ContextMeter.calibration) as the run leaves it. */
   calibration: number | undefined;
+  /**
+   * When this execution saw the run's first output (a text, thinking or tool-use token; Date.now()), null before;
+   * undefined for a resumed run, whose wait for a decision is no part of a time to first token.
+   */
+  firstOutputAt?: number | null;
 }
 
 export class RunExecutor {
@@ -313,9 +318,15 @@ export class RunExecutor {
     });
     // The node each message of the run takes when committed: the next free ids, in order (a paused run's
     // restored messages come first), so a result names a message the same before and after its commit.
+    if (spec.start.type !== 'resume') position.firstOutputAt = null;
     let uncommitted = spec.start.type === 'resume' ? spec.start.pending.messages.length : 0;
     const io: RunIO = {
       emit: (event) => {
+        if (
+          position.firstOutputAt === null &&
+          (event.type === 'text_delta' || event.type === 'thinking_delta' || event.type === 'tool_use_start')
+        )
+          position.firstOutputAt = Date.now();
         if (event.type === 'message') {
           event = { ...event, data: { ...event.data, nodeId: position.nextNodeId + uncommitted++ } };
         }
@@ -623,7 +634,17 @@ export class RunExecutor {
       storedPath: position.path,
       nextNodeId: next,
       usage: request.usage,
-      ...(stop ? { finish: { usage: request.runUsage } } : {}),
+      ...(stop
+        ? {
+            finish: {
+              usage: request.runUsage,
+              // From the run's creation (its wait in the queue included): the time to first token its user saw.
+              ...(typeof position.firstOutputAt === 'number'
+                ? { firstOutputMs: position.firstOutputAt - run.createdAt.getTime() }
+                : {}),
+            },
+          }
+        : {}),
       ...(title ? { title } : {}),
       ...(meter ? { contextMeter: meter } : {}),
     };

@@ -452,7 +452,7 @@ export class PostgresSessionStore implements SessionStore {
                              ${input.runId}::uuid, ${json(input.nodes)},
                              ${json(input.contextMeter ? { ...position, context_meter: input.contextMeter } : position)},
                              ${input.nextNodeId}::int, ${json(toUsage(input.usage))},
-                             ${input.finish ? json(toUsage(input.finish.usage)) : raw('NULL::jsonb')},
+                             ${input.finish ? json(finishArgument(input.finish)) : raw('NULL::jsonb')},
                              ${this.db.txTimeoutMs}::int,
                              ${input.finish && input.title ? input.title : null}::text) AS committed`,
       );
@@ -838,4 +838,12 @@ function mustHave<T>(value: T | undefined, what: string): T {
   // Only reachable if a row we hold locked vanished: a bug, not a user error.
   if (value === undefined) throw new Error(`${what} row missing inside its own transaction`);
   return value;
+}
+
+/** canopy_commit's p_finish: the run's usage, with the time to its first output when known. */
+function finishArgument(finish: NonNullable<CommitInput['finish']>): Usage & { firstOutputMs?: number } {
+  const usage = toUsage(finish.usage);
+  return finish.firstOutputMs === undefined
+    ? usage
+    : { ...usage, firstOutputMs: Math.max(0, Math.round(finish.firstOutputMs)) };
 }

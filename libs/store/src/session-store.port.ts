@@ -183,8 +183,11 @@ export interface CommitInput {
   nextNodeId: NodeId;
   /** Added to the session's usage total (usage of the committed nodes). */
   usage: Usage;
-  /** Set on the run's last commit: the session goes idle and the run ends with this status and usage. */
-  finish?: { usage: Usage };
+  /**
+   * Set on the run's last commit: the session goes idle and the run ends with this status and usage;
+   * `firstOutputMs`, the time from the run's creation to its first output, when known (the first recorded stays).
+   */
+  finish?: { usage: Usage; firstOutputMs?: number };
   /** With finish: the title an untitled session takes when the run ends here (a title set meanwhile wins). */
   title?: string;
   /** With finish: the token meter of the new head, kept with the session when the run ends here. */

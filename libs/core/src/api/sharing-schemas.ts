@@ -164,6 +164,9 @@ export interface ModelStatsRow {
   /** Created to finished, of the runs that finished; within 25% (the rollup's histogram buckets). */
   latencyP50Ms: number | null;
   latencyP95Ms: number | null;
+  /** Created to the first output token, of the runs that completed (recorded since it began); within 25%. */
+  timeToFirstTokenP50Ms: number | null;
+  timeToFirstTokenP95Ms: number | null;
   inputTokens: number;
   outputTokens: number;
   totalTokens: number;

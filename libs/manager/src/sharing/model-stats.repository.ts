@@ -47,8 +47,9 @@ export function percentileOf(histogram: ReadonlyMap<number, number>, p: number):
   return null;
 }
 
-/** sum(latency_hist[1])::int, ... sum(latency_hist[64])::int: trusted text, no input in it. */
-const HISTOGRAM_SUMS = Array.from({ length: 64 }, (_, i) => `sum(latency_hist[${i + 1}])::int`).join(', ');
+/** sum(<column>[1])::int, ... sum(<column>[64])::int: trusted text, no input in it. */
+const sums = (column: string) =>
+  Array.from({ length: 64 }, (_, i) => `sum(${column}[${i + 1}])::int`).join(', ');
 
 export class ModelStatsRepository {
   constructor(private readonly db: Database) {}
@@ -74,6 +75,9 @@ export class ModelStatsRepository {
     return totals.map((t) => {
       const histogram = histograms.get(t.key) ?? new Map<number, number>();
       const rated = t.thumbs_up + t.thumbs_down;
+      const ttft = new Map(
+        t.ttft.map((count, i) => [i + 1, count] as const).filter(([, count]) => count > 0),
+      );
       return {
         key: t.key === '' ? null : t.key,
         runs: t.runs,
@@ -81,6 +85,8 @@ export class ModelStatsRepository {
         errorRate: t.finished > 0 ? t.errors / t.finished : 0,
         latencyP50Ms: percentileOf(histogram, 0.5),
         latencyP95Ms: percentileOf(histogram, 0.95),
+        timeToFirstTokenP50Ms: percentileOf(ttft, 0.5),
+        timeToFirstTokenP95Ms: percentileOf(ttft, 0.95),
         inputTokens: t.input_tokens,
         outputTokens: t.output_tokens,
         totalTokens: t.total_tokens,
@@ -98,16 +104,16 @@ export class ModelStatsRepository {
     groupBy: 'model' | 'user',
     from: string,
     to: string,
-  ): Promise<{ totals: TotalsRow[]; buckets: BucketRow[] }> {
+  ): Promise<{ totals: Array<TotalsRow & { ttft: number[] }>; buckets: BucketRow[] }> {
     if (groupBy !== 'model' && groupBy !== 'user') throw CanopyException.badRequest('groupBy: model or user');
     // The histograms summed in the same pass as the totals, one aggregate per bucket (a subscript per row is far
     // cheaper than unnesting every row's 64 counts and grouping them again).
-    const rows = await tx.query<TotalsRow & { hist: number[] }>(
+    const rows = await tx.query<TotalsRow & { hist: number[]; ttft: number[] }>(
       `SELECT key, sum(runs)::int AS runs, sum(finished)::int AS finished, sum(errors)::int AS errors,
               sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
               sum(total_tokens) AS total_tokens, sum(total_cost) AS total_cost,
               sum(thumbs_up)::int AS thumbs_up, sum(thumbs_down)::int AS thumbs_down,
-              ARRAY[${HISTOGRAM_SUMS}] AS hist
+              ARRAY[${sums('latency_hist')}] AS hist, ARRAY[${sums('ttft_hist')}] AS ttft
          FROM run_stats_daily
         WHERE ($1::uuid IS NULL OR tenant_id = $1::uuid) AND grain = $4 AND day BETWEEN $2::date AND $3::date
         GROUP BY key ORDER BY sum(runs) DESC, key`,
