@@ -237,6 +237,25 @@ describe('AG-UI over HttpAgent', () => {
     const noModel = agent();
     noModel.addMessage(userMessage('hi'));
     await expect(run(noModel)).rejects.toThrow(/400|bad_request/);
+    // Fields a newer client adds are accepted.
+    const newer = await fetch(`${t.url}/v1/ag-ui`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+      },
+      body: JSON.stringify({
+        threadId: randomUUID(),
+        runId: 'r1',
+        protocolVersion: '9.9',
+        aFieldOfTomorrow: { x: 1 },
+        messages: [{ id: 'm1', role: 'user', content: 'hi', alsoNew: true }],
+        forwardedProps: { model: 'mock:echo' },
+      }),
+    });
+    expect(newer.status).toBe(200);
+    expect(await newer.text()).toContain('RUN_FINISHED');
     const malformed = await api.post('/v1/ag-ui', {
       threadId: randomUUID(),
       runId: randomUUID(),
