@@ -1,4 +1,5 @@
-// The dashboard's per-model and per-user view: runs, latency, tokens, cost, error rate and the share of thumbs up
+// The dashboard's per-model and per-user view: runs, latency, time to first token, tokens, cost, error rate and the
+// share of thumbs up
 // over a window of days, from the daily rollup (cheap over a year). A tenant key reads its own; the admin every
 // tenant's, or one.
 
@@ -22,7 +23,7 @@ export class ModelStatsController {
   @Get()
   @ApiOperation({
     summary:
-      'Per model (groupBy=model, default) or per user (groupBy=user) over the UTC days from..to (default the last 30, at most 731): runs, errors and error rate, latency p50/p95 (created to finished, within 25%), tokens, cost, thumbs up and down and the share of thumbs up, from the daily rollup (runs since the rollup began); the tenant’s own with an API key, every tenant’s (or tenantId’s) with the admin key',
+      'Per model (groupBy=model, default) or per user (groupBy=user) over the UTC days from..to (default the last 30, at most 731): runs, errors and error rate, latency p50/p95 (created to finished) and time to first token p50/p95 (created to the first output), both within 25%, tokens, cost, thumbs up and down and the share of thumbs up, from the daily rollup (runs since the rollup began); the tenant’s own with an API key, every tenant’s (or tenantId’s) with the admin key',
   })
   get(@CurrentPrincipal() principal: Principal, @Query() query: ModelStatsQueryDto): Promise<ModelStatsView> {
     if (principal.kind === 'user')
