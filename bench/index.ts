@@ -26,6 +26,9 @@
 //            latency while another imports 100,000 nodes or piles up deliveries to a webhook endpoint that never
 //            answers, as a ratio of its idle p99 (target <= 2x), on the embedded runtime and the machine's Postgres
 //            (--fairness-runtimes, --fairness-runs=N, --fairness-import-nodes, --fairness-measure-ms)
+//   otel     what OpenTelemetry costs: runs/s at 100 sessions of the api with tracing on at 100% sampling (every span
+//            exported over OTLP to a local sink) against off, side by side, measured in alternating rounds (target
+//            >= 0.9x) (--otel-runtimes, --otel-sessions, --otel-rounds, --otel-measure-ms)
 //   soak     the chaos suite's deployment and load for 30 minutes (CANOPY_BENCH_SOAK_MINUTES) with a fault every
 //            minute: runs lost / duplicated / stuck, 5xx, recovery time, memory each minute. Only when named.
 // Every option can also be given as CANOPY_BENCH_<SECTION>_<NAME> (CANOPY_BENCH_CLUSTER_SESSIONS=50).
@@ -39,6 +42,7 @@ import { fairnessOptions, fairnessVerdicts, printFairnessReport, runFairnessBenc
 import { httpBenchOptions, httpVerdicts, printHttpReport, runHttpBench } from './http.bench';
 import { liveOptions, liveVerdicts, printLiveReport, runLiveBench } from './live.bench';
 import { longOptions, longVerdicts, printLongReport, runLongBench } from './long.bench';
+import { otelOptions, otelVerdicts, printOtelReport, runOtelBench } from './otel.bench';
 import type { OptionSource } from './lib/options';
 import { printVerdicts, type Verdict } from './lib/report';
 import { printSearchReport, runSearchBench, searchOptions, searchVerdicts } from './search.bench';
@@ -126,6 +130,13 @@ const SECTIONS: Section[] = [
     (options) => runFairnessBench(fairnessOptions(options)),
     printFairnessReport,
     fairnessVerdicts,
+  ),
+  section(
+    'otel',
+    'What OpenTelemetry costs (the api at 100 sessions, tracing on at 100% sampling against off)',
+    (options) => runOtelBench(otelOptions(options)),
+    printOtelReport,
+    otelVerdicts,
   ),
   {
     name: 'soak',

@@ -234,4 +234,30 @@ describe('run spans', () => {
     expect(String(chats[0]!.attributes['gen_ai.input.messages'])).toContain('add 40 and 2');
     expect(String(chats[1]!.attributes['gen_ai.output.messages'])).toContain('forty-two');
   });
+
+  it('a summary the context policy writes is a canopy.summarize span with its model call under it', async () => {
+    const session = await engine.manager.create(scope, {
+      model: 'mock:echo',
+      opts: { contextWindow: 2_000, maxOutputTokens: 200, context: { strategy: 'summarize' } },
+    });
+    const words = (turn: number) => Array.from({ length: 120 }, (_, i) => `word${turn}x${i}`).join(' ');
+    const summarized = await eventually(
+      async () => {
+        const turn = Math.floor(Math.random() * 1e6);
+        const { runId } = await engine.service.prompt(scope, session.id, { content: words(turn) });
+        await endOf(runId);
+        const spans = await telemetry.spans();
+        const summary = spans.find((s) => s.name === 'canopy.summarize');
+        if (!summary) throw new Error('no summary yet');
+        return { summary, spans };
+      },
+      { timeoutMs: 30_000, intervalMs: 1 },
+    );
+    const { summary, spans } = summarized;
+    const run = spans.find((s) => s.spanContext().spanId === parentOf(summary))!;
+    expect(run.name).toBe('invoke_agent');
+    const calls = spans.filter((s) => parentOf(s) === summary.spanContext().spanId).map((s) => s.name);
+    expect(calls).toEqual(['chat echo']);
+    expect(summary.attributes['canopy.summary.messages']).toBeGreaterThan(0);
+  });
 });
