@@ -312,4 +312,11 @@ describe('feedback', () => {
       expect(created.every((x) => x.verified)).toBe(true);
     });
   });
+
+  it('goes with its session, and so do its links', async () => {
+    expect((await a.api.get(`/v1/feedback?sessionId=${sessionId}`)).body.data).toHaveLength(1);
+    expect((await alice.delete(`/v1/sessions/${sessionId}`)).status).toBe(204);
+    expect((await a.api.get(`/v1/feedback?sessionId=${sessionId}`)).body.data).toEqual([]);
+    expect((await a.api.get(`/v1/shares?sessionId=${sessionId}`)).body.data).toEqual([]);
+  });
 });
