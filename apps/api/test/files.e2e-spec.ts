@@ -517,6 +517,37 @@ describe('export and import', () => {
     expectError(await b.api.get(`/v1/files/${file.id}`), 404, 'not_found');
   });
 
+  it('refuses an import whose attachments name a file the importing credential does not reach', async () => {
+    const alice = (await a.api.post('/v1/tokens', { userId: 'alice' })).body.token as string;
+    const mallory = (await a.api.post('/v1/tokens', { userId: 'mallory' })).body.token as string;
+    const file = (await upload(a.api.as(alice), PDF, 'application/pdf', 'private.pdf')).body;
+    const session = (await a.api.as(alice).post('/v1/sessions', { model: 'mock:echo' })).body.id;
+    await a.api.as(alice).post(`/v1/sessions/${session}/prompt`, {
+      content: [
+        { type: 'text', text: 'mine' },
+        { type: 'attachment', fileId: file.id },
+      ],
+      wait: true,
+    });
+    const doc = (await a.api.as(alice).get(`/v1/sessions/${session}/export?format=canopy`)).body;
+    // The document without its files: its attachment names alice's file by id alone.
+    const bare = { ...doc, files: undefined, session: { ...doc.session, id: undefined } };
+    const stolen = await a.api.as(mallory).post('/v1/sessions/import', { format: 'canopy', data: bare });
+    expectError(stolen, 400, 'bad_request');
+    expect(stolen.body.error.details).toMatchObject({ field: 'data.files' });
+    expectError(
+      await b.api.post('/v1/sessions/import', { format: 'canopy', data: bare }),
+      400,
+      'bad_request',
+    );
+    // Alice herself may: her copy refers to the same file.
+    const mine = await a.api.as(alice).post('/v1/sessions/import', { format: 'canopy', data: bare });
+    expect(mine.status).toBe(201);
+    const messages = (await a.api.as(alice).get(`/v1/sessions/${mine.body.id}/messages`)).body;
+    const prompt = (messages.data ?? messages).find((m: { role: string }) => m.role === 'user');
+    expect(prompt.content[1].fileId).toBe(file.id);
+  });
+
   it('the OpenAI and Anthropic exports carry the bytes in their image and document parts', async () => {
     const png = (await upload(a.api, PNG, 'image/png', 'p.png')).body;
     const pdf = (await upload(a.api, PDF, 'application/pdf', 'd.pdf')).body;

@@ -29,7 +29,7 @@ import type {
   SessionFilter,
   SessionStore,
 } from '@canopy/store';
-import { discard, fileIdsOf, restoreFiles, withFileData } from './transfer-files';
+import { discard, fileIdsOf, referencedFileIds, restoreFiles, withFileData } from './transfer-files';
 import { checkOpts, checkTools, toSessionInfo } from '@canopy/session';
 import { resolveFilter, type CatalogFilter } from './catalog-filter';
 import type { HeavyOperations } from './heavy-operations';
@@ -162,7 +162,18 @@ export class SessionTransferService {
     const restored =
       this.files && prepared.files.length ? await restoreFiles(this.files, scope, prepared) : [];
     try {
-      return await this.storeImport(scope, prepared, restored);
+      // Any other file an attachment names must be one the importing credential reaches: a document cannot hand
+      // its session another user's file (the model would be sent it, an export would carry it).
+      const others = referencedFileIds(prepared).filter((id) => !restored.includes(id));
+      const unreachable =
+        others.length === 0 ? [] : this.files ? await this.files.unreachable(scope, others) : others;
+      if (unreachable.length > 0) {
+        throw CanopyException.badRequest(
+          `an attachment refers to file ${unreachable[0]}, which is neither in the document's files nor one this credential reaches`,
+          { field: 'data.files' },
+        );
+      }
+      return await this.storeImport(scope, prepared, [...restored, ...others]);
     } catch (err) {
       if (this.files) await discard(this.files, scope, restored);
       throw err;

@@ -79,6 +79,14 @@ export async function restoreFiles(
   return [...renamed.values()];
 }
 
+/** The file ids a prepared import's nodes refer to (read off its batches' JSON), each once. */
+export function referencedFileIds(prepared: PreparedImport): string[] {
+  const ids = new Set<string>();
+  const pattern = /"fileId":"([0-9a-fA-F-]{36})"/g;
+  for (const batch of prepared.batches) for (const match of batch.matchAll(pattern)) ids.add(match[1]!);
+  return [...ids];
+}
+
 /** Removes files stored for an import that failed after all. */
 export async function discard(files: FilesService, scope: Scope, ids: readonly string[]): Promise<void> {
   for (const id of ids) await files.delete(scope, id).catch(() => undefined);

@@ -154,6 +154,13 @@ export class FilesService {
     return found;
   }
 
+  /** The ids among `ids` the scope does not reach (another user's, another tenant's, deleted, unknown). */
+  async unreachable(scope: Scope, ids: readonly string[]): Promise<string[]> {
+    const unique = [...new Set(ids)];
+    const found = new Set((await this.files.getMany(scope, unique)).map((f) => f.id));
+    return unique.filter((id) => !found.has(id));
+  }
+
   /** Deleted by its owner: gone from the API now, its bytes once no session refers to it. */
   async delete(scope: Scope, id: string): Promise<void> {
     await this.files.markDeleted(scope, id);
