@@ -517,6 +517,41 @@ describe('export and import', () => {
     expectError(await b.api.get(`/v1/files/${file.id}`), 404, 'not_found');
   });
 
+  it('the bulk export carries the files too, and a bulk import into another tenant restores them', async () => {
+    const file = (await upload(a.api, PNG, 'image/png', 'bulk.png')).body;
+    const session = (await a.api.post('/v1/sessions', { model: 'mock:echo', userId: 'bulk-exporter' })).body
+      .id;
+    await a.api.post(`/v1/sessions/${session}/prompt`, {
+      content: [
+        { type: 'text', text: 'in bulk' },
+        { type: 'attachment', fileId: file.id },
+      ],
+      wait: true,
+    });
+    const exported = await fetch(`${t.url}/v1/export?userId=bulk-exporter`, {
+      headers: { authorization: `Bearer ${a.key}` },
+    });
+    const lines = (await exported.text()).split('\n').filter(Boolean);
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!).files).toEqual([
+      { id: file.id, name: 'bulk.png', mediaType: 'image/png', data: PNG.toString('base64') },
+    ]);
+    const imported = await fetch(`${t.url}/v1/import?format=canopy`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${b.key}`, 'content-type': 'application/x-ndjson' },
+      body: lines.join('\n'),
+    });
+    const [report] = (await imported.text())
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { ok: boolean; id: string });
+    expect(report).toMatchObject({ ok: true });
+    const messages = (await b.api.get(`/v1/sessions/${report!.id}/messages`)).body;
+    const block = (messages.data ?? messages).find((m: { role: string }) => m.role === 'user').content[1];
+    const copy = await bytesOf(`${t.url}/v1/files/${block.fileId}/content`, b.key);
+    expect(copy.bytes.equals(PNG)).toBe(true);
+  });
+
   it('refuses an import whose attachments name a file the importing credential does not reach', async () => {
     const alice = (await a.api.post('/v1/tokens', { userId: 'alice' })).body.token as string;
     const mallory = (await a.api.post('/v1/tokens', { userId: 'mallory' })).body.token as string;

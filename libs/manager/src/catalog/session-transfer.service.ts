@@ -16,6 +16,7 @@ import {
   toMarkdown,
   toOpenAi,
   type CanopyDocument,
+  type ConversationFile,
   type Message,
   type Scope,
   type SessionInfo,
@@ -23,6 +24,7 @@ import {
 import type { ToolRegistry } from '@canopy/agent';
 import type { LiveRegistry } from '@canopy/realtime';
 import type {
+  FileRecord,
   FilesService,
   ImportSessionHead,
   SessionCatalogStore,
@@ -113,16 +115,7 @@ export class SessionTransferService {
               nextId: session.nextNodeId,
             },
             summaries,
-            this.files && stored.length
-              ? await Promise.all(
-                  stored.map(async (f) => ({
-                    id: f.id,
-                    name: f.name,
-                    mediaType: f.mediaType,
-                    data: (await this.files!.bytesOf(f)).toString('base64'),
-                  })),
-                )
-              : [],
+            await this.carried(stored),
           ),
         };
       case 'openai':
@@ -261,6 +254,20 @@ export class SessionTransferService {
     }
   }
 
+  /** Stored files as a canopy document carries them: their bytes as base64. */
+  private carried(stored: readonly FileRecord[]): Promise<ConversationFile[]> {
+    const files = this.files;
+    if (!files) return Promise.resolve([]);
+    return Promise.all(
+      stored.map(async (f) => ({
+        id: f.id,
+        name: f.name,
+        mediaType: f.mediaType,
+        data: (await files.bytesOf(f)).toString('base64'),
+      })),
+    );
+  }
+
   /**
    * Sessions as canopy documents, oldest created first, from `cursor` on (each document's cursor resumes after it);
    * a heavy operation of the tenant's while it streams.
@@ -291,10 +298,14 @@ export class SessionTransferService {
     do {
       const page = await this.catalog.exportPage(scope, resolved, pageSize, after);
       for (const { session, nodes, summaries } of page.data) {
+        const stored = this.files
+          ? await this.files.forSession(scope.tenantId, fileIdsOf(nodes.map((n) => n.message)))
+          : [];
         yield toCanopyDocument(
           toSessionInfo(session),
           { nodes, path: session.path, cursors: session.cursors, nextId: session.nextNodeId },
           summaries,
+          await this.carried(stored),
         );
       }
       after = page.nextCursor;
