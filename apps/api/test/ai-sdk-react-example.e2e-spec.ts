@@ -97,12 +97,14 @@ it('streams a reply, regenerates it and switches between its versions', async ()
 it('resumes the run in flight after a reload and shows the whole reply once', async () => {
   const page = await browser.newPage();
   const errors = pageErrors(page);
-  const prompt = Array.from({ length: 50 }, (_, i) => `word${i}`).join(' ');
+  // Long enough to be in flight through the reload (~4 s).
+  const prompt = Array.from({ length: 100 }, (_, i) => `word${i}`).join(' ');
   await page.goto(`${example.url}/?user=alice&delayMs=40`);
   await send(page, prompt);
   const id = decodeURIComponent(new URL(page.url()).hash.slice(1));
-  await eventually(async () =>
-    expect((await replies(page).allTextContents())[0]?.length ?? 0).toBeGreaterThan(15),
+  await eventually(
+    async () => expect((await replies(page).allTextContents())[0]?.length ?? 0).toBeGreaterThan(15),
+    { timeoutMs: 20_000 },
   );
   await page.reload();
   // After the reload: the initial load has the prompt in flight, the resume streams the run from its start.

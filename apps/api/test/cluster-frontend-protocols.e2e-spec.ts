@@ -27,7 +27,8 @@ const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join('
 
 it('resumes on another api a run the worker executes, after the first api’s stream was dropped', async () => {
   const id = `chat-${randomUUID()}`;
-  const prompt = words(80);
+  // Long enough to be in flight through the drop, the load and the resume on a loaded machine (~4 s).
+  const prompt = words(200);
   const first = new NodeChat({
     id,
     transport: canopyTransport(cluster.api(1), key, {
@@ -36,7 +37,7 @@ it('resumes on another api a run the worker executes, after the first api’s st
     }),
   });
   const sent = first.sendMessage({ text: prompt });
-  await eventually(() => expect(textOf(first.messages[1]).length).toBeGreaterThan(10));
+  await eventually(() => expect(textOf(first.messages[1]).length).toBeGreaterThan(10), { timeoutMs: 20_000 });
   // The tab goes away mid-stream: its stream closes, the run goes on in the worker.
   await first.stop();
   await sent;

@@ -31,11 +31,12 @@ afterAll(async () => {
 
 it('resumes a useChat reply after the tab dropped its stream; the session takes DEFAULT_MODEL', async () => {
   const id = `chat-${randomUUID()}`;
-  const prompt = Array.from({ length: 60 }, (_, i) => `w${i}`).join(' ');
+  // Long enough to be in flight through the drop, the load and the resume (~3 s).
+  const prompt = Array.from({ length: 200 }, (_, i) => `w${i}`).join(' ');
   // No model in the body: the deployment's default; opts only pace the mock model.
   const tab = new NodeChat({ id, transport: canopyTransport(t.url, key, { opts: { delayMs: 15 } }) });
   const sent = tab.sendMessage({ text: prompt });
-  await eventually(() => expect(textOf(tab.messages[1]).length).toBeGreaterThan(10));
+  await eventually(() => expect(textOf(tab.messages[1]).length).toBeGreaterThan(10), { timeoutMs: 20_000 });
   await tab.stop();
   await sent;
   expect((await api.get(`/v1/sessions/${id}`)).body).toMatchObject({ model: 'mock:echo', status: 'busy' });

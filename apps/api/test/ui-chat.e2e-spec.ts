@@ -135,7 +135,8 @@ describe('useChat over DefaultChatTransport', () => {
 
   it('resumes mid-stream after the connection dropped: the same chat, then a reloaded one', async () => {
     const id = `chat-${randomUUID()}`;
-    const prompt = words(60);
+    // Long enough to be in flight through the drop and both resumes (~3 s).
+    const prompt = words(200);
     // A connection that drops (a network error) after a few chunks of the first answer.
     let drop = true;
     const droppingFetch: typeof fetch = async (input, init) => {
