@@ -28,7 +28,7 @@
 //            (--fairness-runtimes, --fairness-runs=N, --fairness-import-nodes, --fairness-measure-ms)
 //   otel     what OpenTelemetry costs: runs/s at 100 sessions of the api with tracing on at 100% sampling (every span
 //            exported over OTLP to a local sink) against off, side by side, measured in alternating rounds (target
-//            >= 0.9x) (--otel-runtimes, --otel-sessions, --otel-rounds, --otel-measure-ms)
+//            >= 0.9x) (--otel-runtimes, --otel-sessions, --otel-rounds, --otel-measure-ms). Only when named.
 //   soak     the chaos suite's deployment and load for 30 minutes (CANOPY_BENCH_SOAK_MINUTES) with a fault every
 //            minute: runs lost / duplicated / stuck, 5xx, recovery time, memory each minute. Only when named.
 // Every option can also be given as CANOPY_BENCH_<SECTION>_<NAME> (CANOPY_BENCH_CLUSTER_SESSIONS=50).
@@ -131,13 +131,17 @@ const SECTIONS: Section[] = [
     printFairnessReport,
     fairnessVerdicts,
   ),
-  section(
-    'otel',
-    'What OpenTelemetry costs (the api at 100 sessions, tracing on at 100% sampling against off)',
-    (options) => runOtelBench(otelOptions(options)),
-    printOtelReport,
-    otelVerdicts,
-  ),
+  {
+    // Only when named: two services side by side, several rounds (a few minutes).
+    ...section(
+      'otel',
+      'What OpenTelemetry costs (the api at 100 sessions, tracing on at 100% sampling against off)',
+      (options) => runOtelBench(otelOptions(options)),
+      printOtelReport,
+      otelVerdicts,
+    ),
+    onlyNamed: true,
+  },
   {
     name: 'soak',
     title: 'Soak: 2 api + 2 workers under steady load with a fault every minute',

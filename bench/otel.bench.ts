@@ -8,7 +8,7 @@
 // load (a queue of 65,536 spans, exported every second in batches of 4,096) so it drops nothing it is given:
 // the figure is the cost of tracing everything, not of dropping it.
 // Options: --otel-runtimes=postgres,embedded --otel-sessions=100 --otel-rounds=4 --otel-measure-ms=6000 (or
-// CANOPY_BENCH_OTEL_* variables). The quick run: postgres, 2 rounds of 3 s windows.
+// CANOPY_BENCH_OTEL_* variables). Only when named (`npm run bench -- otel`).
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
