@@ -55,7 +55,8 @@ export class UiChatController {
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const run = await this.chats.followInFlight(scope, id);
+    // Idle: answered from the store, without making the session live.
+    const run = (await this.chats.inFlight(scope, id)) ? await this.chats.followInFlight(scope, id) : null;
     if (!run) {
       res.status(204).end();
       return;
