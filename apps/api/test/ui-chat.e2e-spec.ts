@@ -106,6 +106,15 @@ describe('useChat over DefaultChatTransport', () => {
     expect(reloaded.messages[1]!.metadata).toEqual({ nodeId: 6, versions: [2, 6], versionIndex: 1 });
     const turns = await api.get<{ data: Array<{ regens: number[] }> }>(`/v1/sessions/${id}/turns`);
     expect(turns.body.data.map((turn) => turn.regens)).toEqual([[2, 6]]);
+    // An edit of the first prompt (sendMessage with its id): a new version of it, a new root, with its reply.
+    await reloaded.sendMessage({ text: 'uno', messageId: '1' });
+    expect(reloaded.error).toBeUndefined();
+    expect(reloaded.messages.map((m) => textOf(m))).toEqual(['uno', 'Echo #1: uno']);
+    const edited = (await api.get(`/v1/ui/chat/${id}/messages`)).body as Msg[];
+    expect(edited.map((m) => [m.id, m.metadata])).toEqual([
+      ['7', { nodeId: 7, versions: [1, 7], versionIndex: 1 }],
+      ['8', { nodeId: 8, versions: [8], versionIndex: 0 }],
+    ]);
   });
 
   it('stops: the transport closes the stream and a cancel ends the run, nothing of it committed', async () => {
