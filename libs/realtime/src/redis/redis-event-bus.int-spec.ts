@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 
 import type { SessionEvent, SessionEventInput } from '@canopy/core';
+import { PrivateRedis } from '@canopy/testing';
 import type { Redis } from 'ioredis';
 
 import type { Unsubscribe } from '../ports';
@@ -86,6 +87,24 @@ async function until(what: string, condition: () => Promise<boolean>, timeoutMs 
 }
 
 describe('RedisEventBus', () => {
+  // These tests watch Redis's commands (MONITOR) and flush its scripts: on a Redis of their own. On the one the
+  // machine's tests share, MONITOR sees every other process's commands, and under load one of them can arrive between
+  // MONITOR's OK and ioredis taking the connection for a monitor ("Command queue state error").
+  let server: PrivateRedis;
+  let connections: TestConnections;
+  let admin: Redis;
+
+  beforeAll(async () => {
+    server = await PrivateRedis.start();
+    connections = new TestConnections(server.url);
+    admin = connections.connect();
+  });
+
+  afterAll(async () => {
+    await connections?.closeAll();
+    await server?.down();
+  });
+
   const buses: RedisEventBus[] = [];
   const unsubscribes: Unsubscribe[] = [];
   let tenant: string;

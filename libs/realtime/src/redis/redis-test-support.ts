@@ -19,9 +19,11 @@ export function testPrefix(file: string): string {
 export class TestConnections {
   private readonly open = new Set<Redis>();
 
+  constructor(private readonly url: string = TEST_REDIS_URL) {}
+
   /** Connects on first use, so a test that never uses a connection leaves no socket half open. */
   connect(options: RedisOptions = {}): Redis {
-    const redis = new Redis(TEST_REDIS_URL, { lazyConnect: true, ...options });
+    const redis = new Redis(this.url, { lazyConnect: true, ...options });
     redis.on('error', () => {}); // reconnect tests kill connections on purpose; ioredis reconnects
     this.open.add(redis);
     return redis;
