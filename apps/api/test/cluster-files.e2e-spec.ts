@@ -1,6 +1,7 @@
 // Files on the distributed runtime with S3-compatible storage (s3rver from the npm registry, started here): an api
 // and a worker process on Postgres and Redis. The api streams an upload into the bucket; the worker, which makes the
 // model call, reads the file's bytes from the bucket and sends them to the provider (the fake records the request).
+// And the same with the default storage, Postgres.
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -111,3 +112,32 @@ it('keeps an upload in the bucket and the worker sends its bytes to the model', 
     source: { type: 'base64', media_type: 'image/png', data: PNG.toString('base64') },
   });
 });
+
+it('with Postgres storage (the default) an upload to the api reaches the model through the worker too', async () => {
+  const pg = await new Cluster({
+    apis: 1,
+    workers: 1,
+    env: { ANTHROPIC_API_KEY: 'sk-deployment', ANTHROPIC_BASE_URL: fake.baseUrl },
+  }).start();
+  try {
+    const tenant = await newTenant({ url: pg.api(1) } as never, 'cluster files postgres');
+    const res = await fetch(`${tenant.api.baseUrl}/v1/files?name=pixel.png`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'image/png' },
+      body: PNG,
+    });
+    const file = (await res.json()) as { id: string };
+    expect(res.status).toBe(201);
+    fake.enqueue({ text: ['from the database'] });
+    const session = (await tenant.api.post('/v1/sessions', { model: 'anthropic:claude-sonnet-4-5' })).body.id;
+    const run = await tenant.api.post(`/v1/sessions/${session}/prompt`, {
+      content: [{ type: 'attachment', fileId: file.id }],
+      wait: true,
+    });
+    expect(run.status).toBe(200);
+    expect(run.body.finalResponse).toBe('from the database');
+    expect(JSON.stringify(fake.lastRequest().body)).toContain(PNG.toString('base64'));
+  } finally {
+    await pg.stop();
+  }
+}, 120_000);
