@@ -91,7 +91,12 @@ function userMessageOf(id: string, message: Message, metadata: UiMessageMetadata
 }
 
 function filePart(block: Extract<Block, { type: 'attachment' }>): Part {
-  const url = block.url ?? `data:${block.mediaType};base64,${block.data ?? ''}`;
+  // A stored file is named by its content route (read with the chat's credential), never inlined.
+  const url =
+    block.url ??
+    (block.fileId !== undefined
+      ? `/v1/files/${block.fileId}/content`
+      : `data:${block.mediaType};base64,${block.data ?? ''}`);
   return { type: 'file', mediaType: block.mediaType, url, ...(block.name ? { filename: block.name } : {}) };
 }
 
