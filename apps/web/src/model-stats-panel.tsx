@@ -82,7 +82,8 @@ export function ModelStatsPanel({
         </label>
       </div>
       {error && <p className="error">{error}</p>}
-      <div className="table-wrap">
+      {/* Many columns: on a phone the table scrolls sideways, so its region takes focus for the keyboard. */}
+      <div className="table-wrap" tabIndex={0} role="region" aria-labelledby="models-title">
         <table data-testid="model-stats-table">
           <thead>
             <tr>
