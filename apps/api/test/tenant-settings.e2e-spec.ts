@@ -36,14 +36,24 @@ function expectError(res: ApiResponse, status: number, code: string, field?: str
 
 it('new sessions take the tenant’s default context policy, copied at creation; a change affects new ones only', async () => {
   const { api } = await newTenant(t, 'settings');
-  expect((await api.get('/v1/settings')).body).toEqual({ context: null, mcpServers: null, updatedAt: null });
+  expect((await api.get('/v1/settings')).body).toEqual({
+    context: null,
+    mcpServers: null,
+    telemetryUserId: null,
+    updatedAt: null,
+  });
   const plain = await api.post('/v1/sessions', { model: 'mock:echo' });
   expect(plain.body.opts).toEqual({});
 
   const truncate = { strategy: 'truncate', keepFirstTurns: 1 };
   const put = await api.request('PUT', '/v1/settings', { context: truncate });
   expect(put.status).toBe(200);
-  expect(put.body).toEqual({ context: truncate, mcpServers: null, updatedAt: expect.any(String) });
+  expect(put.body).toEqual({
+    context: truncate,
+    mcpServers: null,
+    telemetryUserId: null,
+    updatedAt: expect.any(String),
+  });
   expect((await api.get('/v1/settings')).body).toEqual(put.body);
 
   // Without opts.context: the default, beside the other options given.
@@ -67,17 +77,48 @@ it('new sessions take the tenant’s default context policy, copied at creation;
   // A body without the field leaves it; null removes it.
   expect((await api.request('PUT', '/v1/settings', {})).body.context).toEqual(summarize);
   const removed = await api.request('PUT', '/v1/settings', { context: null });
-  expect(removed.body).toEqual({ context: null, mcpServers: null, updatedAt: expect.any(String) });
+  expect(removed.body).toEqual({
+    context: null,
+    mcpServers: null,
+    telemetryUserId: null,
+    updatedAt: expect.any(String),
+  });
   expect((await api.post('/v1/sessions', { model: 'mock:echo' })).body.opts).toEqual({});
 
   // Each change is audited with what it was and what it became.
   const audit = (await api.get('/v1/audit?action=settings.')).body.data as Array<Record<string, unknown>>;
   expect(audit.map((e) => [e.action, e.before, e.after]).reverse()).toEqual([
-    ['settings.update', { context: null, mcpServers: null }, { context: truncate, mcpServers: null }],
-    ['settings.update', { context: truncate, mcpServers: null }, { context: summarize, mcpServers: null }],
-    ['settings.update', { context: summarize, mcpServers: null }, { context: summarize, mcpServers: null }],
-    ['settings.update', { context: summarize, mcpServers: null }, { context: null, mcpServers: null }],
+    ['settings.update', settingsOf(null), settingsOf(truncate)],
+    ['settings.update', settingsOf(truncate), settingsOf(summarize)],
+    ['settings.update', settingsOf(summarize), settingsOf(summarize)],
+    ['settings.update', settingsOf(summarize), settingsOf(null)],
   ]);
+});
+
+/** The settings as the audit log records them, with no MCP servers and no telemetry consent. */
+function settingsOf(context: unknown) {
+  return { context, mcpServers: null, telemetryUserId: null };
+}
+
+it("keeps the tenant's consent to its end users' ids on its runs' spans: off until set, a boolean, null removes it", async () => {
+  const { api } = await newTenant(t, 'settings telemetry');
+  expect((await api.get('/v1/settings')).body.telemetryUserId).toBeNull();
+  const put = await api.request('PUT', '/v1/settings', { telemetryUserId: true });
+  expect(put.status).toBe(200);
+  expect(put.body).toMatchObject({ context: null, mcpServers: null, telemetryUserId: true });
+  // Other fields leave it as it is; null removes it.
+  expect(
+    (await api.request('PUT', '/v1/settings', { context: { strategy: 'none' } })).body.telemetryUserId,
+  ).toBe(true);
+  expectError(
+    await api.request('PUT', '/v1/settings', { telemetryUserId: 'yes' }),
+    400,
+    'bad_request',
+    'telemetryUserId',
+  );
+  expect(
+    (await api.request('PUT', '/v1/settings', { telemetryUserId: null })).body.telemetryUserId,
+  ).toBeNull();
 });
 
 it('checks the policy as opts.context is: its summary model must be one the tenant can use', async () => {
@@ -125,6 +166,7 @@ it('checks the policy as opts.context is: its summary model must be one the tena
   expect((await b.api.get('/v1/settings')).body).toEqual({
     context: null,
     mcpServers: null,
+    telemetryUserId: null,
     updatedAt: null,
   });
   expect((await b.api.post('/v1/sessions', { model: 'mock:echo' })).body.opts).toEqual({});
@@ -176,7 +218,12 @@ it('new sessions take the tenant’s default MCP servers, checked against its se
 
   const put = await a.api.request('PUT', '/v1/settings', { mcpServers: ['docs', 'search'] });
   expect(put.status).toBe(200);
-  expect(put.body).toEqual({ context: null, mcpServers: ['docs', 'search'], updatedAt: expect.any(String) });
+  expect(put.body).toEqual({
+    context: null,
+    mcpServers: ['docs', 'search'],
+    telemetryUserId: null,
+    updatedAt: expect.any(String),
+  });
   // Setting the context leaves the servers, and the other way round.
   const truncate = { strategy: 'truncate' };
   expect((await a.api.request('PUT', '/v1/settings', { context: truncate })).body).toMatchObject({

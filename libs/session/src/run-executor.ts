@@ -61,7 +61,10 @@ import type { SessionEngineDeps } from './session-deps';
 
 /** No deployment entries: the built-in table alone. */
 const NO_CONFIGURED_LIMITS = new Map<string, never>();
-export type RunExecutorDeps = Pick<SessionEngineDeps, 'gateway' | 'tools' | 'hooks' | 'logger'> & {
+export type RunExecutorDeps = Pick<
+  SessionEngineDeps,
+  'gateway' | 'tools' | 'hooks' | 'logger' | 'tenantTelemetry'
+> & {
   store: Pick<SessionRecordStore, 'get' | 'loadTree' | 'updateState' | 'saveContextMeter'> &
     Pick<RunStore, 'commit' | 'endRun' | 'getRun' | 'loadRun' | 'pathTail' | 'pauseRun'> &
     ContextSummaryStore;
@@ -289,7 +292,7 @@ export class RunExecutor {
       calibration: session.contextMeter?.calibration,
     };
     const acting = actingScope(scope.tenantId, run);
-    describeRun(span, session, run, acting.scope);
+    await describeRun(span, session, run, acting.scope, this.deps.tenantTelemetry);
     const spec = this.specFor(acting, session, run, pathNodes, controller.signal);
     if (!spec) {
       const error = { code: 'bad_request', message: 'the run has no valid input' };

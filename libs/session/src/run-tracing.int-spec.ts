@@ -10,6 +10,7 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { defineTool } from '@canopy/agent';
 import { canopyTracer, configureTelemetry } from '@canopy/common';
 import { tenantScope, type Scope } from '@canopy/core';
+import { TenantSettingsRepository } from '@canopy/tenancy';
 import { InMemoryTelemetry, eventually, spanTree } from '@canopy/testing';
 import { EngineHarness, type Engine } from '@canopy/testing/engine-harness';
 
@@ -211,9 +212,20 @@ describe('run spans', () => {
     expect(byName(resumedSpans, 'execute_tool transfer')[0]!.attributes['canopy.tool.kind']).toBe('server');
   });
 
-  it('puts message content and the end user on spans only when the operator opted in', async () => {
+  it('puts message content on spans only when the operator opted in, the end user only when the tenant allows it too', async () => {
     configureTelemetry({ captureMessageContent: true, userId: true });
+    const settings = new TenantSettingsRepository(h.db);
+    engine.deps.tenantTelemetry = settings;
     const alice = tenantScope(scope.tenantId, { userId: 'alice' });
+    // The tenant has not allowed it: no end user on the run's span.
+    const first = await engine.manager.create(alice, { model: 'mock:echo' });
+    const before = await engine.service.prompt(alice, first.id, { content: 'hi' });
+    await endOf(before.runId, alice);
+    const unallowed = byName(await spansOf(before.runId), 'invoke_agent').find(
+      (s) => s.attributes['canopy.run.id'] === before.runId,
+    )!;
+    expect(unallowed.attributes['enduser.id']).toBeUndefined();
+    await settings.update(scope, { telemetryUserId: true });
     const session = await engine.manager.create(alice, {
       model: 'mock:script',
       opts: {
@@ -253,8 +265,14 @@ describe('run spans', () => {
       },
       { timeoutMs: 30_000, intervalMs: 1 },
     );
-    const { summary, spans } = summarized;
-    const run = spans.find((s) => s.spanContext().spanId === parentOf(summary))!;
+    const { summary } = summarized;
+    // The run's span ends once its execution has wound down, a moment after the run is completed.
+    const { run, spans } = await eventually(async () => {
+      const all = await telemetry.spans();
+      const found = all.find((s) => s.spanContext().spanId === parentOf(summary));
+      if (!found) throw new Error('the run has not ended its span yet');
+      return { run: found, spans: all };
+    });
     expect(run.name).toBe('invoke_agent');
     const calls = spans.filter((s) => parentOf(s) === summary.spanContext().spanId).map((s) => s.name);
     expect(calls).toEqual(['chat echo']);

@@ -37,8 +37,18 @@ export async function traceRun(job: RunJob, execute: (span: Span) => Promise<voi
   }
 }
 
-/** What the run is, once loaded: its kind, model, attempt, who acts it (opt-in), the paused run it resumes. */
-export function describeRun(span: Span, session: SessionRecord, run: RunRecord, acting: Scope): void {
+/**
+ * What the run is, once loaded: its kind, model, attempt, the paused run it resumes, and the end user who acts it
+ * where both the operator (CANOPY_OTEL_USER_ID) and the tenant (its settings) allow it: the tenant's consent is read
+ * only then.
+ */
+export async function describeRun(
+  span: Span,
+  session: SessionRecord,
+  run: RunRecord,
+  acting: Scope,
+  tenant?: { userIdAllowed(tenantId: string): Promise<boolean> },
+): Promise<void> {
   if (!span.isRecording()) return;
   const colon = session.model.indexOf(':');
   span.setAttributes({
@@ -47,7 +57,10 @@ export function describeRun(span: Span, session: SessionRecord, run: RunRecord, 
     [GEN_AI.providerName]: colon > 0 ? session.model.slice(0, colon) : session.model,
     [GEN_AI.requestModel]: colon > 0 ? session.model.slice(colon + 1) : session.model,
   });
-  if (telemetryOptions().userId && acting.userId) span.setAttribute(CANOPY_ATTR.endUserId, acting.userId);
+  if (telemetryOptions().userId && acting.userId && tenant) {
+    const allowed = await tenant.userIdAllowed(acting.tenantId).catch(() => false);
+    if (allowed) span.setAttribute(CANOPY_ATTR.endUserId, acting.userId);
+  }
   const paused = run.pending && isPendingState(run.pending) ? linkTo(run.pending.trace) : undefined;
   if (paused) span.addLink({ ...paused, attributes: { 'canopy.link': 'paused_run' } });
 }

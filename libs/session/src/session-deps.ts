@@ -91,6 +91,8 @@ export interface SessionEngineDeps {
   tenantDefaults?: {
     defaultsOf(tenantId: string): Promise<{ context: ContextPolicy | null; mcpServers: string[] | null }>;
   };
+  /** Whether a tenant lets its end users' ids be on its runs' spans (PUT /v1/settings); none: it does not. */
+  tenantTelemetry?: { userIdAllowed(tenantId: string): Promise<boolean> };
 }
 
 export const SESSION_ENGINE_DEPS = Symbol('SESSION_ENGINE_DEPS');

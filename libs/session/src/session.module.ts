@@ -152,6 +152,7 @@ export class SessionModule {
               admission: new QuotaAdmission(quotas),
               providerKeys,
               tenantDefaults: tenantSettings,
+              tenantTelemetry: tenantSettings,
             };
           },
         },

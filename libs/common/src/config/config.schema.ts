@@ -410,7 +410,10 @@ export const envSchema = z.object({
   OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: bool.default(false),
   /** The tenant id as an attribute of Canopy's OTLP metrics (one series per tenant: mind the backend's cardinality). */
   CANOPY_OTEL_METRICS_TENANT: bool.default(false),
-  /** The end user's id (enduser.id) on a run's span when a user token started it (personal data: opt in). */
+  /**
+   * The end user's id (enduser.id) on a run's span when a user token started it and its tenant allows it (PUT
+   * /v1/settings telemetryUserId: personal data, opted into by both).
+   */
   CANOPY_OTEL_USER_ID: bool.default(false),
 });
 

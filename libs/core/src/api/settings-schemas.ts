@@ -18,6 +18,11 @@ export const tenantSettingsSchema = z
      * at creation, less any server deleted since); each must name one of the tenant's servers; null removes it.
      */
     mcpServers: sessionMcpServersSchema.nullable().optional(),
+    /**
+     * Whether the end user's id (`enduser.id`) may be on the OpenTelemetry spans of the tenant's runs started with a
+     * user token, where the operator records it (CANOPY_OTEL_USER_ID); null removes it (not allowed).
+     */
+    telemetryUserId: z.boolean().nullable().optional(),
   })
   .strict();
 
@@ -27,11 +32,13 @@ export type TenantSettingsRequest = z.infer<typeof tenantSettingsSchema>;
 export interface TenantSettingsView {
   context: ContextPolicy | null;
   mcpServers: string[] | null;
+  telemetryUserId: boolean | null;
   updatedAt: string | null;
 }
 
 export const tenantSettingsViewSchema = z.object({
   context: contextPolicySchema.nullable(),
   mcpServers: z.array(z.string()).nullable(),
+  telemetryUserId: z.boolean().nullable(),
   updatedAt: z.string().nullable(),
 });

@@ -1,5 +1,6 @@
 // A tenant's settings: the defaults its new sessions take (the context policy of a session created without
-// opts.context, the MCP servers of one created without opts.mcpServers). One row per tenant, absent until a default is first set; each default a column, NULL while unset.
+// opts.context, the MCP servers of one created without opts.mcpServers) and its consent to its end users' ids on its
+// runs' spans. One row per tenant, absent until a default is first set; each default a column, NULL while unset.
 // Each change is audited in its transaction (`settings.update`, before and after).
 
 import { Injectable } from '@nestjs/common';
@@ -10,6 +11,7 @@ import { Database, writeAudit } from '@canopy/store';
 export interface TenantSettingsPatch {
   context?: ContextPolicy | null;
   mcpServers?: string[] | null;
+  telemetryUserId?: boolean | null;
 }
 
 /** What a new session takes when it names none of its own: each null while the tenant set none. */
@@ -18,6 +20,7 @@ export type TenantDefaults = Pick<TenantSettingsView, 'context' | 'mcpServers'>;
 interface Row {
   context: ContextPolicy | null;
   mcp_servers: string[] | null;
+  telemetry_user_id: boolean | null;
   updated_at: Date;
 }
 
@@ -28,11 +31,19 @@ export class TenantSettingsRepository {
   async get(scope: Pick<Scope, 'tenantId'>): Promise<TenantSettingsView> {
     const [row] = await this.db.withTenantSql(scope, (tx) =>
       tx.query<Row>(
-        `SELECT context, mcp_servers, updated_at FROM tenant_settings WHERE tenant_id = $1::uuid`,
+        `SELECT context, mcp_servers, telemetry_user_id, updated_at FROM tenant_settings WHERE tenant_id = $1::uuid`,
         [scope.tenantId],
       ),
     );
     return toView(row);
+  }
+
+  /**
+   * Whether the tenant lets its end users' ids be on its runs' spans (read only where the operator records them and
+   * a user's run is traced).
+   */
+  async userIdAllowed(tenantId: string): Promise<boolean> {
+    return (await this.get({ tenantId })).telemetryUserId === true;
   }
 
   /** The defaults the tenant's new sessions take when they name none of their own. */
@@ -44,22 +55,27 @@ export class TenantSettingsRepository {
   async update(scope: Pick<Scope, 'tenantId'>, patch: TenantSettingsPatch): Promise<TenantSettingsView> {
     return this.db.withTenantSql(scope, async (tx) => {
       const [before] = await tx.query<Row>(
-        `SELECT context, mcp_servers, updated_at FROM tenant_settings WHERE tenant_id = $1::uuid FOR UPDATE`,
+        `SELECT context, mcp_servers, telemetry_user_id, updated_at FROM tenant_settings WHERE tenant_id = $1::uuid FOR UPDATE`,
         [scope.tenantId],
       );
       const [row] = await tx.query<Row>(
-        `INSERT INTO tenant_settings (tenant_id, context, mcp_servers) VALUES ($1::uuid, $2::jsonb, $4::jsonb)
+        `INSERT INTO tenant_settings (tenant_id, context, mcp_servers, telemetry_user_id)
+         VALUES ($1::uuid, $2::jsonb, $4::jsonb, $6::boolean)
          ON CONFLICT (tenant_id) DO UPDATE
            SET context = CASE WHEN $3::boolean THEN EXCLUDED.context ELSE tenant_settings.context END,
                mcp_servers = CASE WHEN $5::boolean THEN EXCLUDED.mcp_servers ELSE tenant_settings.mcp_servers END,
+               telemetry_user_id = CASE WHEN $7::boolean THEN EXCLUDED.telemetry_user_id
+                                        ELSE tenant_settings.telemetry_user_id END,
                updated_at = now()
-         RETURNING context, mcp_servers, updated_at`,
+         RETURNING context, mcp_servers, telemetry_user_id, updated_at`,
         [
           scope.tenantId,
           patch.context ? JSON.stringify(patch.context) : null,
           patch.context !== undefined,
           patch.mcpServers ? JSON.stringify(patch.mcpServers) : null,
           patch.mcpServers !== undefined,
+          patch.telemetryUserId ?? null,
+          patch.telemetryUserId !== undefined,
         ],
       );
       const view = toView(row);
@@ -68,8 +84,12 @@ export class TenantSettingsRepository {
         action: 'settings.update',
         targetType: 'settings',
         targetId: scope.tenantId,
-        before: { context: before?.context ?? null, mcpServers: before?.mcp_servers ?? null },
-        after: { context: view.context, mcpServers: view.mcpServers },
+        before: {
+          context: before?.context ?? null,
+          mcpServers: before?.mcp_servers ?? null,
+          telemetryUserId: before?.telemetry_user_id ?? null,
+        },
+        after: { context: view.context, mcpServers: view.mcpServers, telemetryUserId: view.telemetryUserId },
       });
       return view;
     });
@@ -80,6 +100,7 @@ function toView(row: Row | undefined): TenantSettingsView {
   return {
     context: row?.context ?? null,
     mcpServers: row?.mcp_servers ?? null,
+    telemetryUserId: row?.telemetry_user_id ?? null,
     updatedAt: row ? row.updated_at.toISOString() : null,
   };
 }
