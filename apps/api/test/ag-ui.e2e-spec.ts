@@ -45,6 +45,10 @@ async function run(
   return { events, result };
 }
 
+/** A 1x1 PNG (its type is read from its bytes). */
+const PNG_1X1 =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+
 const userMessage = (content: string): Message => ({ id: randomUUID(), role: 'user', content });
 
 /** The event types, runs of content deltas collapsed into one (their number depends on timing). */
@@ -214,6 +218,69 @@ describe('AG-UI over HttpAgent', () => {
       content: 'Deployed from Paris.',
     });
     expect((await api.get(`/v1/sessions/${a.threadId}`)).body.status).toBe('idle');
+  });
+
+  it('takes image parts as attachments, and refuses one whose URL leads to a private address', async () => {
+    const a = agent();
+    a.addMessage({
+      id: randomUUID(),
+      role: 'user',
+      content: [
+        { type: 'text', text: 'what is this?' },
+        { type: 'image', source: { type: 'data', value: PNG_1X1, mimeType: 'image/png' } },
+      ],
+    });
+    await run(a, { forwardedProps: { model: 'mock:echo' } });
+    expect(a.messages[0]).toMatchObject({
+      id: '1',
+      role: 'user',
+      content: [
+        { type: 'text', text: 'what is this?' },
+        // Inline data is kept as a Canopy file: the snapshot names it by its id.
+        {
+          type: 'image',
+          source: { type: 'file', provider: 'canopy', mimeType: 'image/png', value: expect.any(String) },
+        },
+      ],
+    });
+    const fileId = (a.messages[0] as { content: Array<{ source?: { value: string } }> }).content[1]!.source!
+      .value;
+    // A later message names the same file by that id.
+    a.addMessage({
+      id: randomUUID(),
+      role: 'user',
+      content: [
+        { type: 'text', text: 'and again?' },
+        { type: 'image', source: { type: 'file', value: fileId, mimeType: 'image/png' } },
+      ],
+    });
+    await run(a);
+    const tree = await api.get(`/v1/sessions/${a.threadId}/tree`);
+    const blocks = (
+      tree.body.nodes as Array<{ message: { content: Array<{ type: string; fileId?: string }> } }>
+    ).map((n) => n.message.content);
+    expect(blocks[0]!.map((b) => b.type)).toEqual(['text', 'attachment']);
+    expect(blocks[2]![1]).toMatchObject({ type: 'attachment', fileId });
+
+    const refused = await api.post('/v1/ag-ui', {
+      threadId: a.threadId,
+      runId: 'r2',
+      messages: [
+        {
+          id: 'm2',
+          role: 'user',
+          content: [
+            {
+              type: 'image',
+              source: { type: 'url', value: 'http://127.0.0.1:9/x.png', mimeType: 'image/png' },
+            },
+          ],
+        },
+      ],
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.details.field).toBe('messages.0.content.0.source.value');
+    expect((await api.get(`/v1/sessions/${a.threadId}/tree`)).body.nodes).toHaveLength(4);
   });
 
   it('ends the run’s events with RUN_ERROR when the credential is revoked mid-stream', async () => {

@@ -202,6 +202,41 @@ describe('useChat over DefaultChatTransport', () => {
     expect(reloaded.status).toBe('ready');
   });
 
+  it('takes file parts as attachments; a stored file comes back as its content route, which names it again', async () => {
+    const png =
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+    const id = `chat-${randomUUID()}`;
+    const chat = new NodeChat({ id, transport: transport(key, { model: 'mock:echo' }) });
+    await chat.sendMessage({
+      text: 'what is this?',
+      files: [{ type: 'file', mediaType: 'image/png', url: `data:image/png;base64,${png}` }],
+    });
+    expect(chat.error).toBeUndefined();
+    const loaded = (await api.get(`/v1/ui/chat/${id}/messages`)).body as Msg[];
+    const file = loaded[0]!.parts.find((p) => p.type === 'file') as { url: string; mediaType: string };
+    expect(file).toMatchObject({
+      mediaType: 'image/png',
+      url: expect.stringMatching(/^\/v1\/files\/[^/]+\/content$/),
+    });
+    const content = await fetch(`${t.url}${file.url}`, { headers: { authorization: `Bearer ${key}` } });
+    expect(Buffer.from(await content.arrayBuffer()).toString('base64')).toBe(png);
+    // The reloaded chat sends that part again: the same stored file.
+    const reloaded = new NodeChat({ id, transport: transport(key), messages: loaded });
+    await reloaded.sendMessage({
+      text: 'and again?',
+      files: [{ type: 'file', mediaType: 'image/png', url: file.url }],
+    });
+    expect(reloaded.error).toBeUndefined();
+    const tree = await api.get<{
+      nodes: Array<{ message: { content: Array<{ type: string; fileId?: string }> } }>;
+    }>(`/v1/sessions/${id}/tree`);
+    const fileIds = tree.body.nodes.flatMap((n) =>
+      n.message.content.flatMap((b) => (b.fileId ? [b.fileId] : [])),
+    );
+    expect(fileIds).toHaveLength(2);
+    expect(new Set(fileIds).size).toBe(1);
+  });
+
   it('streams server tool calls with their outputs, reasoning and steps', async () => {
     const id = `chat-${randomUUID()}`;
     const chat = new NodeChat({

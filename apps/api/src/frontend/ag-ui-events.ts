@@ -5,9 +5,11 @@
 // (RUN_ERROR). Messages streamed before the commit carry ids of the run (`<runId>.<step>.<index>`); the
 // MESSAGES_SNAPSHOT sent after it gives them their node ids. Pure: no I/O.
 
+import { CanopyException } from '@canopy/common';
 import {
   EventType,
   type BaseEvent,
+  type InputContent,
   type Interrupt,
   type Message as AgUiMessage,
   type RunFinishedOutcome,
@@ -17,6 +19,7 @@ import {
   isTurnBoundary,
   joinText,
   toolResultText,
+  type Block,
   type ClientTool,
   type Message,
   type SessionEvent,
@@ -285,8 +288,69 @@ export function agUiMessagesOf(
   return out;
 }
 
+/**
+ * A user message's AG-UI content as Canopy blocks: text parts, and image and document parts whose source is inline
+ * data or a URL (with its field, for the SSRF guard). A file-handle source is not something Canopy can read: 400.
+ */
+export function blocksOf(
+  content: unknown,
+  field: string,
+): { blocks: Block[]; urls: Array<{ url: string; field: string }> } {
+  if (typeof content === 'string')
+    return { blocks: content ? [{ type: 'text', text: content }] : [], urls: [] };
+  const blocks: Block[] = [];
+  const urls: Array<{ url: string; field: string }> = [];
+  (Array.isArray(content) ? content : []).forEach((part: unknown, j) => {
+    const p = (part ?? {}) as { type?: unknown; text?: unknown; source?: Record<string, unknown> };
+    if (p.type === 'text' && typeof p.text === 'string' && p.text !== '') {
+      blocks.push({ type: 'text', text: p.text });
+      return;
+    }
+    if ((p.type !== 'image' && p.type !== 'document') || !p.source) return;
+    const { type, value, mimeType } = p.source as { type?: unknown; value?: unknown; mimeType?: unknown };
+    const mediaType = typeof mimeType === 'string' && mimeType ? mimeType : null;
+    if (type === 'data' && typeof value === 'string' && mediaType) {
+      blocks.push({ type: 'attachment', mediaType, data: value });
+    } else if (type === 'file' && typeof value === 'string' && mediaType) {
+      // A file stored in Canopy (POST /v1/files), by its id.
+      blocks.push({ type: 'attachment', mediaType, fileId: value });
+    } else if (type === 'url' && typeof value === 'string' && mediaType) {
+      blocks.push({ type: 'attachment', mediaType, url: value });
+      urls.push({ url: value, field: `${field}.${j}.source.value` });
+    } else {
+      throw CanopyException.badRequest(
+        'an image or document part needs inline data, a URL or a Canopy file id, with its mimeType',
+        { field: `${field}.${j}.source` },
+      );
+    }
+  });
+  return { blocks, urls };
+}
+
 function agUiMessagesOfOne(id: string, message: Message): AgUiMessage[] {
-  if (isTurnBoundary(message)) return [{ id, role: 'user', content: joinText(message.content) }];
+  if (isTurnBoundary(message)) {
+    const attachments = message.content.filter((b) => b.type === 'attachment');
+    if (attachments.length === 0) return [{ id, role: 'user', content: joinText(message.content) }];
+    return [
+      {
+        id,
+        role: 'user',
+        content: message.content.flatMap((b): InputContent[] => {
+          if (b.type === 'text') return [{ type: 'text' as const, text: b.text }];
+          if (b.type !== 'attachment') return [];
+          const source =
+            b.fileId !== undefined
+              ? { type: 'file' as const, value: b.fileId, provider: 'canopy', mimeType: b.mediaType }
+              : b.url !== undefined
+                ? { type: 'url' as const, value: b.url, mimeType: b.mediaType }
+                : { type: 'data' as const, value: b.data ?? '', mimeType: b.mediaType };
+          return [
+            { type: b.mediaType.startsWith('image/') ? ('image' as const) : ('document' as const), source },
+          ];
+        }),
+      },
+    ];
+  }
   if (message.role === 'assistant') {
     const out: AgUiMessage[] = [];
     const reasoning = message.content

@@ -7,19 +7,19 @@
 // RUN_STARTED, a MESSAGES_SNAPSHOT of the active path with the new prompt, the run's events, then a
 // MESSAGES_SNAPSHOT of what it committed (node ids) and RUN_FINISHED; RUN_ERROR when it fails.
 
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { ZodValidationException } from 'nestjs-zod';
 import { EventType, type BaseEvent, type Message as AgUiMessage, type RunAgentInput } from '@ag-ui/core';
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import { AGUI_MEDIA_TYPE, EventEncoder } from '@ag-ui/encoder';
-import { CanopyException } from '@canopy/common';
+import { assertTargetAllowed, CANOPY_CONFIG, CanopyException, type CanopyConfig } from '@canopy/common';
 import { isTurnBoundary, toolUses, type ClientTool, type NodeId, type Scope, type Tree } from '@canopy/core';
 import { SessionManager } from '@canopy/manager';
 import type { SessionRecord } from '@canopy/store';
 import { SessionCommands, type ResumeCommand } from '../http/session-commands';
 import { SseRegistry } from '../http/sse';
-import { AgUiEvents, agUiMessagesOf } from './ag-ui-events';
+import { AgUiEvents, agUiMessagesOf, blocksOf } from './ag-ui-events';
 import { FrontendChats, type FollowedRun } from './frontend-chats.service';
 import { ProtocolStream } from './protocol-stream';
 
@@ -30,6 +30,7 @@ export class AgUiService {
   private readonly logger = new Logger('AgUi');
 
   constructor(
+    @Inject(CANOPY_CONFIG) private readonly config: CanopyConfig,
     private readonly chats: FrontendChats,
     private readonly commands: SessionCommands,
     private readonly manager: SessionManager,
@@ -84,9 +85,15 @@ export class AgUiService {
         path: tree.navigate(nodeId),
       };
     }
-    const content = textOf(last.content);
-    if (content === '') {
-      throw CanopyException.badRequest('the user message has no text', { field: 'messages' });
+    const index = input.messages.length - 1;
+    const { blocks: content, urls } = blocksOf(last.content, `messages.${index}.content`);
+    if (content.length === 0) {
+      throw CanopyException.badRequest('the user message has no text, image or document', {
+        field: `messages.${index}.content`,
+      });
+    }
+    for (const { url, field } of urls) {
+      await assertTargetAllowed(url, this.config.targets.tenantUrls, field, 'attachment URL');
     }
     const before = input.messages[input.messages.length - 2];
     const anchor = before ? nodeOf(tree, before.id) : undefined;

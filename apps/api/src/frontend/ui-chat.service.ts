@@ -74,7 +74,7 @@ export class UiChatService {
   /** 400 on the first file URL of the message (`messages.<i>.parts.<j>.url`) that leads where tenant URLs may not. */
   private async checkFileUrls(index: number, message: UiMessageInput): Promise<void> {
     for (const [j, part] of (message.parts as Array<Record<string, unknown>>).entries()) {
-      if (part.type !== 'file' || typeof part.url !== 'string' || part.url.startsWith('data:')) continue;
+      if (part.type !== 'file' || typeof part.url !== 'string' || !/^https?:/i.test(part.url)) continue;
       await assertTargetAllowed(
         part.url,
         this.config.targets.tenantUrls,
@@ -159,10 +159,14 @@ export function contentOf(message: UiMessageInput): Block[] {
     } else if (part.type === 'file' && typeof part.url === 'string' && typeof part.mediaType === 'string') {
       const name = typeof part.filename === 'string' ? { name: part.filename } : {};
       const data = /^data:[^;,]*;base64,(.*)$/s.exec(part.url)?.[1];
+      // A stored file as GET …/messages gives it (its content route): by its id.
+      const fileId = /^\/v1\/files\/([^/?#]+)\/content$/.exec(part.url)?.[1];
       blocks.push(
         data !== undefined
           ? { type: 'attachment', mediaType: part.mediaType, data, ...name }
-          : { type: 'attachment', mediaType: part.mediaType, url: part.url, ...name },
+          : fileId !== undefined
+            ? { type: 'attachment', mediaType: part.mediaType, fileId: decodeURIComponent(fileId), ...name }
+            : { type: 'attachment', mediaType: part.mediaType, url: part.url, ...name },
       );
     }
   }
