@@ -1,15 +1,17 @@
 -- canopy_run_stats()
 --
--- Defined last by prisma/migrations/20261209230000_first_output/migration.sql (first by 20261209210000_run_stats_daily).
+-- Defined last by prisma/migrations/20261209240000_run_stats_at_end/migration.sql (first by 20261209210000_run_stats_daily).
 -- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
 -- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
 -- Runs rolled up per tenant and UTC day (of the run's creation) at two grains, its model's row and its user's (the
--- session's when the trigger fires): a run counts when it is created; its tokens and cost are settled whenever its
--- recorded usage changes, by what changed (as canopy_runs_usage does for usage_daily); when it ends, it counts as
--- finished (or failed), its latency (created -> finished) goes into the day's histogram, and its time to first
--- output (runs.first_output_ms, when its finishing commit recorded one) into another. In the transaction that
--- wrote the run.
+-- session's when the trigger fires): its tokens and cost are settled whenever its recorded usage changes, by what
+-- changed (as canopy_runs_usage does for usage_daily); when it ends, it counts as a run, finished (or failed), its
+-- latency (created -> finished) goes into the day's histogram, and its time to first output
+-- (runs.first_output_ms, when its finishing commit recorded one) into another. In the transaction that wrote the
+-- run. A run is not counted when it is created: every run of a tenant and model would update the same row there,
+-- and a run's start would wait for every other start's transaction (and a statement inserting many runs would
+-- update one row once per run).
 CREATE OR REPLACE FUNCTION public.canopy_run_stats()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -27,13 +29,22 @@ DECLARE
     v_hist INTEGER[];
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        v_runs := 1;
+        -- A run written with usage or already ended (an import of runs, a test's rows).
         v_before := '{}'::jsonb;
+        IF NEW.finished_at IS NOT NULL THEN
+            v_runs := 1;
+            v_finished := 1;
+            v_errors := (NEW.status = 'error')::integer;
+            v_latency := greatest(0, extract(epoch FROM NEW.finished_at - NEW.created_at) * 1000);
+            v_bucket := canopy_latency_bucket(v_latency);
+            v_ttft_bucket := canopy_latency_bucket(NEW.first_output_ms);
+        END IF;
     ELSE
         IF NEW.usage IS DISTINCT FROM OLD.usage THEN
             v_before := coalesce(OLD.usage, '{}'::jsonb);
         END IF;
         IF OLD.finished_at IS NULL AND NEW.finished_at IS NOT NULL THEN
+            v_runs := 1;
             v_finished := 1;
             v_errors := (NEW.status = 'error')::integer;
             v_latency := greatest(0, extract(epoch FROM NEW.finished_at - NEW.created_at) * 1000);
