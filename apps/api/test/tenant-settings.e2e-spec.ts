@@ -39,7 +39,7 @@ it('new sessions take the tenant’s default context policy, copied at creation;
   expect((await api.get('/v1/settings')).body).toEqual({
     context: null,
     mcpServers: null,
-    telemetryUserId: null,
+    telemetryUserId: false,
     updatedAt: null,
   });
   const plain = await api.post('/v1/sessions', { model: 'mock:echo' });
@@ -51,7 +51,7 @@ it('new sessions take the tenant’s default context policy, copied at creation;
   expect(put.body).toEqual({
     context: truncate,
     mcpServers: null,
-    telemetryUserId: null,
+    telemetryUserId: false,
     updatedAt: expect.any(String),
   });
   expect((await api.get('/v1/settings')).body).toEqual(put.body);
@@ -80,7 +80,7 @@ it('new sessions take the tenant’s default context policy, copied at creation;
   expect(removed.body).toEqual({
     context: null,
     mcpServers: null,
-    telemetryUserId: null,
+    telemetryUserId: false,
     updatedAt: expect.any(String),
   });
   expect((await api.post('/v1/sessions', { model: 'mock:echo' })).body.opts).toEqual({});
@@ -97,16 +97,16 @@ it('new sessions take the tenant’s default context policy, copied at creation;
 
 /** The settings as the audit log records them, with no MCP servers and no telemetry consent. */
 function settingsOf(context: unknown) {
-  return { context, mcpServers: null, telemetryUserId: null };
+  return { context, mcpServers: null, telemetryUserId: false };
 }
 
-it("keeps the tenant's consent to its end users' ids on its runs' spans: off until set, a boolean, null removes it", async () => {
+it("keeps the tenant's consent to its end users' ids on its runs' spans: off until set, a boolean", async () => {
   const { api } = await newTenant(t, 'settings telemetry');
-  expect((await api.get('/v1/settings')).body.telemetryUserId).toBeNull();
+  expect((await api.get('/v1/settings')).body.telemetryUserId).toBe(false);
   const put = await api.request('PUT', '/v1/settings', { telemetryUserId: true });
   expect(put.status).toBe(200);
   expect(put.body).toMatchObject({ context: null, mcpServers: null, telemetryUserId: true });
-  // Other fields leave it as it is; null removes it.
+  // Other fields leave it as it is; false withdraws it.
   expect(
     (await api.request('PUT', '/v1/settings', { context: { strategy: 'none' } })).body.telemetryUserId,
   ).toBe(true);
@@ -116,9 +116,15 @@ it("keeps the tenant's consent to its end users' ids on its runs' spans: off unt
     'bad_request',
     'telemetryUserId',
   );
-  expect(
-    (await api.request('PUT', '/v1/settings', { telemetryUserId: null })).body.telemetryUserId,
-  ).toBeNull();
+  expectError(
+    await api.request('PUT', '/v1/settings', { telemetryUserId: null }),
+    400,
+    'bad_request',
+    'telemetryUserId',
+  );
+  expect((await api.request('PUT', '/v1/settings', { telemetryUserId: false })).body.telemetryUserId).toBe(
+    false,
+  );
 });
 
 it('checks the policy as opts.context is: its summary model must be one the tenant can use', async () => {
@@ -166,7 +172,7 @@ it('checks the policy as opts.context is: its summary model must be one the tena
   expect((await b.api.get('/v1/settings')).body).toEqual({
     context: null,
     mcpServers: null,
-    telemetryUserId: null,
+    telemetryUserId: false,
     updatedAt: null,
   });
   expect((await b.api.post('/v1/sessions', { model: 'mock:echo' })).body.opts).toEqual({});
@@ -221,7 +227,7 @@ it('new sessions take the tenant’s default MCP servers, checked against its se
   expect(put.body).toEqual({
     context: null,
     mcpServers: ['docs', 'search'],
-    telemetryUserId: null,
+    telemetryUserId: false,
     updatedAt: expect.any(String),
   });
   // Setting the context leaves the servers, and the other way round.

@@ -20,7 +20,7 @@ export class SettingsController {
   @Get()
   @ApiOperation({
     summary:
-      'The tenant’s settings: the defaults its new sessions take, {context: policy | null, mcpServers: [names] | null, telemetryUserId: boolean | null, updatedAt}',
+      'The tenant’s settings: the defaults its new sessions take, {context: policy | null, mcpServers: [names] | null, telemetryUserId: boolean, updatedAt}',
   })
   @ApiOkResponse({ type: TenantSettingsViewDto })
   get(@CurrentScope() scope: Scope) {
@@ -30,7 +30,7 @@ export class SettingsController {
   @Put()
   @ApiOperation({
     summary:
-      'Set the tenant’s settings: {context?: policy | null, mcpServers?: [names] | null, telemetryUserId?: boolean | null} (the context policy of a session created without opts.context, the MCP servers of one created without opts.mcpServers, copied into its opts at creation: a change affects new sessions only; telemetryUserId: whether the end user’s id may be on the OpenTelemetry spans of runs started with a user token, where the operator records it; null removes one; a field left out stays as it is). 400 on a policy opts.context would refuse (context.summaryModel: a model the tenant can use) and on a name that is not one of the tenant’s MCP servers (mcpServers.<i>); audited as settings.update',
+      'Set the tenant’s settings: {context?: policy | null, mcpServers?: [names] | null, telemetryUserId?: boolean} (the context policy of a session created without opts.context, the MCP servers of one created without opts.mcpServers, copied into its opts at creation: a change affects new sessions only; telemetryUserId: whether the end user’s id may be on the OpenTelemetry spans of runs started with a user token, where the operator records it; null removes one; a field left out stays as it is). 400 on a policy opts.context would refuse (context.summaryModel: a model the tenant can use) and on a name that is not one of the tenant’s MCP servers (mcpServers.<i>); audited as settings.update',
   })
   @ApiOkResponse({ type: TenantSettingsViewDto })
   put(@CurrentScope() scope: Scope, @Body() body: PutTenantSettingsDto) {

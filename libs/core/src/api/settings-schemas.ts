@@ -20,9 +20,9 @@ export const tenantSettingsSchema = z
     mcpServers: sessionMcpServersSchema.nullable().optional(),
     /**
      * Whether the end user's id (`enduser.id`) may be on the OpenTelemetry spans of the tenant's runs started with a
-     * user token, where the operator records it (CANOPY_OTEL_USER_ID); null removes it (not allowed).
+     * user token, where the operator records it (CANOPY_OTEL_USER_ID); false until set.
      */
-    telemetryUserId: z.boolean().nullable().optional(),
+    telemetryUserId: z.boolean().optional(),
   })
   .strict();
 
@@ -32,13 +32,13 @@ export type TenantSettingsRequest = z.infer<typeof tenantSettingsSchema>;
 export interface TenantSettingsView {
   context: ContextPolicy | null;
   mcpServers: string[] | null;
-  telemetryUserId: boolean | null;
+  telemetryUserId: boolean;
   updatedAt: string | null;
 }
 
 export const tenantSettingsViewSchema = z.object({
   context: contextPolicySchema.nullable(),
   mcpServers: z.array(z.string()).nullable(),
-  telemetryUserId: z.boolean().nullable(),
+  telemetryUserId: z.boolean(),
   updatedAt: z.string().nullable(),
 });

@@ -11,7 +11,7 @@ import { Database, writeAudit } from '@canopy/store';
 export interface TenantSettingsPatch {
   context?: ContextPolicy | null;
   mcpServers?: string[] | null;
-  telemetryUserId?: boolean | null;
+  telemetryUserId?: boolean;
 }
 
 /** What a new session takes when it names none of its own: each null while the tenant set none. */
@@ -43,7 +43,7 @@ export class TenantSettingsRepository {
    * a user's run is traced).
    */
   async userIdAllowed(tenantId: string): Promise<boolean> {
-    return (await this.get({ tenantId })).telemetryUserId === true;
+    return (await this.get({ tenantId })).telemetryUserId;
   }
 
   /** The defaults the tenant's new sessions take when they name none of their own. */
@@ -87,7 +87,7 @@ export class TenantSettingsRepository {
         before: {
           context: before?.context ?? null,
           mcpServers: before?.mcp_servers ?? null,
-          telemetryUserId: before?.telemetry_user_id ?? null,
+          telemetryUserId: before?.telemetry_user_id === true,
         },
         after: { context: view.context, mcpServers: view.mcpServers, telemetryUserId: view.telemetryUserId },
       });
@@ -100,7 +100,7 @@ function toView(row: Row | undefined): TenantSettingsView {
   return {
     context: row?.context ?? null,
     mcpServers: row?.mcp_servers ?? null,
-    telemetryUserId: row?.telemetry_user_id ?? null,
+    telemetryUserId: row?.telemetry_user_id === true,
     updatedAt: row ? row.updated_at.toISOString() : null,
   };
 }
