@@ -220,6 +220,59 @@ describe('AG-UI over HttpAgent', () => {
     expect((await api.get(`/v1/sessions/${a.threadId}`)).body.status).toBe('idle');
   });
 
+  it('resumes two approvals answered together (one approved, one cancelled); refuses an answer to one of them', async () => {
+    const a = agent();
+    a.addMessage(userMessage('deploy both'));
+    const first = await run(a, {
+      forwardedProps: {
+        model: 'mock:script',
+        opts: {
+          serverTools: ['deploy'],
+          script: [
+            {
+              toolCalls: [
+                { name: 'deploy', input: { target: 'staging' } },
+                { name: 'deploy', input: { target: 'production' } },
+              ],
+            },
+            { text: 'One deployed.' },
+          ],
+        },
+      },
+    });
+    const outcome = (
+      first.events[first.events.length - 1] as BaseEvent & {
+        outcome: { interrupts: Array<{ id: string }> };
+      }
+    ).outcome;
+    const [staging, production] = outcome.interrupts;
+    expect(outcome.interrupts).toHaveLength(2);
+    // One answer of two: refused (the run would go on waiting), nothing decided.
+    const partial = await api.post('/v1/ag-ui', {
+      threadId: a.threadId,
+      runId: 'partial',
+      messages: [],
+      resume: [{ interruptId: staging!.id, status: 'resolved', payload: { approved: true } }],
+    });
+    expect(partial.status).toBe(400);
+    expect(partial.body.error.details).toMatchObject({ field: 'resume', missing: [production!.id] });
+    const both = await run(a, {
+      resume: [
+        { interruptId: staging!.id, status: 'resolved', payload: { approved: true } },
+        { interruptId: production!.id, status: 'cancelled' },
+      ],
+    });
+    const results = both.events
+      .filter((e) => e.type === EventType.TOOL_CALL_RESULT)
+      .map((e) => [
+        (e as BaseEvent & { toolCallId: string }).toolCallId,
+        (e as BaseEvent & { content: string }).content,
+      ]);
+    expect(results).toContainEqual([staging!.id, 'deployed to staging']);
+    expect(results.find(([id]) => id === production!.id)?.[1]).not.toContain('deployed');
+    expect(a.messages[a.messages.length - 1]).toMatchObject({ role: 'assistant', content: 'One deployed.' });
+  });
+
   it('takes image parts as attachments, and refuses one whose URL leads to a private address', async () => {
     const a = agent();
     a.addMessage({

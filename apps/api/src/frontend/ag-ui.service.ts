@@ -164,6 +164,14 @@ export class AgUiService {
         awaiting: inFlight.awaiting.map((u) => ({ toolCallId: u.id, toolName: u.name })),
       });
     }
+    if (decisions.length < inFlight.awaiting.length) {
+      // Answered in part, the run would go on waiting (and this stream with it): every call at once.
+      const answered = new Set(decisions.map((d) => d.toolUseId));
+      throw CanopyException.badRequest('answer every tool call the run waits for, in one request', {
+        field: 'resume',
+        missing: inFlight.awaiting.filter((u) => !answered.has(u.id)).map((u) => u.id),
+      });
+    }
     const final = decisions.pop()!;
     for (const d of decisions) await this.commands.resume(scope, id, d);
     return this.chats.startRun(scope, id, () => this.commands.resume(scope, id, final));

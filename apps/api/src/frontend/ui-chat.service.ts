@@ -111,6 +111,14 @@ export class UiChatService {
         awaiting: inFlight.awaiting.map((u) => ({ toolCallId: u.id, toolName: u.name })),
       });
     }
+    if (decisions.length < inFlight.awaiting.length) {
+      // Answered in part, the run would go on waiting (and this stream with it): every call at once.
+      const answered = new Set(decisions.map((d) => d.toolUseId));
+      throw CanopyException.badRequest('answer every tool call the run waits for, in one request', {
+        field: 'messages',
+        missing: inFlight.awaiting.filter((u) => !answered.has(u.id)).map((u) => u.id),
+      });
+    }
     const first = decisions.slice(0, -1);
     const final = decisions[decisions.length - 1]!;
     for (const d of first) await this.commands.resume(scope, id, d);
