@@ -205,7 +205,7 @@ export class AgUiService {
     const keepAlive = binary ? null : setInterval(() => res.write(': ping\n\n'), KEEP_ALIVE_MS);
     keepAlive?.unref();
     res.once('close', () => run.close());
-    new ProtocolStream(req, res, this.streams, (reason) => run.feed.end(reason));
+    new ProtocolStream(req, res, this.streams, (reason) => run.feed.end(reason), false);
     const events = new AgUiEvents(run.runId, tools);
     const id = input.threadId;
     /**

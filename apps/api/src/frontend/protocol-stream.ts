@@ -1,7 +1,7 @@
 // A frontend protocol's stream as the SSE registry tracks every stream of the API: it lives no longer than the
 // credential that opened it (revoked, expired, its tenant disabled: it ends with the protocol's error) and a
-// shutdown ends it. On shutdown the connection is dropped, which the AI SDK's chat takes for a network loss it can
-// resume from (on another instance); AG-UI is told with RUN_ERROR first.
+// shutdown ends it. On shutdown the AI SDK's stream is dropped, which its chat takes for a network loss it can
+// resume from (on another instance); AG-UI's ends with RUN_ERROR (code `shutdown`).
 
 import type { Request, Response } from 'express';
 import type { AuthedRequest } from '@canopy/auth';
@@ -17,6 +17,8 @@ export class ProtocolStream implements TrackedStream {
     private readonly registry: SseRegistry,
     /** Ends the protocol's stream with a last word saying why (then the response ends). */
     private readonly endWith: (reason: string) => void,
+    /** On shutdown, drop the connection (a client that resumes after a network loss) rather than say why. */
+    private readonly dropOnShutdown: boolean,
   ) {
     res.once('close', () => this.finished());
     registry.add(this, (req as AuthedRequest).grant);
@@ -29,7 +31,7 @@ export class ProtocolStream implements TrackedStream {
 
   close(reason?: { reason: string; reconnect: boolean }): void {
     if (this.closed) return;
-    if (reason?.reconnect) this.res.destroy();
+    if (reason?.reconnect && this.dropOnShutdown) this.res.destroy();
     else this.endWith(reason?.reason ?? 'closed');
   }
 

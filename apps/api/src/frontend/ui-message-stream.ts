@@ -64,7 +64,7 @@ export class UiMessageStream {
       },
     });
     res.once('close', () => run.close());
-    new ProtocolStream(req, res, this.streams, (reason) => run.feed.end(reason));
+    new ProtocolStream(req, res, this.streams, (reason) => run.feed.end(reason), true);
     void pipeUIMessageStreamToResponse({
       response: res,
       stream,
