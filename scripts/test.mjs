@@ -48,6 +48,8 @@ await main(async () => {
       'apps/web/tsconfig.node.json',
       // The examples are ES modules run with tsx against the SDK's sources (libs/client/src/examples.e2e-spec.ts).
       'examples/tsconfig.json',
+      // The AI SDK React example compiles for browsers against @ai-sdk/react.
+      'examples/ai-sdk-react/tsconfig.json',
     ]) {
       await runAsync(tsc, ['--noEmit', '-p', project]);
     }

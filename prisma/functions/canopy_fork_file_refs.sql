@@ -4,7 +4,9 @@
 -- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
 -- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
--- A fork shares its source's files: it refers to every file its source (metadata.forkedFrom) and its base refer to.
+-- A fork shares its source's files (no copy of their bytes): it refers to every file its source refers to (canopy_fork
+-- names the source in metadata.forkedFrom) and its base, so deleting the source does not release them while the
+-- fork lives.
 CREATE OR REPLACE FUNCTION public.canopy_fork_file_refs()
  RETURNS trigger
  LANGUAGE plpgsql

@@ -1,13 +1,10 @@
 -- canopy_webhook_enqueue(p_tenant uuid, p_type text, p_data jsonb)
 --
--- Defined last by prisma/migrations/20261209400000_webhook_trace_context/migration.sql.
+-- Defined last by prisma/migrations/20261209400000_webhook_trace_context/migration.sql (first by 20261206000000_baseline).
 -- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
 -- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
--- The outbox writer: one delivery per enabled endpoint of the tenant that wants the event. SECURITY INVOKER, so
--- row-level security applies (the transaction's tenant sees only its own endpoints). Each delivery keeps the trace
--- context the transaction declared (canopy.traceparent, set while OpenTelemetry traces the run or request that
--- caused the event): its attempts join that trace.
+-- canopy_webhook_enqueue: the outbox writer keeps the transaction's declared trace context (canopy.traceparent).
 CREATE OR REPLACE FUNCTION public.canopy_webhook_enqueue(p_tenant uuid, p_type text, p_data jsonb)
  RETURNS void
  LANGUAGE plpgsql
