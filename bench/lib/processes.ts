@@ -15,6 +15,7 @@ import {
   freePort,
   inspectorUrl,
   memoryAfterGc,
+  prepareTemplate,
   type ProcessMemory,
   type TestDatabase,
 } from '../../libs/testing/src';
@@ -22,6 +23,15 @@ import { serviceProcess } from '../../scripts/lib/service-process.mjs';
 import { createTenant } from './api-client';
 
 export const ROOT = resolve(__dirname, '..', '..');
+
+let template: Promise<void> | null = null;
+
+/** A database of its own for an api on Postgres, copied from the migrated template (made first when missing). */
+async function testDatabase(): Promise<TestDatabase> {
+  template ??= prepareTemplate();
+  await template;
+  return createTestDatabase();
+}
 const API_MAIN = join(ROOT, 'dist/apps/api/apps/api/src/main.js');
 /** Output chunks kept per process (the newest). */
 const OUTPUT_KEPT = 200;
@@ -92,7 +102,7 @@ export class ApiProcess {
   static async start(options: ApiOptions): Promise<ApiProcess> {
     const { runtime } = options;
     const port = await freePort();
-    const database = runtime === 'postgres' ? await createTestDatabase() : null;
+    const database = runtime === 'postgres' ? await testDatabase() : null;
     const dataDir = runtime === 'embedded' ? mkdtempSync(join(tmpdir(), 'canopy-bench-')) : null;
     // Started as `npm start` starts it (flags and malloc settings), so the resident memory is what users see.
     const started = serviceProcess({ embedded: runtime === 'embedded' });
