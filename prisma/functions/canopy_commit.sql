@@ -1,6 +1,6 @@
 -- canopy_commit(p_tenant uuid, p_user text, p_session text, p_run uuid, p_nodes jsonb, p_position jsonb, p_next_node_id integer, p_usage jsonb, p_finish jsonb, p_timeout_ms integer, p_title text, OUT outcome text, OUT steer jsonb, OUT titled boolean, OUT queued boolean)
 --
--- Defined last by prisma/migrations/20261209230000_first_output/migration.sql (first by 20261206000000_baseline).
+-- Defined last by prisma/migrations/20261209500000_client_run_ids/migration.sql (first by 20261206000000_baseline).
 -- The source of this function: edit it, then `npm run functions -- --migration <name>` makes the migration.
 -- Rewritten from the migrated database by `npm run functions`; checked by libs/store/src/functions.int-spec.ts.
 --
@@ -15,7 +15,8 @@
 -- far), also records that usage on the run (settled into usage_daily by its trigger) and ends the run (completed)
 -- and sets the session idle, unless a prompt was steered onto the run: then the run goes on, its steer cleared
 -- and handed back. p_finish may also carry firstOutputMs, the time from the run's creation to its first output
--- (the first one recorded stays): the dashboard's time to first token.
+-- (the first one recorded stays): the dashboard's time to first token. Every commit also records on the run the
+-- head it leaves (runs.head_node): where a later prompt branches to continue after that run (AG-UI's parentRunId).
 -- outcome: 'fenced' (nothing written) or 'ok'; steer: the steered prompt, when a finishing commit found one.
 CREATE OR REPLACE FUNCTION public.canopy_commit(p_tenant uuid, p_user text, p_session text, p_run uuid, p_nodes jsonb, p_position jsonb, p_next_node_id integer, p_usage jsonb, p_finish jsonb, p_timeout_ms integer, p_title text, OUT outcome text, OUT steer jsonb, OUT titled boolean, OUT queued boolean)
  RETURNS record
@@ -111,6 +112,8 @@ BEGIN
            status = CASE WHEN v_ends THEN 'completed' ELSE runs.status END,
            usage = CASE WHEN p_finish IS NOT NULL THEN canopy_usage(p_finish) ELSE runs.usage END,
            first_output_ms = COALESCE(runs.first_output_ms, (p_finish->>'firstOutputMs')::integer),
+           -- The head this commit leaves: after the run's last commit, where the run ended in the tree.
+           head_node = v_position.head,
            finished_at = CASE WHEN v_ends THEN now() ELSE runs.finished_at END,
            updated_at = now()
      WHERE runs.tenant_id = p_tenant AND runs.id = p_run;

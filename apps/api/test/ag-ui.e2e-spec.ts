@@ -1,7 +1,7 @@
 // AG-UI against the real app, driven by the protocol's own client (@ag-ui/client's HttpAgent, which checks the event
 // sequence it receives): a run answered as RUN_STARTED, MESSAGES_SNAPSHOT, the streamed message, the committed
 // snapshot (node ids) and RUN_FINISHED; server tool calls with their results; a branch at an earlier message and a
-// regeneration; an approval as an interrupt resumed with the client's answer; a client tool left pending and
+// regeneration; a branch after the run a parentRunId names (and the inputs naming runs that do not fit); an approval as an interrupt resumed with the client's answer; a client tool left pending and
 // answered by a tool message; bad input the client surfaces as an error; another user's thread out of reach.
 
 import { randomUUID } from 'node:crypto';
@@ -153,6 +153,123 @@ describe('AG-UI over HttpAgent', () => {
       { id: '1', role: 'user', content: 'one' },
       { id: '7', role: 'assistant', content: 'Echo #2: one' },
     ]);
+  });
+
+  it('branches after the run parentRunId names; the later run stays a sibling branch', async () => {
+    const a = agent();
+    // HttpAgent sends no parentRunId of its own: a middleware adds it, as a client that offers it would.
+    let parentRunId: string | undefined;
+    a.use((input, next) => next.run(parentRunId === undefined ? input : { ...input, parentRunId }));
+    const runOne = randomUUID();
+    const runTwo = randomUUID();
+    a.addMessage(userMessage('one'));
+    await run(a, { runId: runOne, forwardedProps: { model: 'mock:echo' } });
+    a.addMessage(userMessage('two'));
+    await run(a, { runId: runTwo });
+    expect(brief(a.messages).map((m) => m.id)).toEqual(['1', '2', '3', '4']);
+
+    // The client keeps the path it holds (the message before the new one is the head): parentRunId decides.
+    parentRunId = runOne;
+    const deux = userMessage('deux');
+    a.addMessage(deux);
+    const third = await run(a);
+    expect(third.events[0]).toMatchObject({ type: EventType.RUN_STARTED, parentRunId: runOne });
+    // The opening snapshot: the new path, the prompt after run one's reply.
+    const opening = third.events[1] as BaseEvent & { messages: Message[] };
+    expect(brief(opening.messages)).toEqual([
+      { id: '1', role: 'user', content: 'one' },
+      { id: '2', role: 'assistant', content: 'Echo: one' },
+      { id: deux.id, role: 'user', content: 'deux' },
+    ]);
+    expect(brief(a.messages)).toEqual([
+      { id: '1', role: 'user', content: 'one' },
+      { id: '2', role: 'assistant', content: 'Echo: one' },
+      { id: '5', role: 'user', content: 'deux' },
+      { id: '6', role: 'assistant', content: 'Echo: deux' },
+    ]);
+    const tree = (await api.get(`/v1/sessions/${a.threadId}/tree`)).body as {
+      nodes: Array<{ id: number; parentId: number | null }>;
+      path: number[];
+    };
+    expect(tree.nodes.map((n) => [n.id, n.parentId])).toEqual([
+      [1, null],
+      [2, 1],
+      [3, 2],
+      [4, 3],
+      [5, 2],
+      [6, 5],
+    ]);
+    expect(tree.path).toEqual([1, 2, 5, 6]);
+    expect((await api.get(`/v1/sessions/${a.threadId}/turns`)).body.data[1].edits).toEqual([3, 5]);
+
+    // Both named: the message before the new one (a node off the head) is the more precise and wins.
+    parentRunId = runTwo;
+    a.setMessages([...a.messages.slice(0, 2), userMessage('drei')]);
+    await run(a);
+    expect(brief(a.messages).map((m) => m.content)).toEqual(['one', 'Echo: one', 'drei', 'Echo: drei']);
+    expect((await api.get(`/v1/sessions/${a.threadId}/turns`)).body.data[1].edits).toEqual([3, 5, 7]);
+
+    // A run that ended at the head: the prompt continues the active path.
+    parentRunId = undefined;
+    const runFour = randomUUID();
+    a.addMessage(userMessage('vier'));
+    await run(a, { runId: runFour });
+    parentRunId = runFour;
+    a.addMessage(userMessage('fünf'));
+    await run(a);
+    expect(brief(a.messages).map((m) => m.id)).toEqual(['1', '2', '7', '8', '9', '10', '11', '12']);
+  });
+
+  it('refuses a parentRunId that names no run of the thread, or a run with no reply to branch after', async () => {
+    const a = agent();
+    const runOne = randomUUID();
+    a.addMessage(userMessage('one'));
+    const first = await run(a, { runId: runOne, forwardedProps: { model: 'mock:echo' } });
+    const input = (parentRunId: string, threadId = a.threadId) => ({
+      threadId,
+      runId: randomUUID(),
+      parentRunId,
+      messages: [{ id: randomUUID(), role: 'user', content: 'branch' }],
+      forwardedProps: { model: 'mock:echo' },
+    });
+    const notFound = (res: { status: number; body: { error: { code: string; details?: unknown } } }) => {
+      expect(res.status).toBe(404);
+      expect(res.body.error).toMatchObject({ code: 'not_found', details: { field: 'parentRunId' } });
+    };
+    // A run id the thread never saw, and Canopy's own run id (not the client's).
+    notFound(await api.post('/v1/ag-ui', input('never-sent')));
+    const started = first.events[0] as BaseEvent & { metadata: { canopyRunId: string } };
+    notFound(await api.post('/v1/ag-ui', input(started.metadata.canopyRunId)));
+
+    // A run of another thread of the tenant: not this thread's.
+    const failing = agent();
+    const failedRun = randomUUID();
+    failing.addMessage(userMessage('fail'));
+    const failed = await run(failing, {
+      runId: failedRun,
+      forwardedProps: { model: 'mock:script', opts: { script: [{ error: 'the model failed' }] } },
+    });
+    expect(failed.events[failed.events.length - 1]!.type).toBe(EventType.RUN_ERROR);
+    notFound(await api.post('/v1/ag-ui', input(failedRun)));
+    // On its own thread, that run committed nothing: there is no reply to branch after.
+    const failingTree = (await api.get(`/v1/sessions/${failing.threadId}/tree`)).body as unknown;
+    const noReply = await api.post('/v1/ag-ui', input(failedRun, failing.threadId));
+    expect(noReply.status).toBe(400);
+    expect(noReply.body.error).toMatchObject({ code: 'bad_request', details: { field: 'parentRunId' } });
+    expect((await api.get(`/v1/sessions/${failing.threadId}/tree`)).body).toEqual(failingTree);
+
+    // Another tenant naming the thread and its run: a thread of its own, which has no runs (nothing is created).
+    const other = await newTenant(t, 'ag-ui parent runs');
+    notFound(await other.api.post('/v1/ag-ui', input(runOne)));
+    expect((await other.api.get(`/v1/sessions/${a.threadId}`)).status).toBe(404);
+    // A thread that does not exist yet has no run to name: refused before it is created.
+    const fresh = randomUUID();
+    notFound(await api.post('/v1/ag-ui', input(runOne, fresh)));
+    expect((await api.get(`/v1/sessions/${fresh}`)).status).toBe(404);
+
+    // Nothing of the thread was touched.
+    const tree = await api.get(`/v1/sessions/${a.threadId}/tree`);
+    expect(tree.body.nodes).toHaveLength(2);
   });
 
   it('interrupts for an approval and resumes with the answer; leaves a client tool call pending for its result', async () => {
@@ -388,13 +505,35 @@ describe('AG-UI over HttpAgent', () => {
     const mallory = (await api.post('/v1/tokens', { userId: 'mallory' })).body.token as string;
     const threadId = randomUUID();
     const hers = agent(threadId, alice);
+    const herRun = randomUUID();
     hers.addMessage(userMessage('mine'));
-    await run(hers, { forwardedProps: { model: 'mock:echo' } });
+    await run(hers, { runId: herRun, forwardedProps: { model: 'mock:echo' } });
+    const stored = async () => {
+      const { userId, status, path, updatedAt, usage } = (await api.get(`/v1/sessions/${threadId}`)).body;
+      return { userId, status, path, updatedAt, usage } as Record<string, unknown>;
+    };
+    const before = await stored();
     const his = agent(threadId, mallory);
     his.addMessage(userMessage('not mine'));
     await expect(run(his, { forwardedProps: { model: 'mock:echo' } })).rejects.toThrow(/404|not_found/);
+    // Naming her run as the parent, on her thread or on a thread of his own: not found either way.
+    const asMallory = api.as(mallory);
+    const branch = (id: string) => ({
+      threadId: id,
+      runId: randomUUID(),
+      parentRunId: herRun,
+      messages: [{ id: randomUUID(), role: 'user', content: 'not mine' }],
+      forwardedProps: { model: 'mock:echo' },
+    });
+    expect((await asMallory.post('/v1/ag-ui', branch(threadId))).status).toBe(404);
+    const own = agent(randomUUID(), mallory);
+    own.addMessage(userMessage('his own'));
+    await run(own, { forwardedProps: { model: 'mock:echo' } });
+    expect((await asMallory.post('/v1/ag-ui', branch(own.threadId))).status).toBe(404);
     const turns = await api.get(`/v1/sessions/${threadId}/turns`);
     expect(turns.body.data).toHaveLength(1);
+    expect(await stored()).toEqual(before);
+    expect(before.userId).toBe('alice');
     expect(logged).toHaveBeenCalledTimes(2);
     logged.mockRestore();
   });

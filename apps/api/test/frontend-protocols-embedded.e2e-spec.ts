@@ -1,6 +1,6 @@
 // The frontend protocols on the embedded runtime (`npm start`'s: PGlite in the process, the in-process queue): a
 // useChat reply whose stream the tab dropped, resumed from the start by a reloaded chat, the session created with
-// DEFAULT_MODEL; an AG-UI run on a thread of its own.
+// DEFAULT_MODEL; an AG-UI run on a thread of its own, and a branch after the run a parentRunId names.
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -66,4 +66,51 @@ it('runs an AG-UI thread', async () => {
     ['1', 'user', 'hello, embedded'],
     ['2', 'assistant', 'Echo: hello, embedded'],
   ]);
+});
+
+it('branches an AG-UI thread after the run parentRunId names', async () => {
+  const agent = new HttpAgent({
+    url: `${t.url}/v1/ag-ui`,
+    headers: { authorization: `Bearer ${key}` },
+    threadId: randomUUID(),
+  });
+  // HttpAgent sends no parentRunId of its own: a middleware adds it once it is set.
+  const parent: { runId?: string } = {};
+  agent.use((input, next) => next.run(parent.runId ? { ...input, parentRunId: parent.runId } : input));
+  const runOne = randomUUID();
+  agent.addMessage({ id: randomUUID(), role: 'user', content: 'one' });
+  await agent.runAgent({ runId: runOne });
+  agent.addMessage({ id: randomUUID(), role: 'user', content: 'two' });
+  await agent.runAgent();
+  parent.runId = runOne;
+  agent.addMessage({ id: randomUUID(), role: 'user', content: 'deux' });
+  await agent.runAgent();
+  expect(agent.messages.map((m) => [m.id, 'content' in m ? m.content : undefined])).toEqual([
+    ['1', 'one'],
+    ['2', 'Echo: one'],
+    ['5', 'deux'],
+    ['6', 'Echo: deux'],
+  ]);
+  const tree = (await api.get(`/v1/sessions/${agent.threadId}/tree`)).body as {
+    nodes: Array<{ id: number; parentId: number | null }>;
+    path: number[];
+  };
+  // Run two's turn is still there, a sibling of the branch.
+  expect(tree.nodes.map((n) => [n.id, n.parentId])).toEqual([
+    [1, null],
+    [2, 1],
+    [3, 2],
+    [4, 3],
+    [5, 2],
+    [6, 5],
+  ]);
+  expect(tree.path).toEqual([1, 2, 5, 6]);
+  const unknown = await api.post('/v1/ag-ui', {
+    threadId: agent.threadId,
+    runId: randomUUID(),
+    parentRunId: 'never-sent',
+    messages: [{ id: randomUUID(), role: 'user', content: 'x' }],
+  });
+  expect(unknown.status).toBe(404);
+  expect(unknown.body.error.details).toEqual({ field: 'parentRunId' });
 });

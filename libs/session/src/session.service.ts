@@ -36,6 +36,7 @@ import {
 } from '@canopy/agent';
 import type { CancelReason } from '@canopy/queue';
 import type {
+  ClientRunRecord,
   FailedTurn,
   JsonObject,
   PositionRecord,
@@ -182,6 +183,16 @@ export class SessionService {
   /** The turns of the session whose latest regeneration failed, with the error (GET …/turns marks them). */
   failedTurns(scope: Scope, id: string): Promise<FailedTurn[]> {
     return this.deps.store.failedTurns(scope, id);
+  }
+
+  /** Records the id the client gave a run of the session (AG-UI's runId); false when the scope sees no such run. */
+  setClientRunId(scope: Scope, id: string, runId: string, clientRunId: string): Promise<boolean> {
+    return this.deps.store.setClientRunId(scope, id, runId, clientRunId);
+  }
+
+  /** The session's run its client named `clientRunId`, with where it ended in the tree; null when there is none. */
+  runByClientId(scope: Scope, id: string, clientRunId: string): Promise<ClientRunRecord | null> {
+    return this.deps.store.runByClientId(scope, id, clientRunId);
   }
 
   async snapshot(scope: Scope, id: string): Promise<SessionSnapshot> {

@@ -56,6 +56,7 @@ import {
 } from './session-rows';
 import { failedRegenerations, type FailedTurn } from './turn-runs';
 import type {
+  ClientRunRecord,
   CommitInput,
   CommitResult,
   CreateSessionInput,
@@ -444,7 +445,12 @@ export class PostgresSessionStore implements SessionStore {
     // addUsage; idle when the run ended, and titled when it ended untitled and a title was given) and, when the
     // run ended, whether prompts wait in the session's queue.
     const commit = (position: JsonObject) =>
-      this.call<{ outcome: 'ok' | 'fenced' | 'stale_path'; steer: unknown; titled: boolean; queued: boolean }>(
+      this.call<{
+        outcome: 'ok' | 'fenced' | 'stale_path';
+        steer: unknown;
+        titled: boolean;
+        queued: boolean;
+      }>(
         scope,
         sql`
         SELECT committed.outcome, committed.steer, committed.titled, committed.queued
@@ -638,6 +644,44 @@ export class PostgresSessionStore implements SessionStore {
 
   failedTurns(scope: Scope, sessionId: string): Promise<FailedTurn[]> {
     return this.db.withTenantSql(scope, (tx) => failedRegenerations(tx, scope, sessionId));
+  }
+
+  async setClientRunId(
+    scope: Scope,
+    sessionId: string,
+    runId: string,
+    clientRunId: string,
+  ): Promise<boolean> {
+    if (!isUuid(runId)) return false;
+    // Not a column the run's triggers watch (usage, status, finished_at): no rollup or webhook follows.
+    const rows = await this.db.withTenantSql(scope, (tx) =>
+      query<{ id: string }>(
+        tx,
+        sql`
+        UPDATE runs SET client_run_id = ${clientRunId}::text
+         WHERE runs.tenant_id = ${scope.tenantId}::uuid AND runs.session_id = ${sessionId}::text
+           AND runs.id = ${runId}::uuid ${runUserFilter(scope)}
+        RETURNING runs.id::text AS id`,
+      ),
+    );
+    return rows.length > 0;
+  }
+
+  async runByClientId(scope: Scope, sessionId: string, clientRunId: string): Promise<ClientRunRecord | null> {
+    // runs_client_run_idx: (tenant_id, session_id, client_run_id), the runs that have one.
+    const [row] = await this.db.withTenantSql(scope, (tx) =>
+      query<{ id: string; head_node: number | null }>(
+        tx,
+        sql`
+        SELECT runs.id::text AS id, runs.head_node
+          FROM runs
+         WHERE runs.tenant_id = ${scope.tenantId}::uuid AND runs.session_id = ${sessionId}::text
+           AND runs.client_run_id = ${clientRunId}::text ${runUserFilter(scope)}
+         ORDER BY runs.created_at DESC
+         LIMIT 1`,
+      ),
+    );
+    return row ? { runId: row.id, headNode: row.head_node } : null;
   }
 
   async summariesOn(scope: Scope, sessionId: string, nodeIds: readonly number[]): Promise<ContextSummary[]> {

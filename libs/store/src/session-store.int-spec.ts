@@ -991,7 +991,9 @@ describe('commit', () => {
     expect(await store.commit(scope, { ...base, storedPath: [] })).toEqual(OK);
     // A branch from 2 keeps [1, 2] of [1, 2, 3].
     const branch = { ...base, nodes: [node(4, 2, 'q2-bis'), node(5, 4, 'a-bis')], nextNodeId: 6 };
-    expect(await store.commit(scope, { ...branch, position: pos([1, 2, 4, 5]), storedPath: [1, 2, 3] })).toEqual(OK);
+    expect(
+      await store.commit(scope, { ...branch, position: pos([1, 2, 4, 5]), storedPath: [1, 2, 3] }),
+    ).toEqual(OK);
     expect(await store.get(scope, 's')).toMatchObject({ path: [1, 2, 4, 5], head: 5 });
     // A caller whose view of the stored path is stale (here: too short) still leaves the position it asked for.
     const stale = { ...base, nodes: [node(6, 5, 'q3')], position: pos([1, 2, 4, 5, 6]), nextNodeId: 7 };
@@ -1177,6 +1179,53 @@ describe('commit', () => {
       usage: total,
       finishedAt: expect.any(Date) as Date,
     });
+  });
+
+  it('records on the run the head each commit leaves, read back by the id its client gave the run', async () => {
+    const scope = await newScope();
+    await store.create(scope, { id: 's', model: 'm' });
+    await store.create(scope, { id: 'other', model: 'm' });
+    const { run } = await startRun(scope, 's');
+    expect(await store.setClientRunId(scope, 's', run.id, 'client-1')).toBe(true);
+    // Not committed yet: nothing to branch after.
+    expect(await store.runByClientId(scope, 's', 'client-1')).toEqual({ runId: run.id, headNode: null });
+    const commit = (nodes: NewNode[], path: number[], finish = false) =>
+      store.commit(scope, {
+        sessionId: 's',
+        runId: run.id,
+        nodes,
+        position: pos(path),
+        nextNodeId: path[path.length - 1]! + 1,
+        usage: emptyUsage(),
+        ...(finish ? { finish: { usage: emptyUsage() } } : {}),
+      });
+    // Still one round trip: the head goes into the commit's own UPDATE of the run.
+    expect(
+      await countRoundTrips(() => commit([node(1, null, 'q'), node(2, 1, 'a', usage(1, 1))], [1, 2])),
+    ).toBe(1);
+    expect(await store.runByClientId(scope, 's', 'client-1')).toEqual({ runId: run.id, headNode: 2 });
+    expect(await commit([node(3, 2, 'q2'), node(4, 3, 'a2', usage(1, 1))], [1, 2, 3, 4], true)).toEqual(OK);
+    expect(await store.runByClientId(scope, 's', 'client-1')).toEqual({ runId: run.id, headNode: 4 });
+
+    // A later run given the same client id is the one found; a run continued by a later input takes its id.
+    const { run: second } = await startRun(scope, 's');
+    expect(await store.setClientRunId(scope, 's', second.id, 'client-1')).toBe(true);
+    expect((await store.runByClientId(scope, 's', 'client-1'))?.runId).toBe(second.id);
+    expect(await store.setClientRunId(scope, 's', second.id, 'client-2')).toBe(true);
+    expect((await store.runByClientId(scope, 's', 'client-2'))?.runId).toBe(second.id);
+    expect((await store.runByClientId(scope, 's', 'client-1'))?.runId).toBe(run.id);
+
+    // Never another session's, tenant's or user's run.
+    expect(await store.runByClientId(scope, 'other', 'client-2')).toBeNull();
+    expect(await store.setClientRunId(scope, 'other', second.id, 'client-3')).toBe(false);
+    const stranger = await newScope();
+    expect(await store.runByClientId(stranger, 's', 'client-2')).toBeNull();
+    expect(await store.setClientRunId(stranger, 's', second.id, 'client-3')).toBe(false);
+    const mallory = tenantScope(scope.tenantId, { userId: 'mallory' });
+    expect(await store.runByClientId(mallory, 's', 'client-2')).toBeNull();
+    expect(await store.setClientRunId(mallory, 's', second.id, 'client-3')).toBe(false);
+    expect(await store.setClientRunId(scope, 's', 'not-a-uuid', 'client-3')).toBe(false);
+    expect(await store.runByClientId(scope, 's', 'client-3')).toBeNull();
   });
 
   it('sums usage field by field exactly as addUsage does, reading a partial stored total as makeUsage does', async () => {

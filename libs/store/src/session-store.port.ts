@@ -136,6 +136,13 @@ export interface StartRunInput {
   runId?: string;
 }
 
+/** A run as its client named it, and where it ended in the tree. */
+export interface ClientRunRecord {
+  runId: string;
+  /** The head the run's last commit left; null when it committed nothing. */
+  headNode: NodeId | null;
+}
+
 /** How a prompt sent to a busy session waits: in line, or at the front once the run in flight is cancelled. */
 export type QueueMode = 'enqueue' | 'interrupt' | 'rollback';
 
@@ -378,6 +385,16 @@ export interface RunStore {
   endRun(scope: Scope, input: EndRunInput): Promise<FencedResult>;
   /** The turns of the session whose latest regeneration failed (see turn-runs.ts), with its error. */
   failedTurns(scope: Scope, sessionId: string): Promise<FailedTurn[]>;
+  /**
+   * Records the id the client gave a run of the session (AG-UI's runId): a run continued by a later input (its
+   * interrupts answered) takes that input's id. False when the scope sees no such run of the session.
+   */
+  setClientRunId(scope: Scope, sessionId: string, runId: string, clientRunId: string): Promise<boolean>;
+  /**
+   * The session's run its client named `clientRunId` (the latest, should a client reuse an id) and the head its last
+   * commit left (null: it committed nothing); null when the scope sees no such run of this session.
+   */
+  runByClientId(scope: Scope, sessionId: string, clientRunId: string): Promise<ClientRunRecord | null>;
   /** Runs not finished (queued, running, paused) in every tenant: for recovery at start-up. */
   unfinishedRuns(): Promise<Array<{ tenantId: string; sessionId: string; runId: string; status: RunStatus }>>;
 }

@@ -18,7 +18,7 @@ export class AgUiController {
   @Post()
   @ApiOperation({
     summary:
-      'Run an AG-UI agent: a RunAgentInput whose threadId is the session (created on first use: model from forwardedProps.model or DEFAULT_MODEL, tools = client tools); answers RUN_STARTED, MESSAGES_SNAPSHOT, the run as text message, reasoning, tool call and step events, a MESSAGES_SNAPSHOT of what it committed, then RUN_FINISHED (an interrupt outcome for an approval) or RUN_ERROR',
+      'Run an AG-UI agent: a RunAgentInput whose threadId is the session (created on first use: model from forwardedProps.model or DEFAULT_MODEL, tools = client tools); a parentRunId naming an earlier run of the thread branches after the reply that run ended at (404 when it names none); answers RUN_STARTED, MESSAGES_SNAPSHOT, the run as text message, reasoning, tool call and step events, a MESSAGES_SNAPSHOT of what it committed, then RUN_FINISHED (an interrupt outcome for an approval) or RUN_ERROR',
   })
   @ApiProduces('text/event-stream')
   @ApiResponse({ status: 200, description: 'The run as AG-UI events' })

@@ -2,8 +2,10 @@
 // The thread is the session (created on first use: the model from forwardedProps.model or DEFAULT_MODEL); the
 // input's `tools` are the session's client tools. The server's tree is the history: the input's messages only say
 // what is asked. A last user message the tree does not hold is a prompt — after the message before it when that one
-// is a node off the head (a branch there), else on the active path; a last user message the tree holds is a
-// regeneration of its turn. `resume` entries (and tool messages for client tool calls) answer a paused run.
+// is a node off the head (a branch there), else after the head the run `parentRunId` names left (a branch there when
+// that is not the head), else on the active path; a last user message the tree holds is a regeneration of its turn.
+// `resume` entries (and tool messages for client tool calls) answer a paused run. Each run records the input's runId
+// (a run continued by answers takes the answering input's), which is what a later parentRunId names.
 // RUN_STARTED, a MESSAGES_SNAPSHOT of the active path with the new prompt, the run's events, then a
 // MESSAGES_SNAPSHOT of what it committed (node ids) and RUN_FINISHED; RUN_ERROR when it fails.
 
@@ -14,11 +16,12 @@ import { EventType, type BaseEvent, type Message as AgUiMessage, type RunAgentIn
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import { AGUI_MEDIA_TYPE, EventEncoder } from '@ag-ui/encoder';
 import { assertTargetAllowed, CANOPY_CONFIG, CanopyException, type CanopyConfig } from '@canopy/common';
-import { isTurnBoundary, toolUses, type ClientTool, type NodeId, type Scope, type Tree } from '@canopy/core';
+import { isTurnBoundary, type ClientTool, type NodeId, type Scope, type Tree } from '@canopy/core';
 import { SessionManager } from '@canopy/manager';
 import type { SessionRecord } from '@canopy/store';
 import { SessionCommands, type ResumeCommand } from '../http/session-commands';
 import { SseRegistry } from '../http/sse';
+import { branchPointOf, type ParentRun } from './ag-ui-branch';
 import { AgUiEvents, agUiMessagesOf, blocksOf } from './ag-ui-events';
 import { FrontendChats, type FollowedRun } from './frontend-chats.service';
 import { ProtocolStream } from './protocol-stream';
@@ -44,6 +47,10 @@ export class AgUiService {
     const input = parsed.data as RunAgentInput;
     const props = (input.forwardedProps ?? {}) as Record<string, unknown>;
     const tools = clientToolsOf(input);
+    // A thread with no session yet has no run to name: refused before one is created for it.
+    if (input.parentRunId !== undefined && !(await this.chats.find(scope, input.threadId))) {
+      throw noSuchParentRun();
+    }
     let session = await this.chats.ensureSession(scope, input.threadId, {
       ...(typeof props.model === 'string' ? { model: props.model } : {}),
       ...(typeof props.system === 'string' ? { system: props.system } : {}),
@@ -75,12 +82,21 @@ export class AgUiService {
     }
     // The whole tree, moved where the run starts: what the opening snapshot shows.
     const tree = await this.chats.tree(scope, id);
+    // Named by parentRunId: always a run of this thread (404 else), used when no message id names the place.
+    const parent =
+      input.parentRunId === undefined ? undefined : await this.parentRun(scope, id, input.parentRunId);
+    const clientRunId = input.runId;
     const known = nodeOf(tree, last.id);
     if (known !== undefined) {
       // A prompt the tree holds: its turn again (a regeneration).
       const nodeId = turnStartOf(tree, known);
       return {
-        run: await this.chats.startRun(scope, id, () => this.commands.branch(scope, id, { nodeId })),
+        run: await this.chats.startRun(
+          scope,
+          id,
+          () => this.commands.branch(scope, id, { nodeId }),
+          clientRunId,
+        ),
         newMessage: null,
         path: tree.navigate(nodeId),
       };
@@ -96,28 +112,36 @@ export class AgUiService {
       await assertTargetAllowed(url, this.config.targets.tenantUrls, field, 'attachment URL');
     }
     const before = input.messages[input.messages.length - 2];
-    const anchor = before ? nodeOf(tree, before.id) : undefined;
-    if (anchor !== undefined && anchor !== tree.head) {
-      const node = tree.getNode(anchor)!;
-      if (node.message.role !== 'assistant' || toolUses(node.message).length > 0) {
-        throw CanopyException.badRequest(
-          'a branch goes after an assistant reply: the message before the new one must be a reply without tool calls',
-          { field: 'messages' },
-        );
-      }
+    const anchor = branchPointOf(tree, before ? nodeOf(tree, before.id) : undefined, parent);
+    if (anchor !== null) {
       return {
-        run: await this.chats.startRun(scope, id, () =>
-          this.commands.branch(scope, id, { nodeId: anchor, content }),
+        run: await this.chats.startRun(
+          scope,
+          id,
+          () => this.commands.branch(scope, id, { nodeId: anchor, content }),
+          clientRunId,
         ),
         newMessage: last,
         path: tree.navigate(anchor),
       };
     }
     return {
-      run: await this.chats.startRun(scope, id, () => this.commands.prompt(scope, id, { content })),
+      run: await this.chats.startRun(
+        scope,
+        id,
+        () => this.commands.prompt(scope, id, { content }),
+        clientRunId,
+      ),
       newMessage: last,
       path: tree,
     };
+  }
+
+  /** The run of this thread the client named `clientRunId`: 404 when there is none (never another thread's). */
+  private async parentRun(scope: Scope, id: string, clientRunId: string): Promise<ParentRun> {
+    const run = await this.chats.clientRun(scope, id, clientRunId);
+    if (!run) throw noSuchParentRun();
+    return run;
   }
 
   /**
@@ -174,7 +198,7 @@ export class AgUiService {
     }
     const final = decisions.pop()!;
     for (const d of decisions) await this.commands.resume(scope, id, d);
-    return this.chats.startRun(scope, id, () => this.commands.resume(scope, id, final));
+    return this.chats.startRun(scope, id, () => this.commands.resume(scope, id, final), input.runId);
   }
 
   private stream(
@@ -277,6 +301,12 @@ export class AgUiService {
         res.end();
       });
   }
+}
+
+function noSuchParentRun(): CanopyException {
+  return new CanopyException('not_found', 'parentRunId names no run of this thread', {
+    field: 'parentRunId',
+  });
 }
 
 /** The input's tools as the session's client tools. */

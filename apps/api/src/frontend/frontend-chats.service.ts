@@ -8,7 +8,7 @@ import { CANOPY_CONFIG, CanopyException, type CanopyConfig } from '@canopy/commo
 import type { ClientTool, InFlight, Scope, SessionSnapshot, Tree } from '@canopy/core';
 import { SessionManager } from '@canopy/manager';
 import { SessionService } from '@canopy/session';
-import type { SessionRecord } from '@canopy/store';
+import type { ClientRunRecord, SessionRecord } from '@canopy/store';
 import type { CommandAnswer } from '../http/session-commands';
 import { RunFeed } from './run-feed';
 
@@ -67,8 +67,16 @@ export class FrontendChats {
     return created;
   }
 
-  /** The run `start` begins, its events followed from before it starts (nothing of it is missed). */
-  async startRun(scope: Scope, id: string, start: () => Promise<CommandAnswer>): Promise<FollowedRun> {
+  /**
+   * The run `start` begins, its events followed from before it starts (nothing of it is missed); `clientRunId`, the
+   * id the client gave the run, is recorded with it (what a later input names as its parent run).
+   */
+  async startRun(
+    scope: Scope,
+    id: string,
+    start: () => Promise<CommandAnswer>,
+    clientRunId?: string,
+  ): Promise<FollowedRun> {
     const feed = new RunFeed();
     const subscription = await this.sessions.subscribe(scope, id, (event) => feed.push(event), {
       mode: 'observer',
@@ -78,6 +86,7 @@ export class FrontendChats {
       const answer = await start();
       const { runId } = answer.body as { runId: string };
       feed.follow(runId);
+      if (clientRunId !== undefined) await this.sessions.setClientRunId(scope, id, runId, clientRunId);
       return { runId, feed, close: () => (subscription.unsubscribe(), feed.close()) };
     } catch (err) {
       subscription.unsubscribe();
@@ -151,7 +160,13 @@ export class FrontendChats {
     return (await this.manager.describe(scope, id)).inFlight;
   }
 
-  private async find(scope: Scope, id: string): Promise<SessionRecord | null> {
+  /** The session's run the client named `clientRunId`, with the head its last commit left; null when none. */
+  clientRun(scope: Scope, id: string, clientRunId: string): Promise<ClientRunRecord | null> {
+    return this.sessions.runByClientId(scope, id, clientRunId);
+  }
+
+  /** The caller's session `id`; null when there is none (or it is another user's). */
+  async find(scope: Scope, id: string): Promise<SessionRecord | null> {
     try {
       return await this.sessions.get(scope, id);
     } catch (err) {
