@@ -387,11 +387,17 @@ describe('useChat over DefaultChatTransport', () => {
     const aliceChat = new NodeChat({ id, transport: transport(alice, { model: 'mock:echo' }) });
     await aliceChat.sendMessage({ text: 'mine' });
     expect(aliceChat.error).toBeUndefined();
-    expect((await api.get(`/v1/sessions/${id}`)).body.userId).toBe('alice');
+    const stored = async () => {
+      const { userId, status, path, updatedAt, usage } = (await api.get(`/v1/sessions/${id}`)).body;
+      return { userId, status, path, updatedAt, usage } as Record<string, unknown>;
+    };
+    const hers = await stored();
+    expect(hers.userId).toBe('alice');
     const malloryChat = new NodeChat({ id, transport: transport(mallory, { model: 'mock:echo' }) });
     await malloryChat.sendMessage({ text: 'not mine' });
     expect(malloryChat.status).toBe('error');
     expect(malloryChat.error?.message).toContain('not_found');
+    expect(await stored()).toEqual(hers);
     const asMallory = api.as(mallory);
     expect((await asMallory.get(`/v1/ui/chat/${id}/messages`)).status).toBe(404);
     expect((await asMallory.get(`/v1/ui/chat/${id}/stream`)).status).toBe(404);
