@@ -2,8 +2,9 @@
 // FILES_MAX_BYTES while they stream; metadata and bytes served with their type, nosniff and a disposition; signed
 // URLs; tenant and user scoping (tenant B reaches tenant A's file by no id, signed URL or fork); prompts that refer
 // to files, whose bytes reach the model (the fake provider records its requests) as image, document and text parts;
-// inline base64 stored as a file; 400 attachment_unsupported; a fork sharing its source's files, and files removed
-// once no session refers to them.
+// inline base64 stored as a file (and released when no message came to refer to it, its run having failed or been
+// cancelled); 400 attachment_unsupported; a fork sharing its source's files, and files removed once no session refers
+// to them; the storage quota, exact under concurrent uploads on Postgres and on the embedded PGlite.
 
 /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return -- JSON bodies read loosely */
 
@@ -13,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 import { Client } from 'pg';
+import { Database } from '@canopy/store';
 import { eventually, FakeLlmServer } from '@canopy/testing';
 import { Api, newTenant, type ApiResponse } from './support/api-client';
 import { startTestApp, TEST_ADMIN_KEY, type TestApp } from './support/test-app';
@@ -243,6 +245,68 @@ describe('the storage quota', () => {
   });
 });
 
+/**
+ * Six uploads at once against a storage quota three of them fill: exactly three are kept, the others answer 429
+ * quota_exceeded, and nothing of theirs stays (neither a row nor a stored chunk).
+ */
+async function concurrentUploadsWithinQuota(app: TestApp): Promise<void> {
+  const c = await newTenant(app, 'files concurrent quota');
+  const admin = new Api(app.url, TEST_ADMIN_KEY);
+  const size = 40_000;
+  const set = await admin.request('PUT', `/v1/admin/tenants/${c.tenantId}/quotas`, {
+    quotas: [{ metric: 'storage', period: 'month', limit: 3 * size + size / 2 }],
+  });
+  expect(set.status).toBe(200);
+  const answers = await Promise.all(
+    Array.from({ length: 6 }, (_, i) =>
+      upload(c.api, randomBytes(size), 'application/octet-stream', `part-${i}.bin`),
+    ),
+  );
+  const statuses = answers.map((r) => r.status).sort();
+  expect(statuses).toEqual([201, 201, 201, 429, 429, 429]);
+  for (const refused of answers.filter((r) => r.status !== 201)) expectError(refused, 429, 'quota_exceeded');
+  const kept = answers.filter((r) => r.status === 201).map((r) => r.body.id as string);
+
+  const stored = await app.app.get(Database).withAdminSql('test: what the uploads left', async (tx) => {
+    const [files] = await tx.query<{ n: number; bytes: number; ids: string[] }>(
+      `SELECT count(*)::int AS n, coalesce(sum(bytes), 0)::float8 AS bytes,
+              coalesce(array_agg(id::text), '{}') AS ids
+         FROM files WHERE tenant_id = $1::uuid`,
+      [c.tenantId],
+    );
+    const [chunks] = await tx.query<{ keys: string[] }>(
+      `SELECT coalesce(array_agg(DISTINCT storage_key), '{}') AS keys FROM file_chunks WHERE tenant_id = $1::uuid`,
+      [c.tenantId],
+    );
+    return { n: files!.n, bytes: files!.bytes, ids: [...files!.ids].sort(), keys: [...chunks!.keys].sort() };
+  });
+  expect(stored).toEqual({
+    n: 3,
+    bytes: 3 * size,
+    ids: [...kept].sort(),
+    keys: [...kept].sort(),
+  });
+  const quotas = await c.api.get('/v1/quotas');
+  expect(quotas.body.tenant).toEqual([expect.objectContaining({ metric: 'storage', usage: 3 * size })]);
+}
+
+describe('the storage quota under concurrent uploads', () => {
+  it('never lets uploads made at once pass it together (Postgres)', async () => {
+    await concurrentUploadsWithinQuota(t);
+  });
+
+  it('never lets uploads made at once pass it together (embedded PGlite)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'canopy-files-quota-embedded-'));
+    const embedded = await startTestApp({ embeddedDataDir: dir });
+    try {
+      await concurrentUploadsWithinQuota(embedded);
+    } finally {
+      await embedded.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('scoping', () => {
   it("keeps tenant A's file from tenant B by id, signed URL and fork, and a user's from another user", async () => {
     const alice = (await a.api.post('/v1/tokens', { userId: 'alice' })).body.token as string;
@@ -449,6 +513,114 @@ describe('through the conversation’s life', () => {
     } finally {
       await db.end();
     }
+  });
+});
+
+describe('files stored from a prompt that no message came to refer to', () => {
+  it('are released once their run failed or was cancelled before its commit; used and uploaded files stay', async () => {
+    const c = await newTenant(t, 'files from prompts');
+    const db = t.app.get(Database);
+    const session = (await c.api.post('/v1/sessions', { model: 'anthropic:claude-sonnet-4-5' })).body.id;
+    const inline = (name: string, text: string) => ({
+      content: [
+        { type: 'text', text },
+        { type: 'attachment', mediaType: 'image/png', data: PNG.toString('base64'), name },
+      ],
+    });
+    const fileNamed = async (name: string) =>
+      db.withAdminSql('test: a file by name', async (tx) => {
+        const [row] = await tx.query<{ id: string }>(
+          `SELECT id::text AS id FROM files WHERE tenant_id = $1::uuid AND name = $2`,
+          [c.tenantId, name],
+        );
+        return row?.id;
+      });
+
+    // A run the provider refuses: it fails before any commit.
+    fake.enqueue({ status: 400, message: 'refused' });
+    const failed = await c.api.post(`/v1/sessions/${session}/prompt`, {
+      ...inline('failed.png', 'a'),
+      wait: true,
+    });
+    expect(failed.body.status).toBe('error');
+    // A run cancelled while its model call is held.
+    let release!: () => void;
+    fake.enqueue({ text: ['too late'], hold: new Promise<void>((resolve) => (release = resolve)) });
+    const calls = fake.requests.length;
+    const cancelled = await c.api.post(`/v1/sessions/${session}/prompt`, inline('cancelled.png', 'b'));
+    expect(cancelled.status).toBe(202);
+    await eventually(() => expect(fake.requests.length).toBe(calls + 1));
+    expect((await c.api.post(`/v1/sessions/${session}/cancel`, {})).status).toBe(200);
+    release();
+    await eventually(async () =>
+      expect((await c.api.get(`/v1/runs/${cancelled.body.runId as string}`)).body.status).toBe('cancelled'),
+    );
+    // A run that completes: its message refers to the file.
+    fake.enqueue({ text: ['seen'] });
+    const used = await c.api.post(`/v1/sessions/${session}/prompt`, {
+      ...inline('used.png', 'c'),
+      wait: true,
+    });
+    expect(used.body.status).toBe('completed');
+    // An upload never used yet.
+    const uploaded = (await upload(c.api, PNG, 'image/png', 'uploaded.png')).body.id as string;
+
+    const ids = {
+      failed: (await fileNamed('failed.png'))!,
+      cancelled: (await fileNamed('cancelled.png'))!,
+      used: (await fileNamed('used.png'))!,
+      uploaded,
+    };
+    expect(Object.values(ids).every(Boolean)).toBe(true);
+    const left = () =>
+      db.withAdminSql('test: the files left', async (tx) => {
+        const files = await tx.query<{ id: string; marked: boolean }>(
+          `SELECT id::text AS id, from_prompt_at IS NOT NULL AS marked FROM files WHERE tenant_id = $1::uuid`,
+          [c.tenantId],
+        );
+        const chunks = await tx.query<{ key: string }>(
+          `SELECT DISTINCT storage_key AS key FROM file_chunks WHERE tenant_id = $1::uuid`,
+          [c.tenantId],
+        );
+        return {
+          files: Object.fromEntries(files.map((f) => [f.id, f.marked])),
+          chunks: chunks.map((k) => k.key).sort(),
+        };
+      });
+    // Within the grace period, the sweep (every 200 ms here) keeps every one of them.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect((await left()).files).toEqual({
+      [ids.failed]: true,
+      [ids.cancelled]: true,
+      [ids.used]: true,
+      [ids.uploaded]: false,
+    });
+
+    // An hour later (the files and the session's references made earlier): the unused ones go, bytes and rows.
+    await db.withAdminSql('test: an hour passes', async (tx) => {
+      await tx.query(
+        `UPDATE files SET from_prompt_at = from_prompt_at - interval '2 hours',
+                          created_at = created_at - interval '2 hours' WHERE tenant_id = $1::uuid`,
+        [c.tenantId],
+      );
+      await tx.query(
+        `UPDATE file_refs SET created_at = created_at - interval '2 hours' WHERE tenant_id = $1::uuid`,
+        [c.tenantId],
+      );
+    });
+    await eventually(async () =>
+      expect(await left()).toEqual({
+        files: { [ids.used]: false, [ids.uploaded]: false },
+        chunks: [ids.used, ids.uploaded].sort(),
+      }),
+    );
+    // The conversation still shows and sends the used one.
+    fake.enqueue({ text: ['again'] });
+    expect(
+      (await c.api.post(`/v1/sessions/${session}/prompt`, { content: 'and now?', wait: true })).body.status,
+    ).toBe('completed');
+    expect(JSON.stringify(fake.lastRequest().body)).toContain(PNG.toString('base64'));
+    expect((await c.api.get(`/v1/files/${ids.uploaded}`)).status).toBe(200);
   });
 });
 

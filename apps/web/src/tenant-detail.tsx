@@ -1,6 +1,7 @@
 // One tenant, as the admin manages it: rename (a taken name is refused), disable or enable (a disabled tenant's
 // credentials answer 403 and its runs in flight were cancelled), its usage of the last 30 days, its quotas with
-// their usage in the current period (set, replace, remove), and its API keys (create: shown once; revoke).
+// their usage in the current period (set, replace, remove; a storage quota's limit and usage in bytes, shown with a
+// binary unit, entered in one), and its API keys (create: shown once; revoke).
 
 import { useCallback, useEffect, useState, type FormEvent } from 'react';
 import {
@@ -11,10 +12,17 @@ import {
   type Quotas,
   type TenantDetail as Tenant,
 } from '@canopy/client';
+import { BYTE_UNITS, byteSize, bytesOf, exactBytes, sizeWithBytes, type ByteUnit } from './byte-size';
 import { dateTime, errorText } from './format';
 import { OnceKey } from './once-key';
 
-const METRICS: QuotaInput['metric'][] = ['tokens', 'runs', 'cost'];
+const METRICS: QuotaInput['metric'][] = ['tokens', 'runs', 'cost', 'storage'];
+const METRIC_LABELS: Record<QuotaInput['metric'], string> = {
+  tokens: 'tokens',
+  runs: 'runs',
+  cost: 'USD',
+  storage: 'storage',
+};
 const PERIODS: QuotaInput['period'][] = ['day', 'month'];
 
 /** A tenant's usage summed over a window. */
@@ -244,6 +252,15 @@ function Rename({
   );
 }
 
+/** What a quota's limit reads as: "1000 tokens a day", "1 MiB stored (1,048,576 bytes)". */
+function quotaLabel(q: QuotaInput): string {
+  if (q.metric === 'storage')
+    return q.limit < 1024
+      ? `${exactBytes(q.limit)} stored`
+      : `${byteSize(q.limit)} stored (${exactBytes(q.limit)})`;
+  return `${q.limit} ${q.metric} a ${q.period}`;
+}
+
 function QuotaSection({
   quotas,
   busy,
@@ -255,23 +272,37 @@ function QuotaSection({
 }) {
   const [metric, setMetric] = useState<QuotaInput['metric']>('tokens');
   const [period, setPeriod] = useState<QuotaInput['period']>('day');
+  const [unit, setUnit] = useState<ByteUnit>('MiB');
   const [limit, setLimit] = useState('');
+  /** A change of this section's on its way (the page's other actions only disable it). */
+  const [saving, setSaving] = useState(false);
+  const save = async (next: QuotaInput[]): Promise<boolean> => {
+    setSaving(true);
+    try {
+      return await onSet(next);
+    } finally {
+      setSaving(false);
+    }
+  };
   const current: QuotaInput[] = quotas.tenant.map(({ metric: m, period: p, limit: l }) => ({
     metric: m,
     period: p,
     limit: l,
   }));
-  const value = Number(limit);
-  const valid = limit.trim() !== '' && Number.isFinite(value) && value > 0;
+  const storage = metric === 'storage';
+  const value = storage ? bytesOf(limit, unit) : Number(limit);
+  const valid = value !== null && limit.trim() !== '' && Number.isFinite(value) && value > 0;
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    // One quota per metric and period: a new limit replaces the old one.
-    const next = [
-      ...current.filter((q) => q.metric !== metric || q.period !== period),
-      { metric, period, limit: value },
+    if (!valid || value === null) return;
+    // One quota per metric and period: a new limit replaces the old one. Stored bytes do not reset, so a tenant
+    // has one storage quota (its period, which the API asks for, only names when GET /v1/quotas reports a reset).
+    const next: QuotaInput[] = [
+      ...current.filter((q) => q.metric !== metric || (!storage && q.period !== period)),
+      { metric, period: storage ? 'month' : period, limit: value },
     ];
-    if (await onSet(next)) setLimit('');
+    if (await save(next)) setLimit('');
   };
 
   return (
@@ -279,7 +310,7 @@ function QuotaSection({
       <h3 id="quotas-title">Quotas</h3>
       {quotas.tenant.length === 0 ? (
         <p className="muted" data-testid="quotas-empty">
-          No quota: its runs are not limited.
+          No quota: its runs and stored files are not limited.
         </p>
       ) : (
         <div className="table-wrap">
@@ -304,19 +335,21 @@ function QuotaSection({
                   data-metric={q.metric}
                   data-period={q.period}
                 >
-                  <td data-testid="quota-limit">
-                    {q.limit} {q.metric} a {q.period}
+                  <td data-testid="quota-limit">{quotaLabel(q)}</td>
+                  <td data-testid="quota-usage">
+                    {q.metric === 'storage' ? sizeWithBytes(q.usage) : q.usage}
                   </td>
-                  <td data-testid="quota-usage">{q.usage}</td>
-                  <td className="optional">{dateTime(q.resetsAt)}</td>
+                  <td className="optional">
+                    {q.metric === 'storage' ? 'never (bytes stored now)' : dateTime(q.resetsAt)}
+                  </td>
                   <td>
                     <button
                       type="button"
                       className="link"
                       disabled={busy}
-                      aria-label={`Remove the quota of ${q.limit} ${q.metric} a ${q.period}`}
+                      aria-label={`Remove the quota of ${quotaLabel(q)}`}
                       onClick={() =>
-                        void onSet(current.filter((c) => c.metric !== q.metric || c.period !== q.period))
+                        void save(current.filter((c) => c.metric !== q.metric || c.period !== q.period))
                       }
                       data-testid="quota-remove"
                     >
@@ -329,7 +362,12 @@ function QuotaSection({
           </table>
         </div>
       )}
-      <form className="inline-form" onSubmit={(e) => void submit(e)} aria-label="Set a quota">
+      <form
+        className="inline-form"
+        onSubmit={(e) => void submit(e)}
+        aria-label="Set a quota"
+        aria-busy={saving}
+      >
         <label htmlFor="quota-limit">Limit</label>
         <input
           id="quota-limit"
@@ -339,8 +377,28 @@ function QuotaSection({
           inputMode="decimal"
           value={limit}
           onChange={(e) => setLimit(e.target.value)}
+          aria-describedby={storage ? 'quota-storage-hint' : undefined}
           data-testid="quota-limit-input"
         />
+        {storage && (
+          <>
+            <label htmlFor="quota-unit" className="visually-hidden">
+              Unit
+            </label>
+            <select
+              id="quota-unit"
+              value={unit}
+              onChange={(e) => setUnit(e.target.value as ByteUnit)}
+              data-testid="quota-unit"
+            >
+              {BYTE_UNITS.map((u) => (
+                <option key={u.unit} value={u.unit}>
+                  {u.unit}
+                </option>
+              ))}
+            </select>
+          </>
+        )}
         <label htmlFor="quota-metric" className="visually-hidden">
           Metric
         </label>
@@ -352,27 +410,36 @@ function QuotaSection({
         >
           {METRICS.map((m) => (
             <option key={m} value={m}>
-              {m === 'cost' ? 'USD' : m}
+              {METRIC_LABELS[m]}
             </option>
           ))}
         </select>
-        <label htmlFor="quota-period" className="visually-hidden">
-          Period
-        </label>
-        <select
-          id="quota-period"
-          value={period}
-          onChange={(e) => setPeriod(e.target.value as QuotaInput['period'])}
-          data-testid="quota-period"
-        >
-          {PERIODS.map((p) => (
-            <option key={p} value={p}>
-              a {p}
-            </option>
-          ))}
-        </select>
+        {storage ? (
+          <span className="hint" id="quota-storage-hint" data-testid="quota-storage-hint">
+            of files stored at any moment
+            {value !== null && valid ? ` (${exactBytes(value)})` : ''}
+          </span>
+        ) : (
+          <>
+            <label htmlFor="quota-period" className="visually-hidden">
+              Period
+            </label>
+            <select
+              id="quota-period"
+              value={period}
+              onChange={(e) => setPeriod(e.target.value as QuotaInput['period'])}
+              data-testid="quota-period"
+            >
+              {PERIODS.map((p) => (
+                <option key={p} value={p}>
+                  a {p}
+                </option>
+              ))}
+            </select>
+          </>
+        )}
         <button type="submit" disabled={busy || !valid} data-testid="quota-set">
-          Set quota
+          {saving ? 'Saving…' : 'Set quota'}
         </button>
       </form>
     </>

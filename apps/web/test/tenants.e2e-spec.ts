@@ -3,7 +3,8 @@
 // the journey at desktop and at phone size (360 px): create a tenant (its first key shown once, with a copy
 // button, and working), see it in the list, a taken name refused whatever its case (409), rename it (a taken
 // name refused again), create a key (shown once, then never again) and revoke it (refused by the API from then
-// on), set a quota (the API has it), disable the tenant (its credentials answer 403, the list says so). axe-core
+// on), set a quota (the API has it) and a storage quota in MiB (saving, a refusal, then its usage in bytes after an
+// upload), disable the tenant (its credentials answer 403, the list says so). axe-core
 // checks the page with each of those states showing. Screenshots go to test-artifacts/web.
 
 import { existsSync } from 'node:fs';
@@ -178,7 +179,7 @@ describe('web UI journey: the admin manages tenants', () => {
       expect(await answer(ciKey, '/v1/sessions')).toEqual({ status: 401, code: 'unauthorized' });
 
       // A quota: 1000 tokens a day, which the API then has.
-      await expectText(byTestId('quotas-empty'), 'No quota: its runs are not limited.');
+      await expectText(byTestId('quotas-empty'), 'No quota: its runs and stored files are not limited.');
       await byTestId('quota-limit-input').fill('1000');
       await byTestId('quota-metric').selectOption('tokens');
       await byTestId('quota-period').selectOption('day');
@@ -195,6 +196,59 @@ describe('web UI journey: the admin manages tenants', () => {
       expect(quotas.tenant).toEqual([
         expect.objectContaining({ metric: 'tokens', period: 'day', limit: 1000 }),
       ]);
+
+      // A storage quota, entered in MiB: saving says so, a refusal is shown (the limit stays to try again), then it
+      // is set; its usage, after an upload with the tenant's key, in bytes with a unit.
+      let releaseSave!: () => void;
+      const saveHeld = new Promise<void>((resolve) => (releaseSave = resolve));
+      await page.route('**/v1/admin/tenants/*/quotas', async (route) => {
+        if (route.request().method() !== 'PUT') return route.continue();
+        await saveHeld;
+        await route.fulfill({
+          status: 503,
+          contentType: 'application/json',
+          body: JSON.stringify({ error: { code: 'unavailable', message: 'the database is unavailable' } }),
+        });
+      });
+      await byTestId('quota-metric').selectOption('storage');
+      await expectCount(byTestId('quota-period'), 0);
+      await byTestId('quota-limit-input').fill('1.5');
+      await byTestId('quota-unit').selectOption('MiB');
+      await expectText(byTestId('quota-storage-hint'), 'of files stored at any moment (1,572,864 bytes)');
+      await byTestId('quota-set').click();
+      await expectText(byTestId('quota-set'), 'Saving…');
+      await checkAccessibility(`${size}, quota saving`);
+      releaseSave();
+      await expectText(byTestId('tenant-action-error'), 'unavailable: the database is unavailable');
+      await page.unroute('**/v1/admin/tenants/*/quotas');
+      await expectText(byTestId('quota-set'), 'Set quota');
+      await byTestId('quota-set').click();
+      const storageRow = page.locator('[data-testid="quota-row"][data-metric="storage"]');
+      await expectText(storageRow.getByTestId('quota-limit'), '1.5 MiB stored (1,572,864 bytes)');
+      await expectText(storageRow.getByTestId('quota-usage'), '0 bytes');
+      await expectCount(byTestId('tenant-action-error'), 0);
+      const uploaded = await fetch(`${t.url}/v1/files?name=notes.bin`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${firstKey}`, 'content-type': 'application/octet-stream' },
+        body: Buffer.alloc(1536, 7),
+      });
+      expect(uploaded.status).toBe(201);
+      await page.reload();
+      await expectText(storageRow.getByTestId('quota-usage'), '1.5 KiB (1,536 bytes)');
+      await checkAccessibility(`${size}, storage quota`);
+      await shoot(`44b-tenant-storage-quota-${size}`);
+      const withStorage = await callApi<{ tenant: Array<{ metric: string; limit: number; usage: number }> }>(
+        t.url,
+        TEST_ADMIN_KEY,
+        'GET',
+        `/v1/admin/tenants/${tenantId}/quotas`,
+      );
+      expect(withStorage.tenant).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ metric: 'tokens', limit: 1000 }),
+          expect.objectContaining({ metric: 'storage', limit: 1_572_864, usage: 1536 }),
+        ]),
+      );
 
       // Disable: the page and the list say so, and the tenant's key is refused.
       await byTestId('disable-tenant').click();

@@ -101,7 +101,8 @@ export interface WebhookDelivery {
 }
 
 export interface QuotaInput {
-  metric: 'tokens' | 'cost' | 'runs';
+  /** `storage`: bytes of stored files at any moment (its period only names when a reset is reported). */
+  metric: 'tokens' | 'cost' | 'runs' | 'storage';
   period: 'day' | 'month';
   limit: number;
 }

@@ -1,8 +1,10 @@
 // A prompt's attachments as they are taken (prompt, edit, a client tool's result): a block naming a stored file
 // (`fileId`) is checked against the caller's scope and gets the file's type, name and size; a block of inline base64
 // data is stored as a file and becomes such a block, so the run's input and the node rows keep an id, not the bytes.
-// The session then refers to those files (they stay while it does). An attachment the session's model cannot take
-// answers 400 attachment_unsupported here, before any run starts. URL attachments pass as they are.
+// The session then refers to those files (they stay while it does; one stored from inline data that no committed
+// message comes to refer to, its run having failed or been cancelled first, is released by the file sweep). An
+// attachment the session's model cannot take answers 400 attachment_unsupported here, before any run starts. URL
+// attachments pass as they are.
 
 import { Readable } from 'node:stream';
 import type { AttachmentBlock, Block, MessageContent, Scope } from '@canopy/core';
@@ -78,6 +80,7 @@ export class AttachmentIntake {
         declaredType: data.mediaType,
         length: data.bytes.length,
         body: Readable.from([data.bytes]),
+        fromPrompt: true,
       });
       await this.files.attach(scope, sessionId, [stored.id]);
       out.push(fileBlock(stored.id, stored.mediaType, stored.name, stored.bytes));

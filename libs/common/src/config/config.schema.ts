@@ -304,7 +304,8 @@ export const envSchema = z.object({
   FILES_SIGNED_URL_TTL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(300),
   /**
    * How often each process removes the files no session refers to any more (deleted by their owner, or whose last
-   * session was deleted or expired); 0 turns it off.
+   * session was deleted or expired, or stored from a prompt's inline data that no message came to refer to within an
+   * hour); 0 turns it off.
    */
   FILES_SWEEP_INTERVAL_MS: z.coerce.number().int().min(0).max(86_400_000).default(60_000),
   /**

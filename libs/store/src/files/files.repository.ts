@@ -44,38 +44,94 @@ export interface ReleasedFile {
 /** How long an upload may stay unfinished before the sweep takes it as abandoned (a crashed process's). */
 const ABANDONED_UPLOAD = '1 hour';
 
+/**
+ * How long a file stored from a prompt's inline data may wait for a committed message to refer to it (its run may
+ * be queued, running or paused meanwhile: those keep it whatever the wait) before the sweep releases it.
+ */
+const UNUSED_PROMPT_FILE = '1 hour';
+
 export class FilesRepository {
   constructor(private readonly db: Database) {}
 
   /** A new file's row, `uploading` (its bytes are being stored under `storageKey`). */
   async start(
     scope: Pick<Scope, 'tenantId' | 'userId'>,
-    input: { id: string; name: string; storage: 'postgres' | 's3'; storageKey: string },
+    input: { id: string; name: string; storage: 'postgres' | 's3'; storageKey: string; fromPrompt: boolean },
   ): Promise<void> {
     await this.db.withTenantSql(scope, (tx) =>
       tx.query(
-        `INSERT INTO files (id, tenant_id, user_id, name, media_type, storage, storage_key)
-         VALUES ($1::uuid, $2::uuid, $3, $4, 'application/octet-stream', $5, $6)`,
-        [input.id, scope.tenantId, scope.userId ?? null, input.name, input.storage, input.storageKey],
+        `INSERT INTO files (id, tenant_id, user_id, name, media_type, storage, storage_key, from_prompt_at)
+         VALUES ($1::uuid, $2::uuid, $3, $4, 'application/octet-stream', $5, $6, CASE WHEN $7 THEN now() END)`,
+        [
+          input.id,
+          scope.tenantId,
+          scope.userId ?? null,
+          input.name,
+          input.storage,
+          input.storageKey,
+          input.fromPrompt,
+        ],
       ),
     );
   }
 
-  /** The upload's bytes are stored: the file is ready, with what was measured of them. */
+  /**
+   * The upload's bytes are stored: the file is ready, with what was measured of them. The storage quotas that apply
+   * (the tenant's, and its user's for a user's upload) are checked again here, exactly: their rows are locked (in
+   * the order canopy_start_run locks runs quotas: the tenant's first, day before month), so the finishing uploads
+   * of a scope take turns, each counting the bytes of those finished before it. An upload that does not fit answers
+   * 429 quota_exceeded and leaves its row `uploading` (the caller removes its bytes and abandons it).
+   */
   async finish(
     scope: Pick<Scope, 'tenantId'>,
     id: string,
     measured: { bytes: number; sha256: string; mediaType: string },
   ): Promise<FileRecord> {
-    const [row] = await this.db.withTenantSql(scope, (tx) =>
-      tx.query<Row>(
+    const row = await this.db.withTenantSql(scope, async (tx) => {
+      const [updated] = await tx.query<Row>(
         `UPDATE files SET status = 'ready', bytes = $3, sha256 = $4, media_type = $5
           WHERE tenant_id = $1::uuid AND id = $2::uuid RETURNING *`,
         [scope.tenantId, id, measured.bytes, measured.sha256, measured.mediaType],
-      ),
-    );
-    if (!row) throw CanopyException.notFound('file');
+      );
+      if (!updated) throw CanopyException.notFound('file');
+      await this.assertWithinStorageQuotas(tx, scope.tenantId, updated.user_id, measured.bytes);
+      return updated;
+    });
     return toRecord(row);
+  }
+
+  /** Refuses (quota_exceeded) when the scope's stored bytes, the file of `bytes` just finished included, pass a quota. */
+  private async assertWithinStorageQuotas(
+    tx: SqlTx,
+    tenantId: string,
+    userId: string | null,
+    bytes: number,
+  ): Promise<void> {
+    const quotas = await tx.query<{ user_id: string | null; limit: number }>(
+      `SELECT user_id, "limit" FROM quotas
+        WHERE tenant_id = $1::uuid AND metric = 'storage' AND (user_id IS NULL OR user_id = $2)
+        ORDER BY user_id NULLS FIRST, period
+          FOR UPDATE`,
+      [tenantId, userId],
+    );
+    if (quotas.length === 0) return;
+    // A statement after the lock: it sees every upload finished by those that held it before.
+    const [stored] = await tx.query<{ tenant_bytes: number; user_bytes: number }>(
+      `SELECT coalesce(sum(bytes), 0)::float8 AS tenant_bytes,
+              coalesce(sum(bytes) FILTER (WHERE user_id = $2), 0)::float8 AS user_bytes
+         FROM files WHERE tenant_id = $1::uuid`,
+      [tenantId, userId],
+    );
+    for (const q of quotas) {
+      const used = Number(q.user_id === null ? stored!.tenant_bytes : stored!.user_bytes);
+      if (used > Number(q.limit)) {
+        const left = Math.max(0, Number(q.limit) - (used - bytes));
+        throw new CanopyException('quota_exceeded', `the tenant's file storage quota leaves ${left} bytes`, {
+          metric: 'storage',
+          left,
+        });
+      }
+    }
   }
 
   /** An upload that failed: its row goes (its bytes were removed by the storage). */
@@ -276,6 +332,73 @@ export class FilesRepository {
       ),
     );
     return rows.map((r) => ({ tenantId: r.tenant_id, id: r.id, storageKey: r.storage_key }));
+  }
+
+  /**
+   * Files stored from a prompt's inline data more than UNUSED_PROMPT_FILE ago, at most `limit`, across tenants (the
+   * sweep's), judged once: one a committed message of a session that refers to it names (the session's own nodes or
+   * its fork base's) loses its mark and is kept like any other file; one a run or queued prompt still on its way
+   * names, or a session came to refer to within that time, keeps its mark (judged again by a later sweep); any other (its run failed or was cancelled before its
+   * commit, or its prompt was refused) is no longer referred to and is marked deleted, so the sweep removes it.
+   * Answers how many were released.
+   */
+  async releaseUnusedPromptFiles(limit: number): Promise<number> {
+    const [row] = await this.db.withAdminSql(
+      'file sweep: files stored from prompts no message refers to',
+      (tx) =>
+        tx.query<{ released: number }>(
+          `WITH candidates AS (
+           SELECT f.tenant_id, f.id FROM files f
+            WHERE f.from_prompt_at < now() - interval '${UNUSED_PROMPT_FILE}' AND f.deleted_at IS NULL
+            ORDER BY f.from_prompt_at
+            LIMIT $1
+              FOR UPDATE SKIP LOCKED),
+         referring AS (
+           SELECT r.tenant_id, r.file_id, r.session_id FROM candidates c
+             JOIN file_refs r ON r.tenant_id = c.tenant_id AND r.file_id = c.id
+           UNION
+           SELECT r.tenant_id, r.file_id, s.base_session_id FROM candidates c
+             JOIN file_refs r ON r.tenant_id = c.tenant_id AND r.file_id = c.id
+             JOIN sessions s ON s.tenant_id = r.tenant_id AND s.id = r.session_id
+            WHERE s.base_session_id IS NOT NULL),
+         judged AS (
+           SELECT c.tenant_id, c.id,
+                  EXISTS (SELECT 1 FROM referring x
+                            JOIN nodes n ON n.tenant_id = x.tenant_id AND n.session_id = x.session_id
+                           WHERE x.tenant_id = c.tenant_id AND x.file_id = c.id
+                             AND strpos(n.message::text, c.id::text) > 0) AS in_message,
+                  EXISTS (SELECT 1 FROM referring x
+                            JOIN runs u ON u.tenant_id = x.tenant_id AND u.session_id = x.session_id
+                           WHERE x.tenant_id = c.tenant_id AND x.file_id = c.id
+                             AND u.status IN ('queued', 'running', 'paused')
+                             AND strpos(concat(u.input::text, u.steer::text, u.pending::text), c.id::text) > 0)
+                  OR EXISTS (SELECT 1 FROM referring x
+                               JOIN queued_prompts q ON q.tenant_id = x.tenant_id AND q.session_id = x.session_id
+                              WHERE x.tenant_id = c.tenant_id AND x.file_id = c.id
+                                AND strpos(q.input::text, c.id::text) > 0)
+                  OR EXISTS (SELECT 1 FROM file_refs r
+                              WHERE r.tenant_id = c.tenant_id AND r.file_id = c.id
+                                AND r.created_at > now() - interval '${UNUSED_PROMPT_FILE}') AS on_its_way
+             FROM candidates c),
+         kept AS (
+           UPDATE files f SET from_prompt_at = NULL FROM judged j
+            WHERE f.tenant_id = j.tenant_id AND f.id = j.id AND j.in_message
+           RETURNING f.id),
+         unreferred AS (
+           DELETE FROM file_refs r USING judged j
+            WHERE r.tenant_id = j.tenant_id AND r.file_id = j.id AND NOT j.in_message AND NOT j.on_its_way
+           RETURNING r.file_id),
+         released AS (
+           UPDATE files f SET from_prompt_at = NULL, deleted_at = now() FROM judged j
+            WHERE f.tenant_id = j.tenant_id AND f.id = j.id AND NOT j.in_message AND NOT j.on_its_way
+           RETURNING f.id)
+         SELECT (SELECT count(*) FROM released)::int AS released,
+                (SELECT count(*) FROM kept)::int AS kept,
+                (SELECT count(*) FROM unreferred)::int AS unreferred`,
+          [limit],
+        ),
+    );
+    return row?.released ?? 0;
   }
 
   /** The row of a released file, once its bytes are gone (unless a session referred to it meanwhile). */

@@ -1,7 +1,8 @@
 // Files: an upload streamed through the intake (counted, hashed, refused past its limit as it streams) into the
 // configured storage, its type sniffed from its bytes; reads of its metadata and its bytes (streamed) within the
-// caller's scope; deletion; and the sweep that removes the files no session refers to any more. The prompt side
-// (attachments by file id) and the model side (their bytes) read files through here too.
+// caller's scope; deletion; and the sweep that removes the files no session refers to any more (and those stored
+// from a prompt's inline data that no message came to refer to). The prompt side (attachments by file id) and the
+// model side (their bytes) read files through here too.
 
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
@@ -24,6 +25,11 @@ export interface UploadInput {
   /** The declared length, when known: refused at once when over the limit. */
   length: number | null;
   body: Readable;
+  /**
+   * Stored from a prompt's inline data: released by the sweep when no committed message comes to refer to it (a
+   * run that failed or was cancelled before its commit). Uploads and imports are kept until deleted.
+   */
+  fromPrompt?: boolean;
 }
 
 export class FilesService {
@@ -48,7 +54,8 @@ export class FilesService {
         },
       );
     }
-    // The storage quotas (metric `storage`: the tenant's, a user token's user's), checked as the bytes stream.
+    // The storage quotas (metric `storage`: the tenant's, a user token's user's), checked as the bytes stream (an
+    // early refusal) and again, exactly, when the upload finishes.
     const quotaBytesLeft = await this.files.quotaLeft(scope);
     if (quotaBytesLeft !== null && input.length !== null && input.length > quotaBytesLeft) {
       throw new CanopyException(
@@ -62,7 +69,13 @@ export class FilesService {
     }
     const id = randomUUID();
     const name = fileNameOf(input.name);
-    await this.files.start(scope, { id, name, storage: this.storage.kind, storageKey: id });
+    await this.files.start(scope, {
+      id,
+      name,
+      storage: this.storage.kind,
+      storageKey: id,
+      fromPrompt: input.fromPrompt ?? false,
+    });
     const meter = new FileMeter({ maxBytes: this.options.maxBytes, quotaBytesLeft });
     // The storage reads the meter, the meter the body. Not pipeline(): a refusal must leave the request readable
     // (unpiped, not destroyed) so that its answer, 413, still reaches the client.
@@ -73,6 +86,10 @@ export class FilesService {
     input.body.pipe(meter);
     try {
       await stored;
+      const mediaType = await sniffMediaType(meter.firstBytes(), input.declaredType, name);
+      // Checked again against the quotas, exactly (uploads finishing together take turns): one that no longer
+      // fits is refused like one refused while streaming, and nothing of it is kept.
+      return await this.files.finish(scope, id, { bytes: meter.bytes, sha256: meter.sha256(), mediaType });
     } catch (err) {
       input.body.unpipe(meter);
       await this.storage.delete(scope.tenantId, id).catch(() => undefined);
@@ -81,8 +98,6 @@ export class FilesService {
     } finally {
       input.body.off('error', bodyFailed);
     }
-    const mediaType = await sniffMediaType(meter.firstBytes(), input.declaredType, name);
-    return this.files.finish(scope, id, { bytes: meter.bytes, sha256: meter.sha256(), mediaType });
   }
 
   get(scope: Scope, id: string): Promise<FileRecord> {
@@ -169,6 +184,8 @@ export class FilesService {
 
   /** Removes up to `limit` released files (bytes, then rows); answers how many. */
   async sweep(limit = 100): Promise<number> {
+    // Files stored from prompts that no message came to refer to are released first, then removed with the rest.
+    await this.files.releaseUnusedPromptFiles(limit);
     let removed = 0;
     for (const file of await this.files.released(limit)) {
       try {
