@@ -28,7 +28,8 @@
 //            (--fairness-runtimes, --fairness-runs=N, --fairness-import-nodes, --fairness-measure-ms)
 //   otel     what OpenTelemetry costs: runs/s at 100 sessions of the api with tracing on at 100% sampling (every span
 //            exported over OTLP to a local sink) against off, side by side, measured in alternating rounds (target
-//            >= 0.9x) (--otel-runtimes, --otel-sessions, --otel-rounds, --otel-measure-ms). Only when named.
+//            >= 0.9x), with the api's CPU ms per run, spans and OTLP bytes per run (--otel-runtimes, --otel-sessions,
+//            --otel-rounds, --otel-measure-ms, --otel-profile=DIR). Only when named.
 //   soak     the chaos suite's deployment and load for 30 minutes (CANOPY_BENCH_SOAK_MINUTES) with a fault every
 //            minute: runs lost / duplicated / stuck, 5xx, recovery time, memory each minute. Only when named.
 // Every option can also be given as CANOPY_BENCH_<SECTION>_<NAME> (CANOPY_BENCH_CLUSTER_SESSIONS=50).

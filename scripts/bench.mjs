@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ensureBuilt, ensureDependencies, ensurePrismaClient, main, root, run } from './lib/steps.mjs';
 
 /** Sections that start the built deployables as processes (bench/index.ts names them). */
-const NEEDS_BUILD = ['cluster', 'fairness', 'http', 'live', 'long', 'soak'];
+const NEEDS_BUILD = ['cluster', 'fairness', 'http', 'live', 'long', 'otel', 'soak'];
 
 await main(async () => {
   ensureDependencies();
