@@ -249,17 +249,26 @@ describe('the storage quota', () => {
  * Six uploads at once against a storage quota three of them fill: exactly three are kept, the others answer 429
  * quota_exceeded, and nothing of theirs stays (neither a row nor a stored chunk).
  */
-async function concurrentUploadsWithinQuota(app: TestApp): Promise<void> {
-  const c = await newTenant(app, 'files concurrent quota');
-  const admin = new Api(app.url, TEST_ADMIN_KEY);
+async function concurrentUploadsWithinQuota(
+  app: TestApp,
+  scope: 'tenant' | 'user' = 'tenant',
+): Promise<void> {
+  const c = await newTenant(app, `files concurrent ${scope} quota`);
   const size = 40_000;
-  const set = await admin.request('PUT', `/v1/admin/tenants/${c.tenantId}/quotas`, {
-    quotas: [{ metric: 'storage', period: 'month', limit: 3 * size + size / 2 }],
-  });
-  expect(set.status).toBe(200);
+  const quotas = [{ metric: 'storage', period: 'month', limit: 3 * size + size / 2 }];
+  let uploader = c.api;
+  if (scope === 'tenant') {
+    const admin = new Api(app.url, TEST_ADMIN_KEY);
+    expect((await admin.request('PUT', `/v1/admin/tenants/${c.tenantId}/quotas`, { quotas })).status).toBe(
+      200,
+    );
+  } else {
+    expect((await c.api.request('PUT', '/v1/quotas/users/alice', { quotas })).status).toBe(200);
+    uploader = c.api.as((await c.api.post('/v1/tokens', { userId: 'alice' })).body.token as string);
+  }
   const answers = await Promise.all(
     Array.from({ length: 6 }, (_, i) =>
-      upload(c.api, randomBytes(size), 'application/octet-stream', `part-${i}.bin`),
+      upload(uploader, randomBytes(size), 'application/octet-stream', `part-${i}.bin`),
     ),
   );
   const statuses = answers.map((r) => r.status).sort();
@@ -286,13 +295,19 @@ async function concurrentUploadsWithinQuota(app: TestApp): Promise<void> {
     ids: [...kept].sort(),
     keys: [...kept].sort(),
   });
-  const quotas = await c.api.get('/v1/quotas');
-  expect(quotas.body.tenant).toEqual([expect.objectContaining({ metric: 'storage', usage: 3 * size })]);
+  const usage = [expect.objectContaining({ metric: 'storage', usage: 3 * size })];
+  const overview = (await c.api.get('/v1/quotas')).body;
+  if (scope === 'tenant') expect(overview.tenant).toEqual(usage);
+  else expect(overview.users).toEqual([{ userId: 'alice', quotas: usage }]);
 }
 
 describe('the storage quota under concurrent uploads', () => {
   it('never lets uploads made at once pass it together (Postgres)', async () => {
     await concurrentUploadsWithinQuota(t);
+  });
+
+  it('never lets one user’s uploads made at once pass that user’s quota together (Postgres)', async () => {
+    await concurrentUploadsWithinQuota(t, 'user');
   });
 
   it('never lets uploads made at once pass it together (embedded PGlite)', async () => {
