@@ -32,6 +32,8 @@ export interface FakeStreamReply {
   text?: string[];
   toolCalls?: FakeToolCall[];
   usage?: FakeUsage;
+  /** The model the reply says answered (a provider may name a dated version of the one asked); default the one asked. */
+  model?: string;
   /** Default: 'tool_use' when there are tool calls, else 'stop'. */
   finish?: 'stop' | 'tool_use' | 'length';
   /** Waits this long before each event of the stream. */
@@ -222,7 +224,7 @@ export class FakeLlmServer {
         id: this.nextId('msg_fake_'),
         type: 'message',
         role: 'assistant',
-        model: typeof body.model === 'string' ? body.model : 'fake',
+        model: reply.model ?? (typeof body.model === 'string' ? body.model : 'fake'),
         content: [],
         stop_reason: null,
         stop_sequence: null,
@@ -277,7 +279,7 @@ export class FakeLlmServer {
   private chatEvents(reply: FakeStreamReply, body: Record<string, unknown>): SseEvent[] {
     const usage = reply.usage ?? { inputTokens: 10, outputTokens: 5 };
     const id = this.nextId('chatcmpl-fake-');
-    const model = typeof body.model === 'string' ? body.model : 'fake';
+    const model = reply.model ?? (typeof body.model === 'string' ? body.model : 'fake');
     const chunk = (
       delta: Record<string, unknown>,
       finish: string | null = null,
@@ -342,7 +344,7 @@ export class FakeLlmServer {
       id: this.nextId('resp_fake_'),
       object: 'response',
       created_at: 1_700_000_000,
-      model: typeof body.model === 'string' ? body.model : 'fake',
+      model: reply.model ?? (typeof body.model === 'string' ? body.model : 'fake'),
       status: 'in_progress',
       output: [],
     };

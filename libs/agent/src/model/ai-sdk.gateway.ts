@@ -25,6 +25,7 @@ import {
   type ModelCheckContext,
   type ModelGateway,
   type ModelRequest,
+  type ModelResponse,
   type ModelStreamPart,
   type ModelToolSpec,
 } from './model-gateway.port';
@@ -75,6 +76,7 @@ export class AiSdkGateway implements ModelGateway {
     const mapper = new StreamPartMapper();
     let streamed = false;
     let finish: { reason: FinishReason; usage: LanguageModelUsage | undefined } | undefined;
+    let response: ModelResponse | undefined;
     try {
       const prompt = toModelPrompt(request.system, request.messages, {
         thinking: THINKING_REPLAY[id.provider],
@@ -103,6 +105,7 @@ export class AiSdkGateway implements ModelGateway {
         if (part.type === 'finish-step' || part.type === 'finish') {
           const usage = part.type === 'finish' ? part.totalUsage : part.usage;
           finish = { reason: toFinishReason(part.finishReason), usage };
+          if (part.type === 'finish-step') response = { id: part.response.id, model: part.response.modelId };
         }
         for (const out of mapper.map(part)) {
           streamed = true;
@@ -119,7 +122,7 @@ export class AiSdkGateway implements ModelGateway {
         streamed,
       });
     }
-    yield* mapper.finish(toCanopyUsage(finish.usage), finish.reason);
+    yield* mapper.finish(toCanopyUsage(finish.usage), finish.reason, response);
   }
 
   /** The provider and model a string names, or why it cannot be used. */

@@ -50,8 +50,17 @@ export type ModelStreamPart =
   | { type: 'tool_use_start'; index: number; id: string; name: string }
   | { type: 'tool_use_delta'; index: number; id: string; delta: string }
   | { type: 'tool_use_end'; index: number; block: ToolUseBlock }
-  /** Always last on success: the complete assistant message and the call's usage. */
-  | { type: 'finish'; message: Message; usage: Usage; finishReason: FinishReason };
+  /**
+   * Always last on success: the complete assistant message and the call's usage; `response`, what the provider said
+   * of its answer when it said it (its id, the model that answered, which may be a dated version of the one asked).
+   */
+  | { type: 'finish'; message: Message; usage: Usage; finishReason: FinishReason; response?: ModelResponse };
+
+/** The provider's own account of an answer. */
+export interface ModelResponse {
+  id?: string;
+  model?: string;
+}
 
 /**
  * `target_refused`: the SSRF guard refused a URL a tenant gave (its provider base URL, an attachment URL);

@@ -130,6 +130,15 @@ describe.each(PROVIDERS)('$model', ({ model, api }) => {
     });
   });
 
+  it('finishes with the provider’s account of its answer: its id and the model that answered', async () => {
+    fake.enqueue({ text: ['Done.'], model: 'answering-model-2026-12-01' });
+    const { parts, error } = await run(request(model));
+    expect(error).toBeUndefined();
+    const finish = finishOf(parts);
+    expect(finish.response?.model).toBe('answering-model-2026-12-01');
+    expect(finish.response?.id).toMatch(/fake/);
+  });
+
   it('returns a tool call as tool_use parts with the parsed input and finishes with tool_use', async () => {
     fake.enqueue({
       text: ['Checking.'],

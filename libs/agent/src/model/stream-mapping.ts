@@ -5,7 +5,7 @@
 import type { TextStreamPart, ToolSet } from 'ai';
 import type { Usage } from '@canopy/core';
 import { AssistantMessageBuilder } from './assistant-message.builder';
-import type { FinishReason, ModelStreamPart } from './model-gateway.port';
+import type { FinishReason, ModelResponse, ModelStreamPart } from './model-gateway.port';
 
 type Kind = 'text' | 'thinking' | 'tool';
 
@@ -80,10 +80,11 @@ export class StreamPartMapper {
    * Ends the open block and gives the finish part. A reply with tool calls finishes with 'tool_use' even when
    * the provider said 'stop' (some OpenAI-compatible servers do).
    */
-  finish(usage: Usage, reason: FinishReason): ModelStreamPart[] {
+  finish(usage: Usage, reason: FinishReason, response?: ModelResponse): ModelStreamPart[] {
     const out = this.close();
     const finishReason = reason === 'stop' && this.builder.hasToolUse() ? 'tool_use' : reason;
-    out.push(this.builder.finish(usage, finishReason));
+    const part = this.builder.finish(usage, finishReason);
+    out.push(response && (response.id || response.model) ? { ...part, response } : part);
     return out;
   }
 

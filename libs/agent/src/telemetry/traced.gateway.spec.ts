@@ -4,10 +4,10 @@
 
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { configureTelemetry } from '@canopy/common';
-import { userMessage, type Message } from '@canopy/core';
+import { emptyUsage, userMessage, type Message } from '@canopy/core';
 import { InMemoryTelemetry } from '@canopy/testing';
 import { MockGateway } from '../model/mock.gateway';
-import type { ModelRequest, ModelStreamPart } from '../model/model-gateway.port';
+import type { ModelGateway, ModelRequest, ModelStreamPart } from '../model/model-gateway.port';
 import { TracedGateway } from './traced.gateway';
 
 const telemetry = InMemoryTelemetry.start();
@@ -66,6 +66,29 @@ describe('TracedGateway', () => {
     expect(span!.attributes['gen_ai.input.messages']).toBeUndefined();
     expect(span!.attributes['gen_ai.output.messages']).toBeUndefined();
     expect(span!.attributes['gen_ai.system_instructions']).toBeUndefined();
+  });
+
+  it('names the model the provider says answered, and its response id', async () => {
+    const answering: ModelGateway = {
+      check: () => null,
+      // eslint-disable-next-line @typescript-eslint/require-await -- a stream of one part, nothing to wait for
+      async *stream(): AsyncIterable<ModelStreamPart> {
+        yield {
+          type: 'finish',
+          message: { role: 'assistant', content: [{ type: 'text', text: 'hi' }], timestamp: 0 },
+          usage: emptyUsage(),
+          finishReason: 'stop',
+          response: { id: 'resp_42', model: 'script-2026-12-01' },
+        };
+      },
+    };
+    await drain(new TracedGateway(answering).stream(request([])));
+    const [span] = await telemetry.spans();
+    expect(span!.attributes).toMatchObject({
+      'gen_ai.request.model': 'script',
+      'gen_ai.response.model': 'script-2026-12-01',
+      'gen_ai.response.id': 'resp_42',
+    });
   });
 
   it('records the messages, the system prompt and the reply when content capture is on', async () => {

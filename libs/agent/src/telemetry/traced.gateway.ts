@@ -95,10 +95,12 @@ function observed(
         if (ended) return;
         ended = true;
         const durationS = (performance.now() - started) / 1000;
+        // The model that answered, as the provider named it (a dated version of the one asked, or a router's pick).
+        const response = 'part' in outcome ? outcome.part.response : undefined;
         const figures = {
           provider: call.provider,
           requestModel: call.model,
-          responseModel: call.model,
+          responseModel: response?.model || call.model,
           tenantId: request.tenantId,
           durationS,
           firstChunkS: firstChunk === null ? null : (firstChunk - started) / 1000,
@@ -106,8 +108,9 @@ function observed(
         };
         if ('part' in outcome) {
           const { usage, finishReason, message } = outcome.part;
+          if (response?.id) span.setAttribute(GEN_AI.responseId, response.id);
           span.setAttributes({
-            [GEN_AI.responseModel]: call.model,
+            [GEN_AI.responseModel]: figures.responseModel,
             [GEN_AI.responseFinishReasons]: [FINISH_REASONS[finishReason]],
             [GEN_AI.inputTokens]: usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens,
             [GEN_AI.outputTokens]: usage.outputTokens,

@@ -21,6 +21,7 @@ export const GEN_AI = {
   requestTemperature: 'gen_ai.request.temperature',
   requestTopP: 'gen_ai.request.top_p',
   responseModel: 'gen_ai.response.model',
+  responseId: 'gen_ai.response.id',
   responseFinishReasons: 'gen_ai.response.finish_reasons',
   inputTokens: 'gen_ai.usage.input_tokens',
   outputTokens: 'gen_ai.usage.output_tokens',
