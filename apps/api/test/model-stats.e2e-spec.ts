@@ -1,8 +1,9 @@
 // The dashboard's per-model and per-user view over HTTP: runs, errors, latency and time-to-first-token percentiles,
-// tokens, cost and the
-// share of thumbs up, kept by the daily rollup as runs go and ratings come, change and go; its tokens agree with the
-// usage report; a window without runs is empty; another tenant and a user token see nothing of it.
+// tokens, cost and the share of thumbs up, kept by the daily rollup as runs go and ratings come, change and go; its
+// tokens agree with the usage report; a window without runs is empty; another tenant and a user token see nothing of
+// it.
 
+import type { ModelStatsRow } from '@canopy/core';
 import { eventually } from '@canopy/testing';
 import { Api, newTenant } from './support/api-client';
 import { startTestApp, TEST_ADMIN_KEY, type TestApp } from './support/test-app';
@@ -12,23 +13,7 @@ let a: { tenantId: string; api: Api; key: string };
 let b: { tenantId: string; api: Api; key: string };
 let echoOfAlice: string;
 
-interface Row {
-  key: string | null;
-  runs: number;
-  errors: number;
-  errorRate: number;
-  latencyP50Ms: number | null;
-  latencyP95Ms: number | null;
-  timeToFirstTokenP50Ms: number | null;
-  timeToFirstTokenP95Ms: number | null;
-  inputTokens: number;
-  outputTokens: number;
-  totalTokens: number;
-  totalCost: number;
-  thumbsUp: number;
-  thumbsDown: number;
-  thumbsUpShare: number | null;
-}
+type Row = ModelStatsRow;
 
 const rowOf = (data: Row[], key: string | null) => data.find((r) => r.key === key);
 

@@ -27,7 +27,7 @@ import {
 import { CanopyException } from '@canopy/common';
 import { CurrentScope } from '@canopy/auth';
 import { FeedbackService } from '@canopy/manager';
-import { NDJSON, writeLine } from './ndjson';
+import { NDJSON, streamNdjson } from './ndjson';
 
 class PutFeedbackDto extends createZodDto(putFeedbackSchema) {}
 class DeleteFeedbackQueryDto extends createZodDto(deleteFeedbackQuerySchema) {}
@@ -89,22 +89,6 @@ export class FeedbackController {
     @Query() query: FeedbackExportQueryDto,
     @Res() res: Response,
   ): Promise<void> {
-    const ratings = this.feedback.export(scope, query);
-    // The first page is read before the answer starts: an unreachable database is an error answer, not a cut stream.
-    const first = await ratings.next();
-    res.status(200).type(NDJSON);
-    res.flushHeaders();
-    let closed = false;
-    res.on('close', () => (closed = true));
-    try {
-      if (!first.done) await writeLine(res, first.value);
-      for await (const rating of ratings) {
-        if (closed) break;
-        await writeLine(res, rating);
-      }
-      res.end();
-    } catch {
-      res.destroy();
-    }
+    await streamNdjson(res, this.feedback.export(scope, query));
   }
 }

@@ -61,6 +61,31 @@ export async function writeLine(res: Response, value: unknown): Promise<void> {
   }
 }
 
+/**
+ * Answers 200 with the lines as NDJSON. The first line is read before the answer starts, so a bad cursor or an
+ * unreachable database is an error answer, not a broken stream; mid-stream there is no status left to answer with:
+ * the connection is cut (the client resumes from the last complete line's cursor), and a client that left stops
+ * the reading.
+ */
+export async function streamNdjson(res: Response, lines: AsyncIterator<unknown>): Promise<void> {
+  const first = await lines.next();
+  res.status(200).type(NDJSON);
+  res.flushHeaders();
+  let closed = false;
+  res.on('close', () => (closed = true));
+  try {
+    if (!first.done) await writeLine(res, first.value);
+    for (let next = await lines.next(); !next.done && !closed; next = await lines.next()) {
+      await writeLine(res, next.value);
+    }
+    res.end();
+  } catch {
+    res.destroy();
+  } finally {
+    await lines.return?.();
+  }
+}
+
 /** Bytes of a size such as `20mb` (the config's form). */
 export function bytesOf(size: string): number {
   const m = /^(\d+)(b|kb|mb)$/i.exec(size);

@@ -10,7 +10,7 @@ import type { Scope } from '@canopy/core';
 import { CurrentScope } from '@canopy/auth';
 import { SessionCatalogService, SessionTransferService } from '@canopy/manager';
 import { BulkExportQueryDto, BulkImportQueryDto, ExportQueryDto, ForkDto, ImportDto } from './dto';
-import { NDJSON, bytesOf, ndjsonLines, writeLine } from './ndjson';
+import { NDJSON, bytesOf, ndjsonLines, streamNdjson, writeLine } from './ndjson';
 import { filterFromQuery } from './session-filter.query';
 
 @ApiTags('sessions')
@@ -73,26 +73,10 @@ export class SessionTransferController {
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const documents = this.transfer.exportAll(scope, filterFromQuery(query, req), query.cursor ?? null);
-    // The first page is read before the answer starts, so a bad cursor or an unreachable database is an error
-    // answer, not a broken stream.
-    const first = await documents.next();
-    res.status(200).type(NDJSON);
-    res.flushHeaders();
-    let closed = false;
-    res.on('close', () => (closed = true));
-    try {
-      if (!first.done) await writeLine(res, first.value);
-      for await (const doc of documents) {
-        if (closed) break;
-        await writeLine(res, doc);
-      }
-      res.end();
-    } catch {
-      // Mid-stream there is no status left to answer with: the connection is cut, and the client resumes from the
-      // last complete line's cursor.
-      res.destroy();
-    }
+    await streamNdjson(
+      res,
+      this.transfer.exportAll(scope, filterFromQuery(query, req), query.cursor ?? null),
+    );
   }
 
   @Post('import')
