@@ -4,7 +4,8 @@
 
 import { CanopyException } from '@canopy/common';
 import type { FeedbackRating, FeedbackView, Scope, Usage } from '@canopy/core';
-import { Database, isUuid, type SqlTx } from '@canopy/store';
+import { Database, type SqlTx } from '@canopy/store';
+import { decodeCursor, encodeCursor } from './listing-cursor';
 
 export interface FeedbackInput {
   sessionId: string;
@@ -168,24 +169,4 @@ function toView(row: FeedbackRow): FeedbackView {
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };
-}
-
-function encodeCursor(f: FeedbackView): string {
-  return Buffer.from(JSON.stringify([f.createdAt, f.id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): { createdAt: string; id: string } {
-  try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (
-      typeof createdAt === 'string' &&
-      !Number.isNaN(Date.parse(createdAt)) &&
-      typeof id === 'string' &&
-      isUuid(id)
-    )
-      return { createdAt, id };
-  } catch {
-    // falls through
-  }
-  throw CanopyException.badRequest('cursor: not a cursor of this listing', { field: 'cursor' });
 }

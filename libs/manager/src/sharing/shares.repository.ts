@@ -15,6 +15,7 @@ import {
   type Usage,
 } from '@canopy/core';
 import { Database, isUuid, writeAudit } from '@canopy/store';
+import { decodeCursor, encodeCursor } from './listing-cursor';
 
 export interface NewShare {
   sessionId: string;
@@ -227,24 +228,4 @@ export function toView(share: ShareRecord): ShareView {
     expiresAt: share.expiresAt,
     createdAt: share.createdAt,
   };
-}
-
-function encodeCursor(share: ShareRecord): string {
-  return Buffer.from(JSON.stringify([share.createdAt, share.id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): { createdAt: string; id: string } {
-  try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (
-      typeof createdAt === 'string' &&
-      !Number.isNaN(Date.parse(createdAt)) &&
-      typeof id === 'string' &&
-      isUuid(id)
-    )
-      return { createdAt, id };
-  } catch {
-    // falls through
-  }
-  throw CanopyException.badRequest('cursor: not a cursor of this listing', { field: 'cursor' });
 }
