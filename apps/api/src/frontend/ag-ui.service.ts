@@ -183,22 +183,15 @@ export class AgUiService {
         });
       }
     }
-    if (decisions.length === 0) {
-      throw new CanopyException('session_paused', 'a run is waiting for a decision', {
-        awaiting: inFlight.awaiting.map((u) => ({ toolCallId: u.id, toolName: u.name })),
-      });
-    }
-    if (decisions.length < inFlight.awaiting.length) {
-      // Answered in part, the run would go on waiting (and this stream with it): every call at once.
-      const answered = new Set(decisions.map((d) => d.toolUseId));
-      throw CanopyException.badRequest('answer every tool call the run waits for, in one request', {
-        field: 'resume',
-        missing: inFlight.awaiting.filter((u) => !answered.has(u.id)).map((u) => u.id),
-      });
-    }
-    const final = decisions.pop()!;
-    for (const d of decisions) await this.commands.resume(scope, id, d);
-    return this.chats.startRun(scope, id, () => this.commands.resume(scope, id, final), input.runId);
+    return this.chats.answerAll(
+      scope,
+      id,
+      inFlight,
+      decisions,
+      'resume',
+      (d) => this.commands.resume(scope, id, d),
+      input.runId,
+    );
   }
 
   private stream(

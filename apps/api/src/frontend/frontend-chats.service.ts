@@ -9,7 +9,7 @@ import type { ClientTool, InFlight, Scope, SessionSnapshot, Tree } from '@canopy
 import { SessionManager } from '@canopy/manager';
 import { SessionService } from '@canopy/session';
 import type { ClientRunRecord, SessionRecord } from '@canopy/store';
-import type { CommandAnswer } from '../http/session-commands';
+import type { CommandAnswer, ResumeCommand } from '../http/session-commands';
 import { RunFeed } from './run-feed';
 
 /** What a session created on first use takes from the request. */
@@ -92,6 +92,37 @@ export class FrontendChats {
       subscription.unsubscribe();
       throw err;
     }
+  }
+
+  /**
+   * A protocol's answers to the calls a paused run waits for, all in one request (answered in part, the run would go
+   * on waiting, and the stream with it), given to the run in turn; the last one resumes it, and the run is followed
+   * from there. `field` names where the request's answers are, for the refusal of a partial answer.
+   */
+  async answerAll(
+    scope: Scope,
+    id: string,
+    inFlight: InFlight,
+    decisions: readonly ResumeCommand[],
+    field: string,
+    resume: (decision: ResumeCommand) => Promise<CommandAnswer>,
+    clientRunId?: string,
+  ): Promise<FollowedRun> {
+    if (decisions.length === 0) {
+      throw new CanopyException('session_paused', 'a run is waiting for a decision', {
+        awaiting: inFlight.awaiting.map((u) => ({ toolCallId: u.id, toolName: u.name })),
+      });
+    }
+    if (decisions.length < inFlight.awaiting.length) {
+      const answered = new Set(decisions.map((d) => d.toolUseId));
+      throw CanopyException.badRequest('answer every tool call the run waits for, in one request', {
+        field,
+        missing: inFlight.awaiting.filter((u) => !answered.has(u.id)).map((u) => u.id),
+      });
+    }
+    for (const d of decisions.slice(0, -1)) await resume(d);
+    const final = decisions[decisions.length - 1]!;
+    return this.startRun(scope, id, () => resume(final), clientRunId);
   }
 
   /**

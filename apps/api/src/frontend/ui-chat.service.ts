@@ -17,7 +17,7 @@ import {
   type Tree,
 } from '@canopy/core';
 import type { SessionRecord } from '@canopy/store';
-import { SessionCommands, type CommandAnswer } from '../http/session-commands';
+import { SessionCommands } from '../http/session-commands';
 import { FrontendChats, type FollowedRun } from './frontend-chats.service';
 import type { UiChatRequest, UiMessageInput } from './frontend.dto';
 
@@ -106,24 +106,8 @@ export class UiChatService {
       const decision = part ? decisionOf(part) : null;
       if (decision) decisions.push({ toolUseId: use.id, decision });
     }
-    if (decisions.length === 0) {
-      throw new CanopyException('session_paused', 'a run is waiting for a decision', {
-        awaiting: inFlight.awaiting.map((u) => ({ toolCallId: u.id, toolName: u.name })),
-      });
-    }
-    if (decisions.length < inFlight.awaiting.length) {
-      // Answered in part, the run would go on waiting (and this stream with it): every call at once.
-      const answered = new Set(decisions.map((d) => d.toolUseId));
-      throw CanopyException.badRequest('answer every tool call the run waits for, in one request', {
-        field: 'messages',
-        missing: inFlight.awaiting.filter((u) => !answered.has(u.id)).map((u) => u.id),
-      });
-    }
-    const first = decisions.slice(0, -1);
-    const final = decisions[decisions.length - 1]!;
-    for (const d of first) await this.commands.resume(scope, id, d);
-    return this.chats.startRun(scope, id, (): Promise<CommandAnswer> =>
-      this.commands.resume(scope, id, final),
+    return this.chats.answerAll(scope, id, inFlight, decisions, 'messages', (d) =>
+      this.commands.resume(scope, id, d),
     );
   }
 }
