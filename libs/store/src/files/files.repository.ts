@@ -338,9 +338,9 @@ export class FilesRepository {
    * Files stored from a prompt's inline data more than UNUSED_PROMPT_FILE ago, at most `limit`, across tenants (the
    * sweep's), judged once: one a committed message of a session that refers to it names (the session's own nodes or
    * its fork base's) loses its mark and is kept like any other file; one a run or queued prompt still on its way
-   * names, or a session came to refer to within that time, keeps its mark (judged again by a later sweep); any other (its run failed or was cancelled before its
-   * commit, or its prompt was refused) is no longer referred to and is marked deleted, so the sweep removes it.
-   * Answers how many were released.
+   * names, or a session came to refer to within that time, keeps its mark (judged again by a later sweep); any other
+   * (its run failed or was cancelled before its commit, or its prompt was refused) is no longer referred to and is
+   * marked deleted, so the sweep removes it. Answers how many were released.
    */
   async releaseUnusedPromptFiles(limit: number): Promise<number> {
     const [row] = await this.db.withAdminSql(
