@@ -5,6 +5,7 @@
 
 import { createContext, useContext, useEffect, useRef, useState } from 'react';
 import type { AttachmentBlock, Canopy, FileView } from '@canopy/client';
+import { byteSize } from './byte-size';
 import { errorText } from './format';
 
 /** The files API of the signed-in client, for the turns' attachments (null: attachments show as chips only). */
@@ -27,12 +28,6 @@ const IMAGE = /^image\/(png|jpeg|gif|webp)$/;
 function kindOf(name: string): string {
   const dot = name.lastIndexOf('.');
   return dot > 0 && name.length - dot <= 6 ? name.slice(dot + 1).toUpperCase() : 'FILE';
-}
-
-export function sizeText(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(bytes < 10 * 1024 ? 1 : 0)} KB`;
-  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }
 
 /** The composer's attachments: add (uploads each), remove, and the blocks a prompt sends. */
@@ -108,7 +103,7 @@ export function AttachmentTray({
             {i.name}
           </span>
           <span className="muted">
-            {i.error ? i.error : i.file ? sizeText(i.file.bytes) : `uploading ${sizeText(i.bytes)}…`}
+            {i.error ? i.error : i.file ? byteSize(i.file.bytes) : `uploading ${byteSize(i.bytes)}…`}
           </span>
           <button
             type="button"
@@ -165,7 +160,7 @@ export function AttachmentView({ block }: { block: AttachmentBlock }) {
         {kindOf(name)}
       </span>
       <span className="attachment-name">{name}</span>
-      {block.bytes !== undefined && <span className="muted">{sizeText(block.bytes)}</span>}
+      {block.bytes !== undefined && <span className="muted">{byteSize(block.bytes)}</span>}
     </button>
   );
 }

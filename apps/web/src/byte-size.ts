@@ -1,4 +1,4 @@
-// Sizes in bytes as people read them (a storage quota's limit and usage): the largest binary unit a size reaches
+// Sizes in bytes as people read them (an attachment's chip, a storage quota's limit and usage): the largest binary unit a size reaches
 // (KiB, MiB, GiB: powers of 1024) beside the exact count, and a limit entered as a number of one of those units.
 
 export const BYTE_UNITS = [

@@ -380,21 +380,18 @@ export class FilesRepository {
                               WHERE r.tenant_id = c.tenant_id AND r.file_id = c.id
                                 AND r.created_at > now() - interval '${UNUSED_PROMPT_FILE}') AS on_its_way
              FROM candidates c),
+         -- Data-modifying WITH statements run to completion whether or not the query reads them.
          kept AS (
            UPDATE files f SET from_prompt_at = NULL FROM judged j
-            WHERE f.tenant_id = j.tenant_id AND f.id = j.id AND j.in_message
-           RETURNING f.id),
+            WHERE f.tenant_id = j.tenant_id AND f.id = j.id AND j.in_message),
          unreferred AS (
            DELETE FROM file_refs r USING judged j
-            WHERE r.tenant_id = j.tenant_id AND r.file_id = j.id AND NOT j.in_message AND NOT j.on_its_way
-           RETURNING r.file_id),
+            WHERE r.tenant_id = j.tenant_id AND r.file_id = j.id AND NOT j.in_message AND NOT j.on_its_way),
          released AS (
            UPDATE files f SET from_prompt_at = NULL, deleted_at = now() FROM judged j
             WHERE f.tenant_id = j.tenant_id AND f.id = j.id AND NOT j.in_message AND NOT j.on_its_way
            RETURNING f.id)
-         SELECT (SELECT count(*) FROM released)::int AS released,
-                (SELECT count(*) FROM kept)::int AS kept,
-                (SELECT count(*) FROM unreferred)::int AS unreferred`,
+         SELECT count(*)::int AS released FROM released`,
           [limit],
         ),
     );
